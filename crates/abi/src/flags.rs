@@ -1,0 +1,145 @@
+//! Flag sets with Linux's values: clone3, waitid/wait4, pidfd_open, PIDFD_GET_INFO,
+//! pidfd_send_signal.
+//!
+//! All are `bitflags` so `from_bits_retain` can carry unknown bits to the validation
+//! that rejects them with `EINVAL`, as the kernel does.
+
+bitflags::bitflags! {
+    /// `clone3(2)` flags (`CLONE_*` in `<linux/sched.h>`).
+    ///
+    /// uproc models the process-lifecycle flags; memory/file sharing flags are accepted
+    /// where Linux requires them (`THREAD` implies `SIGHAND | VM` in uproc, since a
+    /// green-thread runtime has nothing else to share).
+    ///
+    /// # References
+    /// [clone(2)](https://man7.org/linux/man-pages/man2/clone.2.html)
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct CloneFlags: u64 {
+        /// `CLONE_VM`.
+        const VM = libc::CLONE_VM as u64;
+        /// `CLONE_PIDFD`: return a pidfd for the child.
+        const PIDFD = 0x0000_1000;
+        /// `CLONE_SIGHAND`.
+        const SIGHAND = libc::CLONE_SIGHAND as u64;
+        /// `CLONE_PARENT`: the child's parent is the caller's parent.
+        const PARENT = libc::CLONE_PARENT as u64;
+        /// `CLONE_THREAD`: the child joins the caller's thread group.
+        const THREAD = libc::CLONE_THREAD as u64;
+        /// `CLONE_NEWPID`: the child is pid 1 of a new pid namespace.
+        const NEWPID = libc::CLONE_NEWPID as u64;
+        /// `CLONE_INTO_CGROUP`: start the child in `CloneArgs::cgroup`.
+        const INTO_CGROUP = 0x2_0000_0000;
+        /// `CLONE_AUTOREAP` (Linux 7.1): the child is reaped at exit, never a zombie.
+        const AUTOREAP = 0x4_0000_0000;
+    }
+}
+
+bitflags::bitflags! {
+    /// `waitid(2)` / `wait4(2)` options (`W*` in `<sys/wait.h>`).
+    ///
+    /// # References
+    /// [wait(2)](https://man7.org/linux/man-pages/man2/wait.2.html)
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct WaitOptions: u32 {
+        /// `WNOHANG`: return at once if nothing is ready.
+        const NOHANG = libc::WNOHANG as u32;
+        /// `WSTOPPED` (`WUNTRACED`): report stopped children.
+        const STOPPED = libc::WSTOPPED as u32;
+        /// `WEXITED`: report exited children.
+        const EXITED = libc::WEXITED as u32;
+        /// `WCONTINUED`: report continued children.
+        const CONTINUED = libc::WCONTINUED as u32;
+        /// `WNOWAIT`: leave the child waitable.
+        const NOWAIT = libc::WNOWAIT as u32;
+        /// `__WNOTHREAD`: only the caller's own children, not its thread group's.
+        const NOTHREAD = libc::__WNOTHREAD as u32;
+        /// `__WALL`: any child, whatever its exit signal.
+        const ALL = libc::__WALL as u32;
+        /// `__WCLONE`: only "clone" children (exit signal other than SIGCHLD).
+        const CLONE = libc::__WCLONE as u32;
+    }
+}
+
+bitflags::bitflags! {
+    /// `pidfd_open(2)` flags.
+    ///
+    /// # References
+    /// [pidfd_open(2)](https://man7.org/linux/man-pages/man2/pidfd_open.2.html)
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct PidfdFlags: u32 {
+        /// `PIDFD_NONBLOCK` (== `O_NONBLOCK`): waitid through it returns EAGAIN.
+        const NONBLOCK = libc::O_NONBLOCK as u32;
+        /// `PIDFD_THREAD` (== `O_EXCL`): refer to one thread, not the thread group.
+        const THREAD = libc::O_EXCL as u32;
+    }
+}
+
+bitflags::bitflags! {
+    /// `open_by_handle_at(2)` flags accepted for pidfs file handles.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct OpenFlags: u32 {
+        /// `O_WRONLY`.
+        const WRONLY = libc::O_WRONLY as u32;
+        /// `O_RDWR`.
+        const RDWR = libc::O_RDWR as u32;
+        /// `O_NONBLOCK` (== `PIDFD_NONBLOCK`).
+        const NONBLOCK = libc::O_NONBLOCK as u32;
+        /// `O_CLOEXEC`.
+        const CLOEXEC = libc::O_CLOEXEC as u32;
+        /// `O_EXCL` (== `PIDFD_THREAD`).
+        const EXCL = libc::O_EXCL as u32;
+    }
+}
+
+bitflags::bitflags! {
+    /// `PIDFD_GET_INFO` request/response mask (`PIDFD_INFO_*` in `<linux/pidfd.h>`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct InfoMask: u64 {
+        /// `PIDFD_INFO_PID`: pid, tgid, ppid in the caller's namespace.
+        const PID = 1 << 0;
+        /// `PIDFD_INFO_CREDS`: user and group ids.
+        const CREDS = 1 << 1;
+        /// `PIDFD_INFO_CGROUPID`: the cgroup id.
+        const CGROUPID = 1 << 2;
+        /// `PIDFD_INFO_EXIT`: exit status, once reaped.
+        const EXIT = 1 << 3;
+        /// `PIDFD_INFO_COREDUMP`.
+        const COREDUMP = 1 << 4;
+        /// `PIDFD_INFO_SUPPORTED_MASK`: report which bits this implementation knows.
+        const SUPPORTED_MASK = 1 << 5;
+    }
+}
+
+bitflags::bitflags! {
+    /// `pidfd_send_signal(2)` scope flags.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct PidfdSignalFlags: u32 {
+        /// `PIDFD_SIGNAL_THREAD`: that thread only.
+        const THREAD = 1 << 0;
+        /// `PIDFD_SIGNAL_THREAD_GROUP`: the thread group.
+        const THREAD_GROUP = 1 << 1;
+        /// `PIDFD_SIGNAL_PROCESS_GROUP`: the process group the task leads.
+        const PROCESS_GROUP = 1 << 2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_linux_values() {
+        assert_eq!(CloneFlags::THREAD.bits(), 0x10000);
+        assert_eq!(CloneFlags::NEWPID.bits(), 0x2000_0000);
+        assert_eq!(CloneFlags::PARENT.bits(), 0x8000);
+        assert_eq!(WaitOptions::NOWAIT.bits(), 0x0100_0000);
+        assert_eq!(PidfdFlags::NONBLOCK.bits(), 0o4000);
+        assert_eq!(PidfdFlags::THREAD.bits(), 0o200);
+    }
+
+    #[test]
+    fn unknown_bits_survive_from_bits_retain() {
+        let f = CloneFlags::from_bits_retain(1 << 60);
+        assert!(!CloneFlags::all().contains(f));
+    }
+}

@@ -1,0 +1,26 @@
+//! The Linux vocabulary every uproc crate speaks.
+//!
+//! This crate owns no state. It defines the values that cross uproc's API and that a
+//! reader of the kernel recognises: [`Errno`] (error numbers, libc's values),
+//! [`Signal`] and [`SigSet`], [`WaitStatus`] (the wait(2) status word), the flag sets of
+//! clone3, waitid, pidfd_open, `PIDFD_GET_INFO` and pidfd_send_signal (Linux's bit
+//! values, so unknown bits can be carried to the validation that rejects them), the
+//! lock [`Profile`] a runtime imitates, and [`lockstat`]: named global locks whose
+//! acquisitions the benchmark counts.
+//!
+//! Everything here is plain data; the behaviour lives in `uproc-pidns`, `uproc-pidfs`,
+//! `uproc-cgroup` and `uproc-tasklist`, and users reach it through the `uproc` facade.
+#![forbid(unsafe_code)]
+
+mod errno;
+mod flags;
+pub mod lockstat;
+mod profile;
+mod signal;
+mod wait;
+
+pub use errno::Errno;
+pub use flags::{CloneFlags, InfoMask, OpenFlags, PidfdFlags, PidfdSignalFlags, WaitOptions};
+pub use profile::{ParseProfileError, Profile};
+pub use signal::{DefaultAction, SIGRTMAX, SigSet, Signal};
+pub use wait::WaitStatus;
