@@ -14,7 +14,6 @@ use core::str::FromStr;
 /// A third profile, `Scalable` (no global lock on the hot path), is planned; it is not
 /// offered until it exists, so nothing can silently measure one profile as another.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Profile {
     /// Linux before Dec 2025: `alloc_pid` takes `pidmap_lock` twice.
     Linux618,

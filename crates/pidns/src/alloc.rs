@@ -1,0 +1,296 @@
+//! `alloc_pid` and `free_pid` under each lock profile.
+//!
+//! The numbering rules are shared ([`reserve_level`]); the profiles differ only in how
+//! many times they take `pidmap_lock` and where the pidfs hooks run:
+//!
+//! | profile | reserve | publish + pidfs add | free + pidfs remove |
+//! |---|---|---|---|
+//! | `Linux618` | one acquisition per level | a second acquisition, pidfs add inside | one acquisition, pidfs remove inside |
+//! | `Linux70` | one acquisition for all levels, publish included | pidfs add after unlock | one acquisition, pidfs remove after unlock |
+
+use crate::namespace::{NsState, PidNamespace};
+use crate::pid::{Pid, Upid};
+use crate::{MAX_PID_NS_LEVEL, RESERVED_PIDS};
+use std::sync::Arc;
+use uproc_abi::{Errno, Profile};
+
+/// One reserved-but-unpublished number, kept for publish or rollback.
+#[derive(Clone, Copy)]
+struct Reserved {
+    /// Index into the innermost-first namespace chain.
+    level_from_inner: usize,
+    nr: i32,
+}
+
+/// The namespace chain innermost first, without allocating.
+fn chain(ns: &Arc<PidNamespace>) -> impl Iterator<Item = &Arc<PidNamespace>> {
+    std::iter::successors(Some(ns), |n| n.parent())
+}
+
+/// Reserves one number in one namespace: `set_tid` entry or cyclic search, then the
+/// "PID 1 (init) must be created first" rule. The caller holds `pidmap_lock`.
+fn reserve_level(
+    ns: &PidNamespace,
+    st: &mut NsState,
+    tid: Option<i32>,
+    pid_max: i32,
+) -> Result<i32, Errno> {
+    let nr = match tid {
+        // idr_alloc(tid, tid + 1): "range full" is reported as EEXIST.
+        Some(tid) => {
+            if !st.idr.reserve_exact(tid) {
+                return Err(Errno::EEXIST);
+            }
+            tid
+        }
+        None => {
+            // Once more than RESERVED_PIDS numbers were ever handed out, never go below.
+            let pid_min = if st.idr.cursor > RESERVED_PIDS {
+                RESERVED_PIDS
+            } else {
+                1
+            };
+            match st.idr.reserve_cyclic(pid_min, pid_max) {
+                Some(nr) => nr,
+                None => {
+                    tracing::debug!(level = ns.level(), pid_max, "alloc_pid: namespace full");
+                    return Err(Errno::EAGAIN);
+                }
+            }
+        }
+    };
+    if nr != 1 && !ns.has_child_reaper() {
+        st.idr.remove(nr);
+        return Err(Errno::EINVAL);
+    }
+    Ok(nr)
+}
+
+/// `alloc_pid`: a new [`Pid`] with a number in `ns` and every ancestor.
+///
+/// `set_tid[0]` asks for a number in `ns`, `set_tid[1]` in its parent, and so on
+/// (clone3's `set_tid`); levels without an entry allocate cyclically. Errors, in Linux's
+/// order: more entries than levels -> EINVAL; an entry `< 1` or `>= pid_max` -> EINVAL;
+/// an entry without `cap_checkpoint_restore` -> EPERM; an entry in use -> EEXIST; a full
+/// level -> EAGAIN; a number other than 1 in a namespace without an init -> EINVAL; `ns`
+/// closed because its init died -> ENOMEM. On failure nothing stays reserved, but the
+/// cyclic cursors that moved stay moved (a failed fork consumes the position).
+///
+/// # References
+/// `alloc_pid` in `kernel/pid.c`; [clone3(2)](https://man7.org/linux/man-pages/man2/clone3.2.html)
+/// `set_tid`.
+pub fn alloc_pid(
+    ns: &Arc<PidNamespace>,
+    set_tid: &[i32],
+    cap_checkpoint_restore: bool,
+) -> Result<Arc<Pid>, Errno> {
+    let levels = ns.level() as usize + 1;
+    if set_tid.len() > levels {
+        return Err(Errno::EINVAL);
+    }
+    // Snapshot pid_max and validate set_tid without the lock.
+    let mut pid_max = [0i32; MAX_PID_NS_LEVEL as usize + 1];
+    for (i, level_ns) in chain(ns).enumerate() {
+        pid_max[i] = level_ns.pid_max();
+        if let Some(&tid) = set_tid.get(i) {
+            if tid < 1 || tid >= pid_max[i] {
+                return Err(Errno::EINVAL);
+            }
+            if !cap_checkpoint_restore {
+                return Err(Errno::EPERM);
+            }
+        }
+    }
+    // The object is built before the lock; its numbers are filled in while it is still
+    // private to this call.
+    let mut numbers = Vec::with_capacity(levels);
+    let mut outer_first: Vec<&Arc<PidNamespace>> = chain(ns).collect();
+    outer_first.reverse();
+    numbers.extend(outer_first.iter().map(|n| Upid {
+        nr: 0,
+        ns: Arc::clone(n),
+    }));
+    let mut pid = Arc::new(Pid::new(numbers.into_boxed_slice()));
+
+    let map = ns.map();
+    match map.profile() {
+        Profile::Linux618 => alloc_two_phase(ns, set_tid, &pid_max, &mut pid)?,
+        Profile::Linux70 => alloc_one_phase(ns, set_tid, &pid_max, &mut pid)?,
+    }
+    if map.profile() != Profile::Linux618 {
+        if let Some(hooks) = map.pidfs.get() {
+            if let Err(e) = hooks.add_pid(&pid) {
+                // Already public: tear down like any pid.
+                free_pid(&pid);
+                return Err(e);
+            }
+        }
+    }
+    Ok(pid)
+}
+
+fn fill_number(pid: &mut Arc<Pid>, level_from_inner: usize, nr: i32) {
+    let p = Arc::get_mut(pid).expect("pid is private until published");
+    let levels = p.numbers().len();
+    p.numbers_mut()[levels - 1 - level_from_inner].nr = nr;
+}
+
+fn reset_cursor_if_first(st: &mut NsState) {
+    // A namespace still waiting for its first process starts numbering at 1 again, so a
+    // failed attempt to create its init leaves no trace.
+    if st.adding && st.idr.allocated == 0 {
+        st.idr.cursor = 0;
+    }
+}
+
+fn rollback(ns: &Arc<PidNamespace>, done: &[Reserved]) {
+    for r in done {
+        let level_ns = chain(ns).nth(r.level_from_inner).expect("level exists");
+        level_ns.state.write().idr.remove(r.nr);
+    }
+}
+
+fn publish(pid: &Arc<Pid>) {
+    for up in pid.numbers() {
+        up.ns.state.write().idr.publish(up.nr, Arc::clone(pid));
+    }
+}
+
+/// `Linux70`: one `pidmap_lock` round trip reserves every level, checks `PIDNS_ADDING`
+/// and publishes.
+fn alloc_one_phase(
+    ns: &Arc<PidNamespace>,
+    set_tid: &[i32],
+    pid_max: &[i32],
+    pid: &mut Arc<Pid>,
+) -> Result<(), Errno> {
+    let mut done = [Reserved {
+        level_from_inner: 0,
+        nr: 0,
+    }; MAX_PID_NS_LEVEL as usize + 1];
+    let mut n = 0;
+    let _g = ns.map().pidmap_lock.lock();
+    let result = (|| {
+        for (i, level_ns) in chain(ns).enumerate() {
+            let mut st = level_ns.state.write();
+            if i == 0 {
+                reset_cursor_if_first(&mut st);
+            }
+            let nr = reserve_level(level_ns, &mut st, set_tid.get(i).copied(), pid_max[i])?;
+            done[n] = Reserved {
+                level_from_inner: i,
+                nr,
+            };
+            n += 1;
+        }
+        if !ns.state.read().adding {
+            return Err(Errno::ENOMEM);
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        rollback(ns, &done[..n]);
+        return Err(e);
+    }
+    for r in &done[..n] {
+        fill_number(pid, r.level_from_inner, r.nr);
+    }
+    publish(pid);
+    Ok(())
+}
+
+/// `Linux618`: one `pidmap_lock` round trip per level to reserve, then a second one to
+/// check `PIDNS_ADDING`, add the pid to pidfs and publish.
+fn alloc_two_phase(
+    ns: &Arc<PidNamespace>,
+    set_tid: &[i32],
+    pid_max: &[i32],
+    pid: &mut Arc<Pid>,
+) -> Result<(), Errno> {
+    let map = ns.map();
+    let mut done = [Reserved {
+        level_from_inner: 0,
+        nr: 0,
+    }; MAX_PID_NS_LEVEL as usize + 1];
+    let mut n = 0;
+    for (i, level_ns) in chain(ns).enumerate() {
+        let g = map.pidmap_lock.lock();
+        let mut st = level_ns.state.write();
+        if i == 0 {
+            reset_cursor_if_first(&mut st);
+        }
+        match reserve_level(level_ns, &mut st, set_tid.get(i).copied(), pid_max[i]) {
+            Ok(nr) => {
+                done[n] = Reserved {
+                    level_from_inner: i,
+                    nr,
+                };
+                n += 1;
+            }
+            Err(e) => {
+                drop(st);
+                rollback(ns, &done[..n]);
+                drop(g);
+                return Err(e);
+            }
+        }
+    }
+    for r in &done[..n] {
+        fill_number(pid, r.level_from_inner, r.nr);
+    }
+    let _g = map.pidmap_lock.lock();
+    if !ns.state.read().adding {
+        rollback(ns, &done[..n]);
+        return Err(Errno::ENOMEM);
+    }
+    if let Some(hooks) = map.pidfs.get() {
+        hooks
+            .add_pid(pid)
+            .inspect_err(|_| rollback(ns, &done[..n]))?;
+    }
+    publish(pid);
+    Ok(())
+}
+
+/// `free_pid`: returns the pid's numbers at every level for reuse (subject to the
+/// cursor). The [`Pid`] object lives on while anything holds it. Calling it twice for
+/// one pid is a bug; the second call does nothing.
+///
+/// Linux requires it to run without `tasklist_lock` held (`Linux70`); `Linux618` freed
+/// under it. Which one applies is the caller's (tasklist's) business.
+///
+/// # References
+/// `free_pid` in `kernel/pid.c`.
+pub fn free_pid(pid: &Arc<Pid>) {
+    if !pid.mark_freed() {
+        debug_assert!(false, "free_pid called twice");
+        return;
+    }
+    let map = pid.ns().map();
+    let mut wake: [Option<&Arc<PidNamespace>>; MAX_PID_NS_LEVEL as usize + 1] = [None; 33];
+    {
+        let _g = map.pidmap_lock.lock();
+        for (i, up) in pid.numbers().iter().enumerate() {
+            let mut st = up.ns.state.write();
+            st.idr.remove(up.nr);
+            if !st.adding && st.idr.allocated <= 2 {
+                wake[i] = Some(&up.ns);
+            }
+        }
+        if map.profile() == Profile::Linux618 {
+            if let Some(hooks) = map.pidfs.get() {
+                hooks.remove_pid(pid);
+            }
+        }
+    }
+    if map.profile() != Profile::Linux618 {
+        if let Some(hooks) = map.pidfs.get() {
+            hooks.remove_pid(pid);
+        }
+    }
+    if let Some(wakeup) = map.wakeup.get() {
+        for ns in wake.iter().flatten() {
+            wakeup(ns);
+        }
+    }
+}

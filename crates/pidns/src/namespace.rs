@@ -1,0 +1,272 @@
+//! `PidNamespace` and `PidMap`: the namespace tree and the runtime-wide state its
+//! allocator shares.
+
+use crate::idr::Idr;
+use crate::pid::{Attachment, Pid};
+use crate::{MAX_PID_NS_LEVEL, PID_MAX_LIMIT, PID_MAX_MIN};
+use parking_lot::RwLock;
+use std::any::Any;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use uproc_abi::lockstat::{LockStat, NamedMutex};
+use uproc_abi::{Errno, Profile};
+
+/// What pidfs hooks into pid allocation and freeing (`pidfs_add_pid`,
+/// `pidfs_remove_pid`). Installed once per runtime with [`PidMap::set_pidfs_hooks`].
+///
+/// Under `Linux618` both are called with `pidmap_lock` held (the pidfs tree lived under
+/// it); under `Linux70` after the lock is dropped.
+pub trait PidfsHooks: Send + Sync + 'static {
+    /// Assign the pid its inode number and insert it into the index. An error makes
+    /// `alloc_pid` free the pid and fail with that error.
+    fn add_pid(&self, pid: &Arc<Pid>) -> Result<(), Errno>;
+    /// Remove the pid from the index (its numbers are being freed).
+    fn remove_pid(&self, pid: &Pid);
+}
+
+/// Called after `free_pid` when a closed namespace is down to its last one or two pids:
+/// the kernel wakes the dying init sleeping in `zap_pid_ns_processes`.
+pub type ReaperWakeup = dyn Fn(&Arc<PidNamespace>) + Send + Sync;
+
+/// The state every namespace of one runtime shares: the profile and the global
+/// `pidmap_lock` (Linux has one for the whole machine; uproc has one per runtime).
+pub struct PidMap {
+    profile: Profile,
+    pub(crate) pidmap_lock: NamedMutex<()>,
+    pub(crate) pidfs: OnceLock<Arc<dyn PidfsHooks>>,
+    pub(crate) wakeup: OnceLock<Box<ReaperWakeup>>,
+}
+
+impl PidMap {
+    /// A fresh map for a runtime running under `profile`.
+    pub fn new(profile: Profile) -> Arc<PidMap> {
+        Arc::new(PidMap {
+            profile,
+            pidmap_lock: NamedMutex::new("pidmap_lock", ()),
+            pidfs: OnceLock::new(),
+            wakeup: OnceLock::new(),
+        })
+    }
+
+    /// The lock profile.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// Acquisitions of `pidmap_lock` (feature `lockstat`).
+    pub fn pidmap_lock_stat(&self) -> LockStat {
+        self.pidmap_lock.stat()
+    }
+
+    /// Runs `f` with `pidmap_lock` held. For pidfs's `Linux618` index readers, which
+    /// Linux also put under this lock; no guard leaves the closure.
+    pub fn with_pidmap_lock<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _g = self.pidmap_lock.lock();
+        f()
+    }
+
+    /// Installs pidfs's hooks. Only the first call takes effect (returns false after).
+    pub fn set_pidfs_hooks(&self, hooks: Arc<dyn PidfsHooks>) -> bool {
+        self.pidfs.set(hooks).is_ok()
+    }
+
+    /// Installs the reaper wakeup. Only the first call takes effect.
+    pub fn set_reaper_wakeup(&self, f: Box<ReaperWakeup>) -> bool {
+        self.wakeup.set(f).is_ok()
+    }
+}
+
+impl fmt::Debug for PidMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PidMap")
+            .field("profile", &self.profile)
+            .field("pidmap_lock", &self.pidmap_lock)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Per-namespace allocator state, mutated only with `pidmap_lock` held (and this lock
+/// for writing); `find_pid` takes only this lock for reading (Linux: RCU).
+#[derive(Debug)]
+pub(crate) struct NsState {
+    pub(crate) idr: Idr,
+    /// `PIDNS_ADDING`: cleared by `disable_pid_allocation` when the init dies.
+    pub(crate) adding: bool,
+}
+
+/// A pid namespace (`struct pid_namespace`). Level 0 is the runtime's root namespace.
+///
+/// # References
+/// [pid_namespaces(7)](https://man7.org/linux/man-pages/man7/pid_namespaces.7.html),
+/// `kernel/pid_namespace.c`.
+pub struct PidNamespace {
+    id: u64,
+    level: u32,
+    parent: Option<Arc<PidNamespace>>,
+    map: Arc<PidMap>,
+    pid_max: AtomicI32,
+    pub(crate) state: RwLock<NsState>,
+    has_reaper: AtomicBool,
+    reaper: RwLock<Option<Weak<dyn Any + Send + Sync>>>,
+}
+
+static NEXT_NS_ID: AtomicU64 = AtomicU64::new(1);
+
+impl PidNamespace {
+    fn build(
+        map: Arc<PidMap>,
+        parent: Option<Arc<PidNamespace>>,
+        level: u32,
+        pid_max: i32,
+    ) -> Arc<Self> {
+        Arc::new(PidNamespace {
+            id: NEXT_NS_ID.fetch_add(1, Ordering::Relaxed),
+            level,
+            parent,
+            map,
+            pid_max: AtomicI32::new(pid_max),
+            state: RwLock::new(NsState {
+                idr: Idr::default(),
+                adding: true,
+            }),
+            has_reaper: AtomicBool::new(false),
+            reaper: RwLock::new(None),
+        })
+    }
+
+    /// The root namespace of a runtime, with `pid_max` in `[301, 4194304]` (else EINVAL).
+    pub fn new_root(map: &Arc<PidMap>, pid_max: i32) -> Result<Arc<Self>, Errno> {
+        check_pid_max(pid_max)?;
+        Ok(Self::build(map.clone(), None, 0, pid_max))
+    }
+
+    /// `create_pid_namespace`: a child namespace, inheriting `pid_max`. Level 33 and
+    /// deeper fail with ENOSPC.
+    pub fn new_child(self: &Arc<Self>) -> Result<Arc<Self>, Errno> {
+        let level = self.level + 1;
+        if level > MAX_PID_NS_LEVEL {
+            return Err(Errno::ENOSPC);
+        }
+        Ok(Self::build(
+            self.map.clone(),
+            Some(self.clone()),
+            level,
+            self.pid_max(),
+        ))
+    }
+
+    /// A process-unique id (the nsfs inode number's role).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Depth: 0 for the root namespace.
+    pub fn level(&self) -> u32 {
+        self.level
+    }
+
+    /// The parent namespace.
+    pub fn parent(&self) -> Option<&Arc<PidNamespace>> {
+        self.parent.as_ref()
+    }
+
+    /// The runtime-wide map (profile, `pidmap_lock`).
+    pub fn map(&self) -> &Arc<PidMap> {
+        &self.map
+    }
+
+    /// `/proc/sys/kernel/pid_max` of this namespace: numbers are `< pid_max`.
+    pub fn pid_max(&self) -> i32 {
+        self.pid_max.load(Ordering::Relaxed)
+    }
+
+    /// Writes this namespace's `pid_max`: `[301, 4194304]`, else EINVAL. Numbers already
+    /// handed out above the new limit stay valid.
+    pub fn set_pid_max(&self, pid_max: i32) -> Result<(), Errno> {
+        check_pid_max(pid_max)?;
+        self.pid_max.store(pid_max, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `find_pid_ns`: the published pid with number `nr` here.
+    pub fn find_pid(&self, nr: i32) -> Option<Arc<Pid>> {
+        self.state.read().idr.find(nr).cloned()
+    }
+
+    /// `pid_allocated` (without the flag): numbers reserved or in use here.
+    pub fn nr_allocated(&self) -> usize {
+        self.state.read().idr.allocated
+    }
+
+    /// Every published pid, ascending by number (what `find_ge_pid` walks).
+    pub fn pids(&self) -> Vec<Arc<Pid>> {
+        self.state.read().idr.published().cloned().collect()
+    }
+
+    /// Whether `self` is `other` or one of its ancestors (so `other`'s pids are visible
+    /// from `self`).
+    pub fn is_same_or_ancestor_of(&self, other: &PidNamespace) -> bool {
+        let mut cur = Some(other);
+        while let Some(ns) = cur {
+            if ns.level < self.level {
+                return false;
+            }
+            if std::ptr::eq(ns, self) {
+                return true;
+            }
+            cur = ns.parent.as_deref();
+        }
+        false
+    }
+
+    /// `disable_pid_allocation`: the init died; `alloc_pid` here fails with ENOMEM.
+    pub fn disable_pid_allocation(&self) {
+        let _g = self.map.pidmap_lock.lock();
+        self.state.write().adding = false;
+    }
+
+    /// Whether the namespace still accepts new pids (`PIDNS_ADDING`).
+    pub fn is_adding(&self) -> bool {
+        self.state.read().adding
+    }
+
+    /// Sets `child_reaper` (the init). With `None`, the namespace is "reaper-less" again
+    /// only for [`child_reaper`](Self::child_reaper); allocation keeps treating it as
+    /// having had an init.
+    pub fn set_child_reaper(&self, reaper: Option<Weak<dyn Any + Send + Sync>>) {
+        if reaper.is_some() {
+            self.has_reaper.store(true, Ordering::Release);
+        }
+        *self.reaper.write() = reaper;
+    }
+
+    /// The current `child_reaper`, if set and alive.
+    pub fn child_reaper(&self) -> Option<Attachment> {
+        self.reaper.read().as_ref().and_then(Weak::upgrade)
+    }
+
+    /// Whether an init was ever installed (`ns->child_reaper != NULL`).
+    pub fn has_child_reaper(&self) -> bool {
+        self.has_reaper.load(Ordering::Acquire)
+    }
+}
+
+impl fmt::Debug for PidNamespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PidNamespace")
+            .field("id", &self.id)
+            .field("level", &self.level)
+            .field("pid_max", &self.pid_max())
+            .field("nr_allocated", &self.nr_allocated())
+            .finish_non_exhaustive()
+    }
+}
+
+fn check_pid_max(pid_max: i32) -> Result<(), Errno> {
+    if (PID_MAX_MIN..=PID_MAX_LIMIT).contains(&pid_max) {
+        Ok(())
+    } else {
+        Err(Errno::EINVAL)
+    }
+}

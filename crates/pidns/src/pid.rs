@@ -1,0 +1,159 @@
+//! `Pid`: the kernel's `struct pid`, one number per namespace level.
+
+use crate::PidNamespace;
+use parking_lot::RwLock;
+use std::any::Any;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+/// A type-erased object another crate hangs on a pid (pidfs state, the attached task).
+pub type Attachment = Arc<dyn Any + Send + Sync>;
+
+/// One level's number: `struct upid { nr, ns }`.
+#[derive(Clone)]
+pub struct Upid {
+    /// The number in `ns`.
+    pub nr: i32,
+    /// The namespace this number belongs to.
+    pub ns: Arc<PidNamespace>,
+}
+
+impl fmt::Debug for Upid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@L{}", self.nr, self.ns.level())
+    }
+}
+
+/// `struct pid`: the identity of a task, with one number in its own namespace and in
+/// every ancestor. Shared by `Arc`; it outlives its numbers (a pidfd keeps it after
+/// [`free_pid`](crate::free_pid) returned the numbers for reuse), which is what makes a
+/// handle unable to hit a recycled number.
+///
+/// Fields other crates own (the Linux `struct pid` holds them too):
+/// - `ino`: the pidfs inode number, written once by pidfs before the pid is returned
+///   from [`alloc_pid`](crate::alloc_pid); 0 means never published.
+/// - [`pidfs_slot`](Pid::pidfs_slot): pidfs's per-pid state (`pid->attr`, `wait_pidfd`).
+/// - [`task_slot`](Pid::task_slot): the task attached as `PIDTYPE_PID` (`pid->tasks`),
+///   written by tasklist under its tasklist lock.
+///
+/// # References
+/// `struct pid` in `include/linux/pid.h`; `pid_nr_ns` in `kernel/pid.c`.
+pub struct Pid {
+    numbers: Box<[Upid]>,
+    ino: AtomicU64,
+    freed: AtomicBool,
+    pidfs: OnceLock<Attachment>,
+    task: RwLock<Option<Weak<dyn Any + Send + Sync>>>,
+}
+
+impl Pid {
+    pub(crate) fn new(numbers: Box<[Upid]>) -> Pid {
+        Pid {
+            numbers,
+            ino: AtomicU64::new(0),
+            freed: AtomicBool::new(false),
+            pidfs: OnceLock::new(),
+            task: RwLock::new(None),
+        }
+    }
+
+    /// Every level's number, outermost (the root namespace, index 0) to innermost.
+    pub fn numbers(&self) -> &[Upid] {
+        &self.numbers
+    }
+
+    /// The depth of the innermost namespace (`pid->level`).
+    pub fn level(&self) -> u32 {
+        (self.numbers.len() - 1) as u32
+    }
+
+    /// The number in the innermost namespace.
+    pub fn nr(&self) -> i32 {
+        self.numbers[self.numbers.len() - 1].nr
+    }
+
+    /// The innermost namespace (the one the pid was allocated in).
+    pub fn ns(&self) -> &Arc<PidNamespace> {
+        &self.numbers[self.numbers.len() - 1].ns
+    }
+
+    /// `pid_nr_ns`: the number as `ns` sees it, 0 where invisible (a sibling branch or a
+    /// deeper namespace).
+    pub fn nr_in(&self, ns: &PidNamespace) -> i32 {
+        let level = ns.level() as usize;
+        match self.numbers.get(level) {
+            Some(up) if std::ptr::eq(Arc::as_ptr(&up.ns), ns) => up.nr,
+            _ => 0,
+        }
+    }
+
+    /// The numbers outermost to innermost, as `/proc/PID/status` prints `NSpid` (from the
+    /// root namespace; see [`Pid::nspid_from`] for a nested viewer).
+    pub fn nspid(&self) -> Vec<i32> {
+        self.numbers.iter().map(|u| u.nr).collect()
+    }
+
+    /// `NSpid` as a task in `ns` sees it: its own level and deeper, empty if invisible.
+    pub fn nspid_from(&self, ns: &PidNamespace) -> Vec<i32> {
+        if self.nr_in(ns) == 0 {
+            return Vec::new();
+        }
+        self.numbers[ns.level() as usize..]
+            .iter()
+            .map(|u| u.nr)
+            .collect()
+    }
+
+    /// The pidfs inode number (0 until published).
+    pub fn ino(&self) -> u64 {
+        self.ino.load(Ordering::Acquire)
+    }
+
+    /// Sets the pidfs inode number. Called once by pidfs from its publish hook.
+    pub fn set_ino(&self, ino: u64) {
+        let old = self.ino.swap(ino, Ordering::AcqRel);
+        debug_assert!(old == 0 || old == ino, "pid ino assigned twice");
+    }
+
+    /// Whether [`free_pid`](crate::free_pid) has returned the numbers.
+    pub fn is_freed(&self) -> bool {
+        self.freed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_freed(&self) -> bool {
+        !self.freed.swap(true, Ordering::AcqRel)
+    }
+
+    /// pidfs's per-pid state, created when first needed.
+    pub fn pidfs_slot(&self) -> &OnceLock<Attachment> {
+        &self.pidfs
+    }
+
+    /// The task attached as `PIDTYPE_PID`, owned by tasklist (which writes it under its
+    /// tasklist lock and downcasts on read).
+    pub fn task_slot(&self) -> &RwLock<Option<Weak<dyn Any + Send + Sync>>> {
+        &self.task
+    }
+
+    /// The attached task, if one is attached and alive.
+    pub fn task(&self) -> Option<Attachment> {
+        self.task.read().as_ref().and_then(Weak::upgrade)
+    }
+}
+
+impl fmt::Debug for Pid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pid")
+            .field("numbers", &self.numbers)
+            .field("ino", &self.ino())
+            .field("freed", &self.is_freed())
+            .finish()
+    }
+}
+
+impl Pid {
+    pub(crate) fn numbers_mut(&mut self) -> &mut [Upid] {
+        &mut self.numbers
+    }
+}
