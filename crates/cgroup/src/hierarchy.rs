@@ -1,0 +1,358 @@
+//! The hierarchy: one per runtime, owning the tree of cgroups, the global
+//! `css_set_lock`, and the id counter (`struct cgroup_root`, `cgrp_dfl_root`).
+
+use core::fmt;
+use std::collections::{BTreeMap, HashMap};
+
+use parking_lot::Mutex;
+use uproc_abi::lockstat::{LockStat, NamedMutex};
+use uproc_abi::{Errno, Profile};
+
+use crate::Cgroup;
+use crate::controller::pids::PidsCounter;
+use crate::membership::{MemberSet, TaskResolver};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
+
+/// The cgroup v2 hierarchy of one runtime: its root, its tree, and the global
+/// `css_set_lock`.
+///
+/// Created once per runtime with [`Hierarchy::new`]; every [`Cgroup`] handle and every
+/// [`CssLink`](crate::CssLink) holds it by `Arc`, and it holds the live cgroups (the
+/// tree), so it lives as long as anything refers to it and frees the whole tree when
+/// the last handle goes.
+///
+/// ```
+/// use uproc_abi::Profile;
+/// use uproc_cgroup::Hierarchy;
+/// let h = Hierarchy::new(Profile::Linux70);
+/// let jobs = h.root().mkdir("jobs")?;
+/// assert_eq!(jobs.path(), "/jobs");
+/// assert_eq!(h.find_by_id(jobs.id()), Some(jobs.clone()));
+/// assert_eq!(h.css_set_lock_stat().name, "css_set_lock");
+/// # Ok::<(), uproc_abi::Errno>(())
+/// ```
+///
+/// # References
+/// `cgroup_setup_root`, `cgrp_dfl_root` in `kernel/cgroup/cgroup.c`.
+pub struct Hierarchy {
+    profile: Profile,
+    me: Weak<Hierarchy>,
+    root: Arc<Node>,
+    /// `cgroup_mutex`: the shape of the tree (which cgroups exist, their children).
+    /// Taken by mkdir, rmdir, kill (to walk the subtree), children(), find_by_id().
+    /// Lock order: `cgroup_mutex` -> `css_set_lock` -> a link's state -> a cgroup's
+    /// member set.
+    pub(crate) tree: Mutex<Tree>,
+    /// `css_set_lock`: membership (member sets, link state, `populated` counts,
+    /// `kill_seq`, `nr_forking`, `removed`). Three acquisitions per task life cycle.
+    pub(crate) css_set_lock: NamedMutex<()>,
+    next_id: AtomicU64,
+    pub(crate) next_link: AtomicU64,
+    resolver: Mutex<Option<Weak<dyn TaskResolver>>>,
+}
+
+/// The tree under `cgroup_mutex`: every live (not removed) cgroup by id, with its
+/// children by name. It owns the live cgroups; a cgroup never owns its children, so
+/// there is no reference cycle (a child owns its parent, for the uncharge walk).
+pub(crate) struct Tree {
+    entries: HashMap<u64, Entry>,
+}
+
+struct Entry {
+    node: Arc<Node>,
+    children: BTreeMap<String, Arc<Node>>,
+}
+
+impl Tree {
+    pub(crate) fn children_of(&self, id: u64) -> Option<&BTreeMap<String, Arc<Node>>> {
+        self.entries.get(&id).map(|e| &e.children)
+    }
+
+    pub(crate) fn insert_child(&mut self, parent: u64, node: Arc<Node>) {
+        let entry = self
+            .entries
+            .get_mut(&parent)
+            .expect("insert_child is called with a live parent, under cgroup_mutex");
+        entry.children.insert(node.name.clone(), node.clone());
+        self.entries.insert(
+            node.id,
+            Entry {
+                node,
+                children: BTreeMap::new(),
+            },
+        );
+    }
+
+    pub(crate) fn remove(&mut self, node: &Node) {
+        let gone = self.entries.remove(&node.id);
+        debug_assert!(gone.is_some_and(|e| e.children.is_empty()));
+        if let Some(parent) = node.parent.as_ref() {
+            if let Some(p) = self.entries.get_mut(&parent.id) {
+                p.children.remove(&node.name);
+            }
+        }
+    }
+
+    /// `css_for_each_descendant_pre`: `node` and every live descendant.
+    pub(crate) fn subtree(&self, node: &Arc<Node>) -> Vec<Arc<Node>> {
+        let mut out = vec![node.clone()];
+        let mut i = 0;
+        while i < out.len() {
+            if let Some(children) = self.children_of(out[i].id) {
+                out.extend(children.values().cloned());
+            }
+            i += 1;
+        }
+        out
+    }
+
+    fn get(&self, id: u64) -> Option<&Arc<Node>> {
+        self.entries.get(&id).map(|e| &e.node)
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// One cgroup (`struct cgroup` with its pids css and the one css_set uproc keeps per
+/// cgroup). Shared by [`Cgroup`] handles, [`CssLink`](crate::CssLink)s, children and
+/// the tree.
+pub(crate) struct Node {
+    /// Stable id, unique for the hierarchy's life (root = 1), never reused.
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    /// The parent, owned: a removed cgroup with zombies still charged must be able to
+    /// uncharge its ancestors at reap.
+    pub(crate) parent: Option<Arc<Node>>,
+    /// `None` on the root: the pids controller keeps no counter there.
+    pub(crate) pids: Option<PidsCounter>,
+    /// Set by rmdir, under `cgroup_mutex` and `css_set_lock`; read anywhere.
+    pub(crate) removed: AtomicBool,
+    /// `cgrp->kill_seq`: bumped under `css_set_lock` by cgroup.kill on this cgroup or
+    /// an ancestor; read under it by can_fork and post_fork.
+    pub(crate) kill_seq: AtomicU64,
+    /// Forks between can_fork and post_fork/cancel. Incremented under `css_set_lock`,
+    /// decremented by post_fork (under it) or cancel (without it). rmdir refuses
+    /// (EBUSY) while non-zero, as Linux's parent task (or `cgroup_mutex`, with
+    /// CLONE_INTO_CGROUP) keeps the cgroup populated.
+    pub(crate) nr_forking: AtomicU64,
+    /// Linked members in this cgroup and its descendants (`nr_populated_*`). Written
+    /// under `css_set_lock`, read without it.
+    pub(crate) nr_populated: AtomicU64,
+    /// The cgroup's css_set task list. Locked only while `css_set_lock` is held (so
+    /// that the Scalable profile can later use it alone).
+    pub(crate) members: Mutex<MemberSet>,
+}
+
+impl Node {
+    fn new(id: u64, name: String, parent: Option<Arc<Node>>) -> Node {
+        let pids = parent.is_some().then(PidsCounter::new);
+        Node {
+            id,
+            name,
+            parent,
+            pids,
+            removed: AtomicBool::new(false),
+            kill_seq: AtomicU64::new(0),
+            nr_forking: AtomicU64::new(0),
+            nr_populated: AtomicU64::new(0),
+            members: Mutex::new(MemberSet::default()),
+        }
+    }
+
+    /// This node and every ancestor up to and including the root.
+    pub(crate) fn ancestors(&self) -> Ancestors<'_> {
+        Ancestors(Some(self))
+    }
+
+    /// The pids counters of this node and its ancestors below the root.
+    pub(crate) fn pids_levels(&self) -> impl Iterator<Item = &PidsCounter> + Clone {
+        self.ancestors().filter_map(|n| n.pids.as_ref())
+    }
+
+    /// Like [`Node::pids_levels`], stopping before `stop` (the common ancestor of a
+    /// migration).
+    pub(crate) fn pids_levels_below<'a>(
+        &'a self,
+        stop: &'a Node,
+    ) -> impl Iterator<Item = &'a PidsCounter> + Clone {
+        self.ancestors()
+            .take_while(move |n| !core::ptr::eq(*n, stop))
+            .filter_map(|n| n.pids.as_ref())
+    }
+
+    pub(crate) fn depth(&self) -> usize {
+        self.ancestors().count() - 1
+    }
+
+    /// `cgroup_path`: "/" for the root, "/a/b" below it.
+    pub(crate) fn path(&self) -> String {
+        let mut names: Vec<&str> = self
+            .ancestors()
+            .filter(|n| n.parent.is_some())
+            .map(|n| n.name.as_str())
+            .collect();
+        if names.is_empty() {
+            return "/".to_owned();
+        }
+        names.reverse();
+        let mut s = String::new();
+        for n in names {
+            s.push('/');
+            s.push_str(n);
+        }
+        s
+    }
+
+    pub(crate) fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn is_populated(&self) -> bool {
+        self.nr_populated.load(Ordering::Acquire) > 0
+    }
+}
+
+/// The lowest cgroup that is an ancestor of (or equal to) both.
+pub(crate) fn common_ancestor<'a>(a: &'a Node, b: &'a Node) -> &'a Node {
+    let (mut a, mut b) = (a, b);
+    let (mut da, mut db) = (a.depth(), b.depth());
+    while da > db {
+        a = a.parent.as_deref().expect("depth > 0 has a parent");
+        da -= 1;
+    }
+    while db > da {
+        b = b.parent.as_deref().expect("depth > 0 has a parent");
+        db -= 1;
+    }
+    while !core::ptr::eq(a, b) {
+        a = a.parent.as_deref().expect("same hierarchy: the walk meets at the root");
+        b = b.parent.as_deref().expect("same hierarchy: the walk meets at the root");
+    }
+    a
+}
+
+/// Iterator from a node up to the root.
+#[derive(Clone)]
+pub(crate) struct Ancestors<'a>(Option<&'a Node>);
+
+impl<'a> Iterator for Ancestors<'a> {
+    type Item = &'a Node;
+
+    fn next(&mut self) -> Option<&'a Node> {
+        let n = self.0?;
+        self.0 = n.parent.as_deref();
+        Some(n)
+    }
+}
+
+impl Hierarchy {
+    /// A new hierarchy with only its root cgroup (id 1), under `profile`'s locking.
+    ///
+    /// # References
+    /// `cgroup_init` / `cgroup_setup_root` (the default hierarchy).
+    pub fn new(profile: Profile) -> Arc<Hierarchy> {
+        let root = Arc::new(Node::new(1, String::new(), None));
+        let mut entries = HashMap::new();
+        entries.insert(
+            1,
+            Entry {
+                node: root.clone(),
+                children: BTreeMap::new(),
+            },
+        );
+        Arc::new_cyclic(|me| Hierarchy {
+            profile,
+            me: me.clone(),
+            root,
+            tree: Mutex::new(Tree { entries }),
+            css_set_lock: NamedMutex::new("css_set_lock", ()),
+            next_id: AtomicU64::new(2),
+            next_link: AtomicU64::new(1),
+            resolver: Mutex::new(None),
+        })
+    }
+
+    /// The root cgroup ("/", id 1). It has no pids files, cannot be removed, and
+    /// cannot be killed through `cgroup.kill` (Linux does not create those files there).
+    pub fn root(&self) -> Cgroup {
+        Cgroup::from_parts(self.arc(), self.root.clone())
+    }
+
+    /// The lock profile this hierarchy imitates. `Linux618` and `Linux70` lock the
+    /// same way here: `css_set_lock` three times per task life cycle.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// Acquisitions of the global `css_set_lock` so far (non-zero only with the
+    /// `lockstat` feature).
+    pub fn css_set_lock_stat(&self) -> LockStat {
+        self.css_set_lock.stat()
+    }
+
+    /// Registers the object that turns a pid written to `cgroup.procs` into the css
+    /// links of its thread group (the task list does this once). Held weakly.
+    pub fn set_resolver(&self, r: Weak<dyn TaskResolver>) {
+        *self.resolver.lock() = Some(r);
+    }
+
+    pub(crate) fn resolver(&self) -> Option<Arc<dyn TaskResolver>> {
+        self.resolver.lock().as_ref().and_then(Weak::upgrade)
+    }
+
+    /// The live cgroup with this id (`cgroup_get_from_id`); `None` once removed.
+    pub fn find_by_id(&self, id: u64) -> Option<Cgroup> {
+        let node = self.tree.lock().get(id)?.clone();
+        Some(Cgroup::from_parts(self.arc(), node))
+    }
+
+    pub(crate) fn alloc_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn new_node(&self, name: &str, parent: &Arc<Node>) -> Arc<Node> {
+        Arc::new(Node::new(
+            self.alloc_id(),
+            name.to_owned(),
+            Some(parent.clone()),
+        ))
+    }
+
+    fn arc(&self) -> Arc<Hierarchy> {
+        self.me
+            .upgrade()
+            .expect("a &Hierarchy is only reachable through a live Arc<Hierarchy>")
+    }
+}
+
+impl fmt::Debug for Hierarchy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hierarchy")
+            .field("profile", &self.profile)
+            .field("cgroups", &self.tree.lock().len())
+            .field("css_set_lock", &self.css_set_lock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("id", &self.id)
+            .field("path", &self.path())
+            .finish_non_exhaustive()
+    }
+}
+
+/// EINVAL/ENAMETOOLONG for names cgroupfs refuses.
+pub(crate) fn check_name(name: &str) -> Result<(), Errno> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(Errno::EINVAL);
+    }
+    if name.len() > 255 {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    Ok(())
+}

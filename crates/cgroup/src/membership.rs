@@ -1,0 +1,432 @@
+//! Membership: which task is in which cgroup (the css_set links), and the steps of a
+//! task's life that change it: fork ([`Cgroup::can_fork`], [`ForkCharge::post_fork`],
+//! [`ForkCharge::cancel`]), exit ([`CssLink::task_dead`]), reap
+//! ([`CssLink::release`]), migration ([`Cgroup::attach`]) and `cgroup.kill`
+//! ([`Cgroup::kill`]).
+//!
+//! Everything that changes membership is done under the global `css_set_lock`
+//! (Linux618 / Linux70 profiles), which is what makes the kill/fork race come out
+//! right: a fork either linked its child before a `cgroup.kill` collected the members
+//! (and is killed with them), or sees the moved `kill_seq` at post_fork.
+
+use core::fmt;
+use std::collections::BTreeMap;
+
+use parking_lot::Mutex;
+use uproc_abi::Errno;
+
+use crate::Cgroup;
+use crate::controller::pids;
+use crate::hierarchy::{Hierarchy, Node, common_ancestor};
+use crate::sync::{Arc, AtomicBool, Ordering, Weak};
+
+/// What the cgroup code knows of a task. The task list implements it; cgroup knows
+/// nothing of pids otherwise.
+pub trait CgroupMember: Send + Sync + 'static {
+    /// The thread-group id as the root pid namespace numbers it (`cgroup.procs` lists
+    /// these).
+    fn tgid(&self) -> i32;
+    /// Whether this task leads its thread group (`cgroup.procs` lists leaders' tgids;
+    /// `cgroup.threads` lists every member).
+    fn is_group_leader(&self) -> bool;
+    /// Delivers SIGKILL (`cgroup.kill`). Always called with no cgroup lock held: it may
+    /// call back into [`CssLink::task_dead`].
+    fn kill(&self);
+    /// The thread id in the root pid namespace, for `cgroup.threads`. Defaults to
+    /// [`tgid`](CgroupMember::tgid), so `cgroup.threads` lists a thread group's tgid
+    /// once per thread unless the implementor knows the tid.
+    fn tid(&self) -> i32 {
+        self.tgid()
+    }
+}
+
+/// Finds the css links of a whole thread group from a pid written to `cgroup.procs`
+/// (numbers of the root pid namespace). The task list registers one with
+/// [`Hierarchy::set_resolver`].
+pub trait TaskResolver: Send + Sync + 'static {
+    /// Every live thread's link of the thread group containing `pid`; ESRCH when no
+    /// such task exists.
+    fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno>;
+}
+
+/// Something that can be moved between cgroups as a whole thread group.
+pub trait Attachable {
+    /// The links of every live thread of the thread group.
+    fn css_links(&self) -> Vec<Arc<CssLink>>;
+}
+
+impl Attachable for Vec<Arc<CssLink>> {
+    fn css_links(&self) -> Vec<Arc<CssLink>> {
+        self.clone()
+    }
+}
+
+impl Attachable for Arc<CssLink> {
+    fn css_links(&self) -> Vec<Arc<CssLink>> {
+        vec![self.clone()]
+    }
+}
+
+/// A cgroup's task list (one css_set per cgroup in uproc), by link serial so that it
+/// lists in link order. Held weakly: a member set never keeps a task alive.
+pub(crate) type MemberSet = BTreeMap<u64, Weak<dyn CgroupMember>>;
+
+/// A successful [`Cgroup::can_fork`]: the new task is charged to the cgroup and its
+/// ancestors, and the cgroup cannot be removed until the fork completes
+/// ([`post_fork`](ForkCharge::post_fork)) or fails ([`cancel`](ForkCharge::cancel)).
+/// Dropping it cancels.
+#[must_use = "a ForkCharge must end in post_fork or cancel (dropping it cancels)"]
+pub struct ForkCharge {
+    cg: Cgroup,
+    /// `kill_seq` read under `css_set_lock` at can_fork (`cgroup_css_set_fork`).
+    kill_seq: u64,
+    armed: bool,
+}
+
+/// The result of [`ForkCharge::post_fork`].
+#[derive(Debug)]
+pub struct PostFork {
+    /// The new task's membership; the task list keeps it for the task's whole life.
+    pub link: Arc<CssLink>,
+    /// A `cgroup.kill` on the cgroup or an ancestor happened between can_fork and
+    /// post_fork: the caller must SIGKILL the new task (Linux does so in
+    /// `cgroup_post_fork`). The task is linked either way.
+    pub killed: bool,
+}
+
+/// One task's membership (its css_set link), created by
+/// [`ForkCharge::post_fork`] and held by the task list for the task's life.
+///
+/// It is *linked* (counted in `populated`, listed in `cgroup.procs`, reached by
+/// `cgroup.kill`) from post_fork until [`task_dead`](CssLink::task_dead), and
+/// *charged* (counted in `pids.current`) until [`release`](CssLink::release). Dropping
+/// it does both, so a task list that forgets cannot leak a charge.
+pub struct CssLink {
+    hier: Arc<Hierarchy>,
+    serial: u64,
+    member: Weak<dyn CgroupMember>,
+    /// Written under `css_set_lock` (with `state` locked); read anywhere.
+    linked: AtomicBool,
+    /// Lock order: `css_set_lock` -> `state` -> a cgroup's member set. `release`
+    /// takes `state` alone.
+    state: Mutex<LinkState>,
+}
+
+struct LinkState {
+    /// The current cgroup (`task->cgroups`); changes on migration.
+    cgroup: Arc<Node>,
+    /// Still counted in the pids controller (until release).
+    charged: bool,
+}
+
+impl Cgroup {
+    /// `cgroup_can_fork`: the cgroup half of fork, before the task is visible.
+    ///
+    /// Takes `css_set_lock` once (`cgroup_css_set_fork`: pin the cgroup, read
+    /// `kill_seq`), then charges the pids controller without it (`pids_can_fork` ->
+    /// `pids_try_charge`): one atomic per level from this cgroup up to the root. On a
+    /// full level everything is reverted, the rejection is counted in `pids.events` /
+    /// `pids.events.local`, and the fork fails with EAGAIN. ENOENT if this cgroup was
+    /// removed.
+    pub fn can_fork(&self) -> Result<ForkCharge, Errno> {
+        let node = &self.node;
+        let kill_seq = {
+            let _css = self.hier.css_set_lock.lock();
+            if node.is_removed() {
+                return Err(Errno::ENOENT);
+            }
+            node.nr_forking.fetch_add(1, Ordering::AcqRel);
+            node.kill_seq.load(Ordering::Relaxed)
+        };
+        if let Err(level) = pids::try_charge(node.pids_levels()) {
+            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            self.pids_event(level);
+            return Err(Errno::EAGAIN);
+        }
+        Ok(ForkCharge {
+            cg: self.clone(),
+            kill_seq,
+            armed: true,
+        })
+    }
+
+    /// `pids_event`: count a rejected fork (forking cgroup = self, over-limit cgroup =
+    /// the `level`-th pids level above it) and log it.
+    #[cold]
+    fn pids_event(&self, level: usize) {
+        let node = &self.node;
+        let first = node
+            .pids
+            .as_ref()
+            .is_some_and(|p| p.note_forkfail());
+        pids::note_max_event(node.pids_levels().skip(level));
+        if first {
+            tracing::info!(path = %node.path(), "fork rejected by pids controller in {}", node.path());
+        } else {
+            tracing::debug!(path = %node.path(), "fork rejected by pids controller in {}", node.path());
+        }
+    }
+
+    /// Migrates whole thread groups here (`cgroup_attach_task`, as a write to
+    /// `cgroup.procs` does): every linked thread of `task` moves; threads already dead
+    /// stay where their charge is.
+    ///
+    /// The pids controller charges the destination unconditionally and uncharges the
+    /// source (`pids_can_attach`), so `pids.current` may end above `pids.max`.
+    /// Takes `css_set_lock` once. ENOENT if this cgroup was removed; EINVAL for a link
+    /// of another hierarchy.
+    pub fn attach(&self, task: &impl Attachable) -> Result<(), Errno> {
+        let links = task.css_links();
+        self.attach_links(&links)
+    }
+
+    /// [`attach`](Cgroup::attach) for links already collected (the `cgroup.procs`
+    /// write path).
+    pub fn attach_links(&self, links: &[Arc<CssLink>]) -> Result<(), Errno> {
+        if links.iter().any(|l| !Arc::ptr_eq(&l.hier, &self.hier)) {
+            return Err(Errno::EINVAL);
+        }
+        let dest = &self.node;
+        let mut moved = 0usize;
+        {
+            let _css = self.hier.css_set_lock.lock();
+            if dest.is_removed() {
+                return Err(Errno::ENOENT);
+            }
+            for link in links {
+                // Rule: css_set_lock -> link state -> member sets.
+                let mut st = link.state.lock();
+                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&st.cgroup, dest) {
+                    continue;
+                }
+                let src = st.cgroup.clone();
+                let ca = common_ancestor(&src, dest);
+                if st.charged {
+                    // pids_can_attach: charge the new css, uncharge the old one. The
+                    // common ancestors would see +1 -1; they are skipped so their peak
+                    // does not move.
+                    pids::charge(dest.pids_levels_below(ca));
+                    pids::uncharge(src.pids_levels_below(ca));
+                }
+                let m = src.members.lock().remove(&link.serial);
+                debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
+                if let Some(m) = m {
+                    dest.members.lock().insert(link.serial, m);
+                }
+                for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
+                    n.nr_populated.fetch_add(1, Ordering::Release);
+                }
+                for n in src.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
+                    n.nr_populated.fetch_sub(1, Ordering::Release);
+                }
+                st.cgroup = dest.clone();
+                moved += 1;
+            }
+        }
+        tracing::debug!(path = %dest.path(), moved, "tasks migrated");
+        Ok(())
+    }
+
+    /// `cgroup.kill` (`cgroup_kill_write` -> `cgroup_kill`): SIGKILL every member of
+    /// this cgroup and its descendants.
+    ///
+    /// Under `cgroup_mutex` and `css_set_lock` it bumps `kill_seq` of every cgroup of
+    /// the subtree (so a fork between can_fork and post_fork comes out
+    /// [`killed`](PostFork::killed)) and collects the members; it calls
+    /// [`CgroupMember::kill`] on each (every linked thread) after dropping both locks.
+    /// ENOENT on the root (Linux has no `cgroup.kill` there) and on a removed cgroup.
+    pub fn kill(&self) -> Result<(), Errno> {
+        if self.node.parent.is_none() {
+            return Err(Errno::ENOENT);
+        }
+        let victims: Vec<Weak<dyn CgroupMember>> = {
+            let tree = self.hier.tree.lock();
+            if self.node.is_removed() {
+                return Err(Errno::ENOENT);
+            }
+            let subtree = tree.subtree(&self.node);
+            // Rule: cgroup_mutex -> css_set_lock -> member sets.
+            let _css = self.hier.css_set_lock.lock();
+            let mut v = Vec::new();
+            for n in &subtree {
+                n.kill_seq.fetch_add(1, Ordering::Relaxed);
+                v.extend(n.members.lock().values().cloned());
+            }
+            v
+        };
+        tracing::info!(path = %self.node.path(), tasks = victims.len(), "cgroup.kill");
+        for v in victims {
+            if let Some(m) = v.upgrade() {
+                m.kill();
+            }
+        }
+        Ok(())
+    }
+
+    /// The members linked in this cgroup itself (not descendants), in link order,
+    /// collected under `css_set_lock` (the `css_task_iter` of a `cgroup.procs` read).
+    pub(crate) fn members(&self) -> Vec<Arc<dyn CgroupMember>> {
+        let _css = self.hier.css_set_lock.lock();
+        self.node
+            .members
+            .lock()
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+}
+
+impl ForkCharge {
+    /// The cgroup charged (where post_fork will link the task).
+    pub fn cgroup(&self) -> &Cgroup {
+        &self.cg
+    }
+
+    /// `cgroup_cancel_fork` (pids: `pids_cancel_fork`): the fork failed after
+    /// can_fork; uncharge. Takes no global lock.
+    pub fn cancel(mut self) {
+        self.cancel_inner();
+    }
+
+    fn cancel_inner(&mut self) {
+        if !std::mem::replace(&mut self.armed, false) {
+            return;
+        }
+        let node = &self.cg.node;
+        pids::uncharge(node.pids_levels());
+        node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// `cgroup_post_fork`: link the new task into the cgroup (`css_set_lock`
+    /// acquisition #2 of its life) and hand back its [`CssLink`]. `killed` is true
+    /// when `kill_seq` moved since can_fork (a `cgroup.kill` on this cgroup or an
+    /// ancestor raced with the fork); the charge taken at can_fork now belongs to the
+    /// link.
+    pub fn post_fork(mut self, member: Weak<dyn CgroupMember>) -> PostFork {
+        self.armed = false;
+        let hier = &self.cg.hier;
+        let node = &self.cg.node;
+        let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
+        let link = Arc::new(CssLink {
+            hier: hier.clone(),
+            serial,
+            member: member.clone(),
+            linked: AtomicBool::new(true),
+            state: Mutex::new(LinkState {
+                cgroup: node.clone(),
+                charged: true,
+            }),
+        });
+        let killed = {
+            let _css = hier.css_set_lock.lock();
+            debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
+            let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
+            node.members.lock().insert(serial, member);
+            for n in node.ancestors() {
+                n.nr_populated.fetch_add(1, Ordering::Release);
+            }
+            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            killed
+        };
+        if killed {
+            tracing::debug!(path = %node.path(), "fork raced with cgroup.kill: child killed");
+        }
+        PostFork { link, killed }
+    }
+}
+
+impl Drop for ForkCharge {
+    fn drop(&mut self) {
+        self.cancel_inner();
+    }
+}
+
+impl fmt::Debug for ForkCharge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ForkCharge")
+            .field("cgroup", &self.cg)
+            .field("kill_seq", &self.kill_seq)
+            .field("armed", &self.armed)
+            .finish()
+    }
+}
+
+impl CssLink {
+    /// The task's current cgroup (changes on migration; a dead task keeps the last).
+    pub fn cgroup(&self) -> Cgroup {
+        let node = self.state.lock().cgroup.clone();
+        Cgroup::from_parts(self.hier.clone(), node)
+    }
+
+    /// The task this link belongs to.
+    pub fn member(&self) -> Weak<dyn CgroupMember> {
+        self.member.clone()
+    }
+
+    /// `cgroup_task_dead` (after the task's last switch): unlink it (`css_set_lock`
+    /// acquisition #3 of its life). The cgroup may become unpopulated; the pids
+    /// charge stays until [`release`](CssLink::release). Idempotent: an unlinked task
+    /// takes no lock.
+    pub fn task_dead(&self) {
+        if !self.linked.load(Ordering::Acquire) {
+            return;
+        }
+        let _css = self.hier.css_set_lock.lock();
+        // Rule: css_set_lock -> link state -> member set.
+        let st = self.state.lock();
+        if !self.linked.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let node = &st.cgroup;
+        node.members.lock().remove(&self.serial);
+        for n in node.ancestors() {
+            let old = n.nr_populated.fetch_sub(1, Ordering::Release);
+            debug_assert!(old > 0, "populated count below zero");
+        }
+    }
+
+    /// `cgroup_release` at reap (pids: `pids_release`): uncharge the pids controller
+    /// from the task's *current* cgroup; zombies count until this. Takes
+    /// `css_set_lock` only if the task was never declared dead (then it unlinks first,
+    /// as Linux does for a task still on a list). Idempotent.
+    pub fn release(&self) {
+        if self.linked.load(Ordering::Acquire) {
+            self.task_dead();
+        }
+        let node = {
+            let mut st = self.state.lock();
+            if !std::mem::replace(&mut st.charged, false) {
+                return;
+            }
+            st.cgroup.clone()
+        };
+        pids::uncharge(node.pids_levels());
+    }
+
+    /// Whether the task is linked (between post_fork and task_dead).
+    pub fn is_linked(&self) -> bool {
+        self.linked.load(Ordering::Acquire)
+    }
+
+    /// Whether the task still counts in `pids.current` (until release).
+    pub fn is_charged(&self) -> bool {
+        self.state.lock().charged
+    }
+}
+
+impl Drop for CssLink {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl fmt::Debug for CssLink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.lock();
+        f.debug_struct("CssLink")
+            .field("cgroup", &st.cgroup.path())
+            .field("linked", &self.is_linked())
+            .field("charged", &st.charged)
+            .finish_non_exhaustive()
+    }
+}
