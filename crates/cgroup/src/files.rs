@@ -79,7 +79,11 @@ impl Cgroup {
             return Err(Errno::ENOENT);
         }
         let f = File::lookup(node, file).ok_or(Errno::ENOENT)?;
-        let pids = || node.pids.as_ref().expect("pids files exist only below the root");
+        let pids = || {
+            node.pids
+                .as_ref()
+                .expect("pids files exist only below the root")
+        };
         Ok(match f {
             File::Procs => {
                 // Leaders' tgids in link order; a thread group whose leader has died
@@ -176,17 +180,14 @@ fn strstrip(s: &str) -> &str {
 /// does, overflow (ERANGE) is reported before trailing garbage (EINVAL).
 fn parse_ull(s: &str) -> Result<u64, Errno> {
     let b = s.as_bytes();
-    let (radix, start) = if b.len() >= 3
-        && b[0] == b'0'
-        && (b[1] | 0x20) == b'x'
-        && b[2].is_ascii_hexdigit()
-    {
-        (16u32, 2)
-    } else if b.first() == Some(&b'0') {
-        (8, 0)
-    } else {
-        (10, 0)
-    };
+    let (radix, start) =
+        if b.len() >= 3 && b[0] == b'0' && (b[1] | 0x20) == b'x' && b[2].is_ascii_hexdigit() {
+            (16u32, 2)
+        } else if b.first() == Some(&b'0') {
+            (8, 0)
+        } else {
+            (10, 0)
+        };
     let mut acc: u64 = 0;
     let mut overflow = false;
     let mut n = 0;
@@ -259,7 +260,9 @@ mod tests {
         assert_eq!(kstrtoll("9223372036854775808"), Err(Errno::ERANGE));
         assert_eq!(kstrtoll("99999999999999999999999"), Err(Errno::ERANGE));
         assert_eq!(kstrtoll("99999999999999999999999x"), Err(Errno::ERANGE));
-        for bad in ["", "0x", "08", "1a", " 1", "1\n\n", "--1", "-", "+", "0xg", "1.0", "-+1"] {
+        for bad in [
+            "", "0x", "08", "1a", " 1", "1\n\n", "--1", "-", "+", "0xg", "1.0", "-+1",
+        ] {
             assert_eq!(kstrtoll(bad), Err(Errno::EINVAL), "{bad:?}");
         }
         assert_eq!(kstrtoint("2147483648"), Err(Errno::ERANGE));

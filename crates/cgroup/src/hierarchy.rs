@@ -227,8 +227,14 @@ pub(crate) fn common_ancestor<'a>(a: &'a Node, b: &'a Node) -> &'a Node {
         db -= 1;
     }
     while !core::ptr::eq(a, b) {
-        a = a.parent.as_deref().expect("same hierarchy: the walk meets at the root");
-        b = b.parent.as_deref().expect("same hierarchy: the walk meets at the root");
+        a = a
+            .parent
+            .as_deref()
+            .expect("same hierarchy: the walk meets at the root");
+        b = b
+            .parent
+            .as_deref()
+            .expect("same hierarchy: the walk meets at the root");
     }
     a
 }

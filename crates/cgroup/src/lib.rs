@@ -1,1 +1,167 @@
-//! placeholder
+//! cgroup v2 for uproc: the hierarchy, the pids controller, membership, `cgroup.kill`
+//! and migration.
+//!
+//! # What this crate owns
+//!
+//! One [`Hierarchy`] per runtime (Linux's default hierarchy, `cgrp_dfl_root`) holds a
+//! tree of cgroups. Each non-root cgroup carries a pids controller (`pids.max`,
+//! `pids.current`, `pids.peak`, `pids.events`, `pids.events.local`), a member set (the
+//! tasks linked into it: Linux's css_set task lists, one css_set per cgroup here), a
+//! `kill_seq`, and a `populated` count. The crate knows nothing of pids or tasks: the
+//! task list implements [`CgroupMember`] (what a member is), [`Attachable`] (what can
+//! be migrated) and [`TaskResolver`] (a pid written to `cgroup.procs` -> links), and
+//! calls the life-cycle entry points below.
+//!
+//! # The objects and who holds them
+//!
+//! ```text
+//!  Hierarchy ──(cgroup_mutex: Tree)──> every live cgroup ──parent (Arc)──> parent ... root
+//!     ^  ^                                  │ member set: Weak<dyn CgroupMember>
+//!     │  └── Cgroup handle = (Arc<Hierarchy>, Arc<cgroup>)
+//!     └───── CssLink (held by the task list) ── Arc<cgroup> (current), Weak<member>
+//! ```
+//!
+//! - The hierarchy's tree owns the live cgroups; a cgroup owns its parent (a removed
+//!   cgroup still charged by zombies must uncharge its ancestors at reap) and never its
+//!   children, so there is no reference cycle. rmdir drops the tree's reference; the
+//!   cgroup is freed with its last handle, link or charge.
+//! - A [`Cgroup`] is a pair of `Arc`s: cheap to clone, equal by identity.
+//! - A [`CssLink`] is one task's membership, created by [`ForkCharge::post_fork`] and
+//!   held by the task list; the member set refers to the task weakly.
+//!
+//! # Locks and what they protect
+//!
+//! | lock | kind | protects |
+//! |---|---|---|
+//! | `cgroup_mutex` | `parking_lot::Mutex` | the tree's shape: children, ids (mkdir, rmdir, kill's subtree walk) |
+//! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's cgroup, `linked`, `populated`, `kill_seq`, `nr_forking`, `removed` |
+//! | a link's state | `parking_lot::Mutex` | its current cgroup and whether it is still charged |
+//! | a cgroup's member set | `parking_lot::Mutex` | taken only under `css_set_lock` (the Scalable profile will use it alone) |
+//! | pids counters | atomics, no lock | `counter`, `limit`, `peak`, events |
+//!
+//! Lock order: `cgroup_mutex` -> `css_set_lock` -> link state -> member set.
+//! [`CssLink::release`] takes a link's state alone. [`CgroupMember::kill`] and the
+//! [`TaskResolver`] are always called with no lock held.
+//!
+//! Under the `Linux618` and `Linux70` profiles (identical here) a task's life cycle
+//! takes `css_set_lock` exactly three times, as Linux does: can_fork, post_fork,
+//! task_dead. Migration and `cgroup.kill` take it once each, reading `cgroup.procs`
+//! once; release takes it only for a task that was never declared dead.
+//!
+//! # Invariants
+//!
+//! - `pids.current` of a cgroup = tasks charged in its subtree: charged at can_fork,
+//!   moved by migration, uncharged by cancel or release (reap). Zombies count.
+//! - A fork never makes `pids.current` exceed `pids.max` of any level, even
+//!   transiently (the per-level charge is a compare-exchange that refuses to step
+//!   over the limit); only migration, or lowering `pids.max`, can leave it above.
+//! - `pids.peak` never decreases; `populated` = linked members in the subtree.
+//! - A fork that raced with `cgroup.kill` on its cgroup or an ancestor is either
+//!   collected by the kill or reported [`PostFork::killed`].
+//!
+//! # The kernel functions modelled
+//!
+//! | uproc | Linux |
+//! |---|---|
+//! | [`Cgroup::can_fork`] | `cgroup_can_fork` -> `cgroup_css_set_fork` + `pids_can_fork` -> `pids_try_charge` |
+//! | [`ForkCharge::cancel`] / drop | `cgroup_cancel_fork` -> `pids_cancel_fork` |
+//! | [`ForkCharge::post_fork`] | `cgroup_post_fork` (link, `kill_seq` check) |
+//! | [`CssLink::task_dead`] | `cgroup_task_dead` / `do_cgroup_task_dead` |
+//! | [`CssLink::release`] | `cgroup_release` -> `pids_release` |
+//! | [`Cgroup::attach`], `cgroup.procs` write | `cgroup_attach_task`, `pids_can_attach` |
+//! | [`Cgroup::kill`], `cgroup.kill` | `cgroup_kill_write` -> `cgroup_kill` |
+//! | [`Cgroup::mkdir`] / [`Cgroup::rmdir`] | `cgroup_mkdir` / `cgroup_rmdir` |
+//! | [`Cgroup::read`] / [`Cgroup::write`] | the cgroupfs `cftype` handlers (`pids_max_write`, `pids_events_show`, `cgroup_events_show`, ...) |
+//!
+//! `IMPLEMENTATION.md` beside this crate explains the charge algorithm, membership,
+//! `kill_seq`, and the memory orderings.
+//!
+//! ```
+//! use std::sync::{Arc, Weak};
+//! use uproc_abi::{Errno, Profile};
+//! use uproc_cgroup::{CgroupMember, Hierarchy};
+//!
+//! struct T;
+//! impl CgroupMember for T {
+//!     fn tgid(&self) -> i32 { 100 }
+//!     fn is_group_leader(&self) -> bool { true }
+//!     fn kill(&self) {}
+//! }
+//!
+//! let h = Hierarchy::new(Profile::Linux70);
+//! let jobs = h.root().mkdir("jobs")?;
+//! jobs.write("pids.max", "1")?;
+//! let task: Arc<dyn CgroupMember> = Arc::new(T);
+//! let charge = jobs.can_fork()?;                       // fork step 4
+//! let link = charge.post_fork(Arc::downgrade(&task)).link; // fork step 6
+//! assert_eq!(jobs.read("cgroup.procs")?, "100\n");
+//! assert_eq!(jobs.can_fork().unwrap_err(), Errno::EAGAIN);
+//! assert_eq!(jobs.read("pids.events")?, "max 1\n");
+//! link.task_dead();                                    // exit: a zombie still counts
+//! assert_eq!(jobs.read("cgroup.events")?, "populated 0\nfrozen 0\n");
+//! assert_eq!(jobs.pids_current(), 1);
+//! link.release();                                      // reap
+//! assert_eq!(jobs.pids_current(), 0);
+//! # Ok::<(), Errno>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod cgroup;
+mod controller;
+mod files;
+mod hierarchy;
+mod membership;
+mod sync;
+
+pub use cgroup::{Cgroup, WeakCgroup};
+pub use controller::pids::{Limit, PID_MAX_LIMIT};
+pub use hierarchy::Hierarchy;
+pub use membership::{Attachable, CgroupMember, CssLink, ForkCharge, PostFork, TaskResolver};
+
+/// The lock-free pids charge on its own, for `tests/loom_pids.rs`: loom cannot run the
+/// rest of the crate (its locks are `parking_lot`'s), and does not need to.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model {
+    use crate::controller::pids::{self, PidsCounter};
+
+    /// A chain of pids levels, the forking cgroup's first, the root excluded.
+    #[derive(Debug)]
+    pub struct Chain(Vec<PidsCounter>);
+
+    impl Chain {
+        /// `limits[i]` is level `i`'s `pids.max`.
+        pub fn new(limits: &[u64]) -> Chain {
+            Chain(
+                limits
+                    .iter()
+                    .map(|&l| {
+                        let p = PidsCounter::new();
+                        p.set_limit(crate::Limit::Value(l)).expect("limit in range");
+                        p
+                    })
+                    .collect(),
+            )
+        }
+
+        /// `pids_try_charge` from level `from` upwards; false when a level was full.
+        pub fn try_charge(&self, from: usize) -> bool {
+            pids::try_charge(self.0[from..].iter()).is_ok()
+        }
+
+        /// `pids_uncharge` from level `from` upwards.
+        pub fn uncharge(&self, from: usize) {
+            pids::uncharge(self.0[from..].iter())
+        }
+
+        /// `pids.current` of level `i`.
+        pub fn current(&self, i: usize) -> u64 {
+            self.0[i].current()
+        }
+
+        /// `pids.peak` of level `i`.
+        pub fn peak(&self, i: usize) -> u64 {
+            self.0[i].peak()
+        }
+    }
+}

@@ -155,10 +155,7 @@ impl Cgroup {
     #[cold]
     fn pids_event(&self, level: usize) {
         let node = &self.node;
-        let first = node
-            .pids
-            .as_ref()
-            .is_some_and(|p| p.note_forkfail());
+        let first = node.pids.as_ref().is_some_and(|p| p.note_forkfail());
         pids::note_max_event(node.pids_levels().skip(level));
         if first {
             tracing::info!(path = %node.path(), "fork rejected by pids controller in {}", node.path());

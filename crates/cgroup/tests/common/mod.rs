@@ -1,0 +1,153 @@
+//! Tiny fakes of what the task list provides: a task ([`FakeTask`]), a thread group
+//! ([`Group`]), and a pid resolver ([`Resolver`]).
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use uproc_abi::Errno;
+use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, TaskResolver};
+
+/// A task: its numbers, its link, how often it was killed, and whether a kill makes
+/// it exit at once (call task_dead, as the task list will).
+#[derive(Debug)]
+pub struct FakeTask {
+    pub tgid: i32,
+    pub tid: i32,
+    pub leader: bool,
+    pub die_on_kill: bool,
+    pub kills: AtomicUsize,
+    pub link: Mutex<Option<Arc<CssLink>>>,
+}
+
+impl CgroupMember for FakeTask {
+    fn tgid(&self) -> i32 {
+        self.tgid
+    }
+    fn is_group_leader(&self) -> bool {
+        self.leader
+    }
+    fn kill(&self) {
+        self.kills.fetch_add(1, Ordering::SeqCst);
+        if self.die_on_kill {
+            let link = self.link.lock().unwrap().clone();
+            if let Some(l) = link {
+                l.task_dead();
+            }
+        }
+    }
+    fn tid(&self) -> i32 {
+        self.tid
+    }
+}
+
+impl FakeTask {
+    pub fn link(&self) -> Arc<CssLink> {
+        self.link.lock().unwrap().clone().expect("forked")
+    }
+    pub fn kills(&self) -> usize {
+        self.kills.load(Ordering::SeqCst)
+    }
+    /// exit + reap.
+    pub fn exit_and_reap(&self) {
+        let l = self.link();
+        l.task_dead();
+        l.release();
+    }
+}
+
+/// fork(): can_fork, post_fork, keep the link. Returns the task and post_fork's `killed`.
+pub fn fork_full(
+    cg: &Cgroup,
+    tgid: i32,
+    tid: i32,
+    leader: bool,
+    die_on_kill: bool,
+) -> Result<(Arc<FakeTask>, bool), Errno> {
+    let charge = cg.can_fork()?;
+    let task = Arc::new(FakeTask {
+        tgid,
+        tid,
+        leader,
+        die_on_kill,
+        kills: AtomicUsize::new(0),
+        link: Mutex::new(None),
+    });
+    let weak: Weak<dyn CgroupMember> = Arc::downgrade(&task) as Weak<dyn CgroupMember>;
+    let pf = charge.post_fork(weak);
+    *task.link.lock().unwrap() = Some(pf.link);
+    Ok((task, pf.killed))
+}
+
+/// A process (thread-group leader) that exits when killed.
+pub fn fork(cg: &Cgroup, tgid: i32) -> Result<Arc<FakeTask>, Errno> {
+    fork_full(cg, tgid, tgid, true, true).map(|(t, _)| t)
+}
+
+/// A thread of `tgid` with its own `tid`.
+pub fn fork_thread(cg: &Cgroup, tgid: i32, tid: i32) -> Result<Arc<FakeTask>, Errno> {
+    fork_full(cg, tgid, tid, false, true).map(|(t, _)| t)
+}
+
+/// A thread group, attachable as a whole.
+#[derive(Debug)]
+pub struct Group(pub Vec<Arc<FakeTask>>);
+
+impl Attachable for Group {
+    fn css_links(&self) -> Vec<Arc<CssLink>> {
+        self.0
+            .iter()
+            .map(|t| t.link())
+            .filter(|l| l.is_linked())
+            .collect()
+    }
+}
+
+/// Finds thread groups by tgid among the tasks it was told about.
+#[derive(Debug, Default)]
+pub struct Resolver {
+    pub tasks: Mutex<Vec<Arc<FakeTask>>>,
+}
+
+impl Resolver {
+    pub fn add(&self, t: &Arc<FakeTask>) {
+        self.tasks.lock().unwrap().push(t.clone());
+    }
+}
+
+impl TaskResolver for Resolver {
+    fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno> {
+        let tasks = self.tasks.lock().unwrap();
+        if !tasks
+            .iter()
+            .any(|t| t.tid == pid || (t.leader && t.tgid == pid))
+        {
+            return Err(Errno::ESRCH);
+        }
+        let tgid = tasks.iter().find(|t| t.tid == pid).map_or(pid, |t| t.tgid);
+        Ok(tasks
+            .iter()
+            .filter(|t| t.tgid == tgid)
+            .map(|t| t.link())
+            .filter(|l| l.is_linked())
+            .collect())
+    }
+}
+
+/// A tiny deterministic PRNG (xorshift64*), so the stress tests replay.
+#[derive(Debug)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
