@@ -1,1 +1,80 @@
-//! placeholder
+//! pidfs for uproc: pid inode numbers, the ino index, exit info and [`PidFd`] handles.
+//! Models Linux's `fs/pidfs.c` and the pidfd parts of `kernel/pid.c`,
+//! `kernel/fork.c` and `kernel/signal.c`.
+//!
+//! # What this crate owns
+//!
+//! - [`Pidfs`], one per runtime: the inode-number allocator, the ino -> [`Pid`] index
+//!   and the link to the task list ([`PidfdBackend`]). It is the runtime's
+//!   [`PidfsHooks`](uproc_pidns::PidfsHooks): `alloc_pid` calls `add_pid` (assign the
+//!   ino, insert), `free_pid` calls `remove_pid` (`pidfs_add_pid`, `pidfs_remove_pid`).
+//! - The per-pid state (`pid->attr` + `pid->wait_pidfd`) in [`Pid::pidfs_slot`]:
+//!   registration or the dead mark, exited flag and status, exit info recorded at reap,
+//!   and the waiters (a condvar for blocking waits, wakers for futures, channels for
+//!   subscribers). See `state.rs` for the race rule between the first open and exit.
+//! - [`PidFd`]: an open pidfd. It holds the `Arc<Pid>` and the shared per-pid state,
+//!   never a number, so it cannot reach a process that later reuses the number.
+//! - [`FileHandle`]: the 8-byte `FILEID_KERNFS` export format, and
+//!   [`Pidfs::open_by_handle`].
+//!
+//! # Who holds what
+//!
+//! ```text
+//!  PidMap --hooks--> Pidfs --index (Weak)--> Pid <--Arc-- PidFd --Arc--> PidState
+//!    ^                 |                      |                            ^
+//!    +------Weak-------+                      +--pidfs_slot (Arc)----------+
+//! ```
+//! The map owns the `Pidfs` (as its hooks), so `Pidfs` only holds a `Weak` map. The
+//! index holds `Weak<Pid>`: it names pids, the namespaces' idrs and handles own them.
+//! The per-pid state is owned by the pid's slot and by every pidfd, so exit info lives
+//! as long as any handle does (`pid->attr` until the last `struct pid` reference).
+//!
+//! # Locks
+//!
+//! | data | protected by |
+//! |---|---|
+//! | `Linux618` counter + `BTreeMap` index | its own mutex, only ever taken with `pidmap_lock` held (the hooks run under it; `find_by_ino` takes it), i.e. "under `pidmap_lock`" |
+//! | `Linux70` hash index | one mutex per bucket (64 buckets), never under `pidmap_lock` |
+//! | `Linux70` ino numbers | [`InoCookie`]: per-thread batches of one atomic counter |
+//! | per-pid state (flags, exit info, waiters) | the pid's state mutex (`wait_pidfd.lock`) |
+//!
+//! Order: `pidmap_lock` -> index mutex; the state mutex is a leaf. No lock is held while
+//! calling the backend, waking a waker, dropping a waker or sending an event, and no
+//! guard leaves the API.
+//!
+//! # Invariants
+//!
+//! - Every pid allocated after [`Pidfs::new`] gets an ino `>= 1`, unique within the
+//!   `Pidfs`, never reused. The index holds exactly the pids allocated and not freed.
+//! - Exit info is recorded only for pids that had a pidfd; any other reaped pid is
+//!   marked dead and can never get one (by number or by handle).
+//! - Readiness is monotonic: not readable -> readable -> readable + hangup.
+//!
+//! # Profiles
+//!
+//! `Linux618`: ordered tree + global counter under `pidmap_lock` (a full alloc + free
+//! takes `pidmap_lock` 3 times, the index updated inside). `Linux70`: batched cookies and
+//! a sharded hash table, updated after `pidmap_lock` is dropped (2 times). See
+//! `IMPLEMENTATION.md`.
+#![forbid(unsafe_code)]
+
+mod backend;
+mod handle;
+mod index;
+mod ino;
+mod pidfd;
+mod pidfs;
+mod readable;
+mod state;
+mod sync;
+
+pub use backend::{PidTaskState, PidfdBackend, SignalScope, TaskIds};
+pub use handle::FileHandle;
+pub use ino::InoCookie;
+pub use pidfd::{ExitEvent, PIDFD_INFO_SUPPORTED, PidFd, PidfdInfo, Readiness};
+pub use pidfs::Pidfs;
+pub use readable::Readable;
+pub use state::{do_notify_pidfd, pidfs_exit};
+
+#[cfg(doc)]
+use uproc_pidns::Pid;

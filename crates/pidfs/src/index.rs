@@ -1,0 +1,116 @@
+//! The ino -> [`Pid`] index, one shape per profile.
+//!
+//! | profile | structure | lock | numbering |
+//! |---|---|---|---|
+//! | `Linux618` | `BTreeMap` (the rb-tree `pidfs_ino_tree`) | one mutex, taken only under `pidmap_lock` | a counter under that mutex |
+//! | `Linux70` | hash table of [`SHARDS`] buckets (`pidfs_ino_ht`) | one mutex per bucket | [`InoCookie`] batches |
+//!
+//! Entries are `Weak`: the index names pids, it does not own them (the namespace's idr
+//! and the handles do). An entry lives from `alloc_pid` (hook `add_pid`) to `free_pid`
+//! (hook `remove_pid`).
+
+use crate::ino::InoCookie;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Weak};
+use uproc_pidns::Pid;
+
+/// Buckets of the `Linux70` table (a power of two).
+pub(crate) const SHARDS: usize = 64;
+/// Numbers a thread takes from the shared counter at once under `Linux70`.
+pub(crate) const INO_BATCH: u64 = 64;
+
+/// `Linux618`'s counter and tree. Its mutex is only ever taken while `pidmap_lock` is
+/// held (the hooks run under it, `find_by_ino` takes it first), so it is never contended
+/// and stands for "protected by `pidmap_lock`" without taking that lock a second time.
+#[derive(Debug, Default)]
+pub(crate) struct Ordered {
+    /// The last number handed out (`pidfs_ino`); the first pid gets 1.
+    last: u64,
+    tree: BTreeMap<u64, Weak<Pid>>,
+}
+
+#[derive(Debug)]
+pub(crate) enum InoIndex {
+    /// `Linux618`: global counter + ordered tree "under pidmap_lock".
+    Ordered(Mutex<Ordered>),
+    /// `Linux70`: batched cookie + sharded hash table, outside `pidmap_lock`.
+    Sharded {
+        cookie: InoCookie,
+        shards: Box<[Bucket]>,
+    },
+}
+
+/// One bucket of the `Linux70` table.
+type Bucket = Mutex<HashMap<u64, Weak<Pid>>>;
+
+/// Fibonacci hashing: inos from one batch are consecutive, so spread them over buckets.
+fn shard_of(ino: u64) -> usize {
+    (ino.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SHARDS.trailing_zeros())) as usize
+}
+
+impl InoIndex {
+    pub(crate) fn ordered() -> InoIndex {
+        InoIndex::Ordered(Mutex::new(Ordered::default()))
+    }
+
+    pub(crate) fn sharded() -> InoIndex {
+        InoIndex::Sharded {
+            cookie: InoCookie::new(INO_BATCH),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+
+    /// Assigns the next number and inserts the pid (`pidfs_add_pid`). Returns the ino.
+    pub(crate) fn add(&self, pid: &Arc<Pid>) -> u64 {
+        match self {
+            InoIndex::Ordered(m) => {
+                let mut o = m.lock();
+                o.last += 1;
+                let ino = o.last;
+                pid.set_ino(ino);
+                o.tree.insert(ino, Arc::downgrade(pid));
+                ino
+            }
+            InoIndex::Sharded { cookie, shards } => {
+                let ino = cookie.next();
+                pid.set_ino(ino);
+                shards[shard_of(ino)]
+                    .lock()
+                    .insert(ino, Arc::downgrade(pid));
+                ino
+            }
+        }
+    }
+
+    /// Removes the pid's entry (`pidfs_remove_pid`).
+    pub(crate) fn remove(&self, ino: u64) {
+        if ino == 0 {
+            return;
+        }
+        match self {
+            InoIndex::Ordered(m) => {
+                m.lock().tree.remove(&ino);
+            }
+            InoIndex::Sharded { shards, .. } => {
+                shards[shard_of(ino)].lock().remove(&ino);
+            }
+        }
+    }
+
+    /// The pid with number `ino`. For `Ordered` the caller holds `pidmap_lock`.
+    pub(crate) fn find(&self, ino: u64) -> Option<Arc<Pid>> {
+        let weak = match self {
+            InoIndex::Ordered(m) => m.lock().tree.get(&ino).cloned(),
+            InoIndex::Sharded { shards, .. } => shards[shard_of(ino)].lock().get(&ino).cloned(),
+        };
+        weak.and_then(|w| w.upgrade())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            InoIndex::Ordered(m) => m.lock().tree.len(),
+            InoIndex::Sharded { shards, .. } => shards.iter().map(|s| s.lock().len()).sum(),
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! [`PidFd`]: an open pidfd, and what it answers (`info`, `poll`, signals, waits).
+
+use crate::backend::{PidfdBackend, SignalScope};
+use crate::handle::FileHandle;
+use crate::pidfs::BackendCell;
+use crate::readable::Readable;
+use crate::state::{PidState, Subscriber};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+use uproc_abi::{Errno, InfoMask, PidfdFlags, PidfdSignalFlags, Signal, WaitStatus};
+use uproc_pidns::{Pid, PidNamespace};
+
+/// The `PIDFD_INFO_*` bits uproc implements (`PIDFD_INFO_SUPPORTED`). `COREDUMP` is not
+/// modelled (uproc tasks do not dump core), so it is neither supported nor reported.
+pub const PIDFD_INFO_SUPPORTED: InfoMask = InfoMask::PID
+    .union(InfoMask::CREDS)
+    .union(InfoMask::CGROUPID)
+    .union(InfoMask::EXIT)
+    .union(InfoMask::SUPPORTED_MASK);
+
+/// The open file behind a pidfd: what `struct file` + its inode hold.
+struct File {
+    pid: Arc<Pid>,
+    flags: PidfdFlags,
+    /// The namespace numbers are reported in (the opener's).
+    viewer: Arc<PidNamespace>,
+    state: Arc<PidState>,
+    backend: Arc<BackendCell>,
+}
+
+/// A pidfd: names exactly one [`Pid`] object for ever, never a number, so it cannot hit a
+/// recycled number.
+///
+/// `Clone` shares identity (a `dup` of the same open file); `PartialEq`/`Eq`/`Hash` go by
+/// the open file. Two opens of one process are different `PidFd`s with the same
+/// [`ino`](PidFd::ino).
+///
+/// # References
+/// [pidfd_open(2)](https://man7.org/linux/man-pages/man2/pidfd_open.2.html),
+/// `pidfs_alloc_file` / `pidfd_fops` in `fs/pidfs.c`.
+#[derive(Clone)]
+pub struct PidFd {
+    file: Arc<File>,
+}
+
+/// `struct pidfd_info` as `PIDFD_GET_INFO` fills it.
+///
+/// # References
+/// `pidfd_info` in `fs/pidfs.c`, `<linux/pidfd.h>`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PidfdInfo {
+    /// The bits actually filled in.
+    pub mask: InfoMask,
+    /// `PIDFD_INFO_PID`: the pid as the pidfd's namespace sees it.
+    pub pid: i32,
+    /// `PIDFD_INFO_PID`: the thread-group id.
+    pub tgid: i32,
+    /// `PIDFD_INFO_PID`: the parent's pid (0 where invisible).
+    pub ppid: i32,
+    /// `PIDFD_INFO_CGROUPID` (live), or the cgroup at exit with `PIDFD_INFO_EXIT`.
+    pub cgroupid: u64,
+    /// `PIDFD_INFO_EXIT`: the wait-status word the task was reaped with.
+    pub exit_code: i32,
+    /// `PIDFD_INFO_SUPPORTED_MASK`: every bit this implementation knows.
+    pub supported_mask: InfoMask,
+    /// `PIDFD_INFO_CREDS`: real uid (0: uproc has no credentials).
+    pub ruid: u32,
+    /// `PIDFD_INFO_CREDS`: real gid (0).
+    pub rgid: u32,
+    /// `PIDFD_INFO_CREDS`: effective uid (0).
+    pub euid: u32,
+    /// `PIDFD_INFO_CREDS`: effective gid (0).
+    pub egid: u32,
+}
+
+/// What `poll(2)` reports on a pidfd.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// `EPOLLIN | EPOLLRDNORM`: the task exited (and is not a delayed group leader).
+    pub readable: bool,
+    /// `EPOLLHUP`: the task was reaped.
+    pub hangup: bool,
+}
+
+/// Sent once to each [`PidFd::subscribe`] receiver when the task exits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExitEvent {
+    /// The pid's inode number.
+    pub ino: u64,
+    /// The pid as the subscribing pidfd's namespace sees it.
+    pub pid: i32,
+    /// The status it exited with.
+    pub status: WaitStatus,
+}
+
+impl PidFd {
+    pub(crate) fn new(
+        pid: Arc<Pid>,
+        flags: PidfdFlags,
+        viewer: Arc<PidNamespace>,
+        state: Arc<PidState>,
+        backend: Arc<BackendCell>,
+    ) -> PidFd {
+        PidFd {
+            file: Arc::new(File {
+                pid,
+                flags,
+                viewer,
+                state,
+                backend,
+            }),
+        }
+    }
+
+    fn backend(&self) -> Option<Arc<dyn PidfdBackend>> {
+        self.file.backend.get().and_then(Weak::upgrade)
+    }
+
+    /// The pid object this pidfd names.
+    pub fn pid(&self) -> &Arc<Pid> {
+        &self.file.pid
+    }
+
+    /// The namespace the pidfd reports numbers in (its opener's).
+    pub fn viewer_ns(&self) -> &Arc<PidNamespace> {
+        &self.file.viewer
+    }
+
+    /// The pidfd's flags (`PIDFD_NONBLOCK`, `PIDFD_THREAD`).
+    pub fn flags(&self) -> PidfdFlags {
+        self.file.flags
+    }
+
+    /// `PIDFD_NONBLOCK`: a wait through this pidfd returns EAGAIN when nothing is ready.
+    pub fn is_nonblocking(&self) -> bool {
+        self.file.flags.contains(PidfdFlags::NONBLOCK)
+    }
+
+    /// `pidfd_send_signal(pidfd, sig, NULL, 0)`: to the thread for a `PIDFD_THREAD`
+    /// pidfd, else to the thread group. Succeeds silently on a zombie; ESRCH once reaped.
+    ///
+    /// # References
+    /// [pidfd_send_signal(2)](https://man7.org/linux/man-pages/man2/pidfd_send_signal.2.html)
+    pub fn send_signal(&self, sig: Signal) -> Result<(), Errno> {
+        self.send_signal_with(sig, PidfdSignalFlags::empty())
+    }
+
+    /// `pidfd_send_signal(pidfd, sig, NULL, flags)`: unknown bits or more than one scope
+    /// -> EINVAL; no scope -> the pidfd's default; nothing attached (reaped) -> ESRCH.
+    ///
+    /// # References
+    /// `SYSCALL_DEFINE4(pidfd_send_signal)` / `do_pidfd_send_signal` in `kernel/signal.c`.
+    pub fn send_signal_with(&self, sig: Signal, flags: PidfdSignalFlags) -> Result<(), Errno> {
+        if !PidfdSignalFlags::all().contains(flags) || flags.bits().count_ones() > 1 {
+            return Err(Errno::EINVAL);
+        }
+        let scope = if flags == PidfdSignalFlags::THREAD {
+            SignalScope::Thread
+        } else if flags == PidfdSignalFlags::THREAD_GROUP {
+            SignalScope::ThreadGroup
+        } else if flags == PidfdSignalFlags::PROCESS_GROUP {
+            SignalScope::ProcessGroup
+        } else if self.file.flags.contains(PidfdFlags::THREAD) {
+            SignalScope::Thread
+        } else {
+            SignalScope::ThreadGroup
+        };
+        match self.backend() {
+            Some(b) => b.send_signal(&self.file.pid, sig, scope),
+            None => Err(Errno::ESRCH),
+        }
+    }
+
+    /// `ioctl(pidfd, PIDFD_GET_INFO)`.
+    ///
+    /// - Unknown mask bits are ignored. The pid not visible from the pidfd's namespace
+    ///   -> EREMOTE.
+    /// - `EXIT` (if asked): only after reap; `exit_code` (wait status) and `cgroupid` at
+    ///   exit (`CGROUPID` reported with it if asked). A zombie reports no `EXIT`.
+    /// - Reaped: ESRCH unless `EXIT` was asked for; then only the exit snapshot.
+    /// - Live or zombie: `PID` (pid, tgid, ppid in the pidfd's namespace) and `CREDS`
+    ///   (all 0 in uproc) always, `CGROUPID` if asked; pid or tgid reading 0 -> ESRCH.
+    /// - `SUPPORTED_MASK` (if asked): [`PIDFD_INFO_SUPPORTED`].
+    ///
+    /// # References
+    /// `pidfd_info` in `fs/pidfs.c`.
+    pub fn info(&self, mask: InfoMask) -> Result<PidfdInfo, Errno> {
+        let f = &*self.file;
+        if f.pid.nr_in(&f.viewer) == 0 {
+            return Err(Errno::EREMOTE);
+        }
+        let mut out = PidfdInfo::default();
+        let reaped = f.state.inner.lock().reaped;
+        if mask.contains(InfoMask::EXIT) {
+            if let Some(exit) = reaped {
+                out.mask |= InfoMask::EXIT;
+                out.exit_code = exit.status.raw();
+                out.cgroupid = exit.cgroupid;
+                if mask.contains(InfoMask::CGROUPID) {
+                    out.mask |= InfoMask::CGROUPID;
+                }
+            }
+        }
+        let ids = match reaped {
+            Some(_) => None,
+            None => self.backend().and_then(|b| b.task_ids(&f.pid, &f.viewer)),
+        };
+        match ids {
+            None if !mask.contains(InfoMask::EXIT) => return Err(Errno::ESRCH),
+            None => {}
+            Some(ids) => {
+                if ids.pid == 0 || ids.tgid == 0 {
+                    return Err(Errno::ESRCH);
+                }
+                out.mask |= InfoMask::PID | InfoMask::CREDS;
+                out.pid = ids.pid;
+                out.tgid = ids.tgid;
+                out.ppid = ids.ppid;
+                if mask.contains(InfoMask::CGROUPID) && !out.mask.contains(InfoMask::CGROUPID) {
+                    out.mask |= InfoMask::CGROUPID;
+                    out.cgroupid = ids.cgroupid;
+                }
+            }
+        }
+        if mask.contains(InfoMask::SUPPORTED_MASK) {
+            out.mask |= InfoMask::SUPPORTED_MASK;
+            out.supported_mask = PIDFD_INFO_SUPPORTED;
+        }
+        Ok(out)
+    }
+
+    /// `pidfd_poll`: readable once the task exited (not while it is a group leader whose
+    /// threads still run), readable + hangup once it is reaped.
+    ///
+    /// # References
+    /// `pidfd_poll` in `fs/pidfs.c`.
+    pub fn poll(&self) -> Readiness {
+        let inner = self.file.state.inner.lock();
+        Readiness {
+            readable: inner.readable(),
+            hangup: inner.reaped.is_some(),
+        }
+    }
+
+    /// Blocks until the pidfd is readable or `timeout` passes; true if readable. Sleeps
+    /// on this pid's condition variable (`wait_event` on `pid->wait_pidfd`), woken only
+    /// by this pid's exit or reap: no polling.
+    pub fn wait_readable(&self, timeout: Duration) -> bool {
+        let state = &*self.file.state;
+        let deadline = Instant::now().checked_add(timeout);
+        let mut inner = state.inner.lock();
+        while !inner.readable() {
+            inner.blocked += 1;
+            let timed_out = match deadline {
+                Some(d) => state.cond.wait_until(&mut inner, d).timed_out(),
+                None => {
+                    state.cond.wait(&mut inner);
+                    false
+                }
+            };
+            inner.blocked -= 1;
+            if timed_out {
+                return inner.readable();
+            }
+        }
+        true
+    }
+
+    /// A future that completes when the pidfd is readable. It registers its waker on
+    /// this pid only; the exit wakes exactly the futures waiting on this pid.
+    pub fn readable(&self) -> Readable {
+        Readable::new(self.file.state.clone())
+    }
+
+    /// A channel that receives one [`ExitEvent`] when the task exits, or at once if it
+    /// already has: for runtimes that multiplex many pidfds on one receiver loop.
+    pub fn subscribe(&self) -> crossbeam_channel::Receiver<ExitEvent> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let nr = self.file.pid.nr_in(&self.file.viewer);
+        let now = {
+            let mut inner = self.file.state.inner.lock();
+            match inner.event_status() {
+                Some(status) => Some(status),
+                None => {
+                    inner.subscribers.push(Subscriber { tx: tx.clone(), nr });
+                    None
+                }
+            }
+        };
+        if let Some(status) = now {
+            // The receiver is alive (we hold it), so this cannot fail.
+            let _ = tx.send(ExitEvent {
+                ino: self.ino(),
+                pid: nr,
+                status,
+            });
+        }
+        rx
+    }
+
+    /// The pid's inode number: equal for every pidfd of one process, never reused.
+    pub fn ino(&self) -> u64 {
+        self.file.pid.ino()
+    }
+
+    /// `name_to_handle_at(pidfd, "", AT_EMPTY_PATH)`: the handle naming this pid.
+    pub fn file_handle(&self) -> FileHandle {
+        FileHandle::new(self.ino())
+    }
+
+    /// The exit status recorded at reap (`PIDFD_INFO_EXIT`), `None` before.
+    pub fn exit_status(&self) -> Option<WaitStatus> {
+        self.file.state.inner.lock().reaped.map(|r| r.status)
+    }
+
+    /// Blocking waiters currently asleep in [`wait_readable`](PidFd::wait_readable) on
+    /// this pid, and async wakers registered on it (for tests and diagnostics).
+    pub fn waiter_counts(&self) -> (usize, usize) {
+        let inner = self.file.state.inner.lock();
+        (inner.blocked, inner.wakers.len())
+    }
+}
+
+impl PartialEq for PidFd {
+    fn eq(&self, other: &PidFd) -> bool {
+        Arc::ptr_eq(&self.file, &other.file)
+    }
+}
+
+impl Eq for PidFd {}
+
+impl Hash for PidFd {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.file) as usize).hash(state);
+    }
+}
+
+impl fmt::Debug for PidFd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PidFd")
+            .field("ino", &self.ino())
+            .field("nr", &self.file.pid.nr_in(&self.file.viewer))
+            .field("flags", &self.file.flags)
+            .finish_non_exhaustive()
+    }
+}

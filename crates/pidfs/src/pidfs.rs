@@ -1,0 +1,296 @@
+//! [`Pidfs`]: one per runtime. The ino allocator and index, the pidfs hooks of
+//! `alloc_pid` / `free_pid`, and the ways to make a [`PidFd`].
+
+use crate::backend::PidfdBackend;
+use crate::handle::FileHandle;
+use crate::index::InoIndex;
+use crate::pidfd::PidFd;
+use crate::state::{PidState, Registration};
+use std::fmt;
+use std::sync::{Arc, OnceLock, Weak};
+use uproc_abi::{Errno, OpenFlags, PidfdFlags, Profile};
+use uproc_pidns::{Pid, PidMap, PidNamespace, PidfsHooks};
+
+/// Where pidfds find the task list. Shared by the [`Pidfs`] and every [`PidFd`] it made.
+pub(crate) type BackendCell = OnceLock<Weak<dyn PidfdBackend>>;
+
+/// `open_by_handle_at` flags accepted for pidfs handles besides `PIDFD_NONBLOCK` and
+/// `PIDFD_THREAD` (`O_EXCL`): `O_WRONLY`, `O_RDWR`, `O_CLOEXEC` (`O_RDONLY` is 0).
+const HANDLE_OPEN_EXTRA: u32 = OpenFlags::WRONLY
+    .union(OpenFlags::RDWR)
+    .union(OpenFlags::CLOEXEC)
+    .bits();
+
+/// One per runtime: the ino allocator, the ino -> [`Pid`] index and the backend link.
+///
+/// Implements [`PidfsHooks`] (assign ino + insert on `alloc_pid`, remove on
+/// `free_pid`) and installs itself on the [`PidMap`] in [`Pidfs::new`].
+///
+/// # References
+/// `fs/pidfs.c`: `pidfs_add_pid`, `pidfs_remove_pid`, `pidfd_prepare`,
+/// `pidfs_export_operations`.
+pub struct Pidfs {
+    profile: Profile,
+    /// The map, for `Linux618`'s `pidmap_lock`. Weak: the map owns the hooks (`self`).
+    map: Weak<PidMap>,
+    index: InoIndex,
+    backend: Arc<BackendCell>,
+}
+
+impl fmt::Debug for Pidfs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pidfs")
+            .field("profile", &self.profile)
+            .field("index_len", &self.index_len())
+            .field("backend", &self.backend.get().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pidfs {
+    /// A pidfs for the runtime of `map`, installed as its pidfs hooks
+    /// (`map.set_pidfs_hooks`). Install it before the first `alloc_pid`: pids allocated
+    /// before get no inode number. A map accepts only one pidfs; a second one is
+    /// returned uninstalled (its index stays empty).
+    pub fn new(map: &Arc<PidMap>) -> Arc<Pidfs> {
+        let profile = map.profile();
+        let pidfs = Arc::new(Pidfs {
+            profile,
+            map: Arc::downgrade(map),
+            index: match profile {
+                Profile::Linux618 => InoIndex::ordered(),
+                Profile::Linux70 => InoIndex::sharded(),
+            },
+            backend: Arc::new(OnceLock::new()),
+        });
+        if !map.set_pidfs_hooks(pidfs.clone()) {
+            tracing::warn!(
+                "pidfs: the pid map already has pidfs hooks; this Pidfs is not installed"
+            );
+        }
+        pidfs
+    }
+
+    /// Registers the task list. Only the first call takes effect (tasklist registers
+    /// itself once per runtime).
+    pub fn set_backend(&self, backend: Weak<dyn PidfdBackend>) {
+        if self.backend.set(backend).is_err() {
+            tracing::warn!("pidfs: backend already set; ignored");
+        }
+    }
+
+    /// The lock profile (the map's).
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The pid with inode number `ino`, while its numbers are allocated.
+    ///
+    /// `Linux618` takes `pidmap_lock` (the tree lived under it, as in 6.x); `Linux70`
+    /// takes one bucket lock of the hash table.
+    ///
+    /// # References
+    /// `pidfs_ino_get_pid` in `fs/pidfs.c`.
+    pub fn find_by_ino(&self, ino: u64) -> Option<Arc<Pid>> {
+        if ino == 0 {
+            return None;
+        }
+        match self.profile {
+            Profile::Linux618 => {
+                let map = self.map.upgrade()?;
+                map.with_pidmap_lock(|| self.index.find(ino))
+            }
+            Profile::Linux70 => self.index.find(ino),
+        }
+    }
+
+    /// Entries in the ino index: at rest, the pids allocated and not yet freed.
+    pub fn index_len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// `pidfd_open(2)`: unknown flags -> EINVAL; `nr <= 0` -> EINVAL; `nr` not found
+    /// in `caller_ns` -> ESRCH; then [`Pidfs::pidfd_prepare`]'s checks.
+    ///
+    /// # References
+    /// [pidfd_open(2)](https://man7.org/linux/man-pages/man2/pidfd_open.2.html),
+    /// `SYSCALL_DEFINE2(pidfd_open)` in `kernel/pid.c`.
+    pub fn pidfd_open(
+        &self,
+        caller_ns: &Arc<PidNamespace>,
+        nr: i32,
+        flags: PidfdFlags,
+    ) -> Result<PidFd, Errno> {
+        check_open_flags(flags)?;
+        if nr <= 0 {
+            return Err(Errno::EINVAL);
+        }
+        let pid = caller_ns.find_pid(nr).ok_or(Errno::ESRCH)?;
+        self.pidfd_prepare(caller_ns, pid, flags)
+    }
+
+    /// `pidfd_prepare` for a pid already in hand: unknown flags -> EINVAL; pid marked
+    /// dead or no task attached (reaped) -> ESRCH; not a thread-group leader and no
+    /// `PIDFD_THREAD` -> ENOENT. `viewer_ns` is the namespace `info` and exit events
+    /// report numbers in.
+    ///
+    /// # References
+    /// `pidfd_prepare` and `pidfs_register_pid` in `kernel/fork.c`, `fs/pidfs.c`.
+    pub fn pidfd_prepare(
+        &self,
+        viewer_ns: &Arc<PidNamespace>,
+        pid: Arc<Pid>,
+        flags: PidfdFlags,
+    ) -> Result<PidFd, Errno> {
+        check_open_flags(flags)?;
+        // Race rule (see `state`): the slot exists before the backend is asked.
+        let state = PidState::get_or_create(&pid).ok_or(Errno::ESRCH)?;
+        let ts = match self.backend() {
+            Some(b) => b.task_state(&pid),
+            None => Default::default(),
+        };
+        if !ts.attached {
+            return Err(Errno::ESRCH);
+        }
+        if !flags.contains(PidfdFlags::THREAD) && !ts.group_leader {
+            return Err(Errno::ENOENT);
+        }
+        {
+            let mut inner = state.inner.lock();
+            if inner.registration == Registration::Dead || inner.reaped.is_some() {
+                return Err(Errno::ESRCH);
+            }
+            inner.registration = Registration::Registered;
+            if ts.exited && !inner.exited {
+                // The exit's notification ran before the slot existed.
+                inner.exited = true;
+                inner.exit_status = inner.exit_status.or(ts.exit_status);
+            }
+        }
+        tracing::debug!(
+            ino = pid.ino(),
+            nr = pid.nr(),
+            ?flags,
+            "pidfs: pidfd opened"
+        );
+        Ok(PidFd::new(
+            pid,
+            flags,
+            viewer_ns.clone(),
+            state,
+            self.backend.clone(),
+        ))
+    }
+
+    /// `pidfd_prepare(.., PIDFD_STALE)` for `CLONE_PIDFD`: the child has no task attached
+    /// yet; the pid is registered (exit info will be recorded) without task checks.
+    /// Flags other than `NONBLOCK`/`THREAD` are dropped (clone3 validated its own).
+    pub fn pidfd_prepare_stale(
+        &self,
+        viewer_ns: &Arc<PidNamespace>,
+        pid: Arc<Pid>,
+        flags: PidfdFlags,
+    ) -> PidFd {
+        let flags = flags & PidfdFlags::all();
+        let state = match PidState::get_or_create(&pid) {
+            Some(s) => s,
+            None => {
+                // A fresh child cannot have been reaped; never reached in practice.
+                debug_assert!(false, "pidfd_prepare_stale on a dead pid");
+                Arc::new(PidState::detached())
+            }
+        };
+        {
+            let mut inner = state.inner.lock();
+            if inner.registration != Registration::Dead {
+                inner.registration = Registration::Registered;
+            }
+        }
+        tracing::debug!(
+            ino = pid.ino(),
+            nr = pid.nr(),
+            ?flags,
+            "pidfs: pidfd opened (stale)"
+        );
+        PidFd::new(pid, flags, viewer_ns.clone(), state, self.backend.clone())
+    }
+
+    /// `open_by_handle_at(2)` on a pidfs handle.
+    ///
+    /// Errors, in order: flags other than `NONBLOCK`, `THREAD` (`O_EXCL`), `O_CLOEXEC`,
+    /// `O_RDWR`, `O_WRONLY` -> EINVAL; no pid with that
+    /// ino in the index -> ESTALE; the pid never had a pidfd (no state, or marked dead),
+    /// was already reaped, or is invisible from `caller_ns` (`pid_vnr == 0`) -> ESRCH. A
+    /// zombie decodes fine. The result's flags keep `NONBLOCK` and `THREAD` only.
+    ///
+    /// Linux fails every decode with one error (the NULL dentry becomes ESTALE in
+    /// `exportfs_decode_fh`); uproc keeps ESTALE for "no such inode" and reports the
+    /// pid-side refusals as ESRCH, the error pidfd creation gives for the same states.
+    ///
+    /// # References
+    /// `pidfs_fh_to_dentry`, `pidfs_export_permission`, `pidfs_export_open` in
+    /// `fs/pidfs.c`; [open_by_handle_at(2)](https://man7.org/linux/man-pages/man2/open_by_handle_at.2.html).
+    pub fn open_by_handle(
+        &self,
+        caller_ns: &Arc<PidNamespace>,
+        handle: &FileHandle,
+        flags: PidfdFlags,
+    ) -> Result<PidFd, Errno> {
+        let allowed = PidfdFlags::all().bits() | HANDLE_OPEN_EXTRA;
+        if flags.bits() & !allowed != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let pid = self.find_by_ino(handle.ino()).ok_or(Errno::ESTALE)?;
+        let state = PidState::get_existing(&pid).ok_or(Errno::ESRCH)?;
+        {
+            let inner = state.inner.lock();
+            if inner.registration != Registration::Registered || inner.reaped.is_some() {
+                return Err(Errno::ESRCH);
+            }
+        }
+        if pid.nr_in(caller_ns) == 0 {
+            return Err(Errno::ESRCH);
+        }
+        let flags = flags & PidfdFlags::all();
+        tracing::debug!(
+            ino = pid.ino(),
+            nr = pid.nr(),
+            ?flags,
+            "pidfs: pidfd opened by handle"
+        );
+        Ok(PidFd::new(
+            pid,
+            flags,
+            caller_ns.clone(),
+            state,
+            self.backend.clone(),
+        ))
+    }
+
+    fn backend(&self) -> Option<Arc<dyn PidfdBackend>> {
+        self.backend.get().and_then(Weak::upgrade)
+    }
+}
+
+fn check_open_flags(flags: PidfdFlags) -> Result<(), Errno> {
+    if PidfdFlags::all().contains(flags) {
+        Ok(())
+    } else {
+        Err(Errno::EINVAL)
+    }
+}
+
+impl PidfsHooks for Pidfs {
+    /// `pidfs_add_pid`: assign the next ino and insert into the index. `Linux618`: called
+    /// with `pidmap_lock` held (the index mutex nests inside it); `Linux70`: after it.
+    fn add_pid(&self, pid: &Arc<Pid>) -> Result<(), Errno> {
+        let ino = self.index.add(pid);
+        tracing::trace!(ino, nr = pid.nr(), "pidfs: ino assigned");
+        Ok(())
+    }
+
+    /// `pidfs_remove_pid`: drop the index entry (from `free_pid`).
+    fn remove_pid(&self, pid: &Pid) {
+        self.index.remove(pid.ino());
+    }
+}

@@ -1,0 +1,250 @@
+//! Per-pid pidfs state (`pid->attr` and `pid->wait_pidfd`), kept in
+//! [`Pid::pidfs_slot`], and the two calls tasklist makes on exit and reap:
+//! [`do_notify_pidfd`] and [`pidfs_exit`].
+//!
+//! # The slot
+//!
+//! The slot is a `OnceLock` holding one of:
+//! - the shared [`Dead`] marker (`PIDFS_PID_DEAD`): the pid was reaped before anyone
+//!   asked for a pidfd; no pidfd can be made for it. Installing it allocates nothing.
+//! - an `Arc<PidState>`: created by the first attempt to make a pidfd, shared with
+//!   every [`PidFd`](crate::PidFd) of the pid, so exit info outlives the `Pid`'s numbers
+//!   for as long as any handle lives.
+//!
+//! # Race rule: an exit racing with the first open is never lost
+//!
+//! The opener creates the slot BEFORE it asks the backend for the task's state, and
+//! `do_notify_pidfd` / `pidfs_exit` update the slot whenever it exists. So either the
+//! exit's notification ran after the slot existed (and the slot has the flag), or it ran
+//! before, and then the backend query that follows the slot's creation already sees the
+//! exited task. Registration (`Registration::Registered`) and the dead mark are decided
+//! under the slot mutex: an open that registers after `pidfs_exit` marked the state dead
+//! fails with ESRCH, and a `pidfs_exit` after registration records exit info.
+
+use crate::ExitEvent;
+use crossbeam_channel::Sender;
+use parking_lot::{Condvar, Mutex};
+use std::any::Any;
+use std::sync::{Arc, LazyLock};
+use std::task::Waker;
+use uproc_abi::WaitStatus;
+use uproc_pidns::Pid;
+
+/// `PIDFS_PID_DEAD`: put in the slot of a pid reaped without ever having had a pidfd.
+#[derive(Debug)]
+struct Dead;
+
+static DEAD: LazyLock<Arc<dyn Any + Send + Sync>> = LazyLock::new(|| Arc::new(Dead));
+
+/// Whether a pidfd was ever made for the pid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Registration {
+    /// The slot exists (an open is in progress or failed its checks).
+    Pending,
+    /// A pidfd was created (`pidfs_register_pid`): exit info will be recorded.
+    Registered,
+    /// Reaped before any pidfd was created (`PIDFS_PID_DEAD`).
+    Dead,
+}
+
+/// Exit info recorded at reap (`struct pidfs_exit_info`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ExitInfo {
+    pub(crate) status: WaitStatus,
+    pub(crate) cgroupid: u64,
+}
+
+/// One subscriber: its channel and the pid's number in the subscriber's viewer ns.
+#[derive(Debug)]
+pub(crate) struct Subscriber {
+    pub(crate) tx: Sender<ExitEvent>,
+    pub(crate) nr: i32,
+}
+
+/// Everything under the slot mutex.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) registration: Registration,
+    /// The task exited (and is not a delayed group leader): poll readable.
+    pub(crate) exited: bool,
+    /// The status it exited with, where known.
+    pub(crate) exit_status: Option<WaitStatus>,
+    /// Set by `pidfs_exit` for a registered pid: readable + hangup, `PIDFD_INFO_EXIT`.
+    pub(crate) reaped: Option<ExitInfo>,
+    /// Async waiters: `(future id, waker)`. Taken whole on wakeup; a woken future that
+    /// is not ready yet registers again.
+    pub(crate) wakers: Vec<(u64, Waker)>,
+    pub(crate) next_waker_id: u64,
+    /// Exit-event subscribers; emptied when the event is sent.
+    pub(crate) subscribers: Vec<Subscriber>,
+    /// Whether the exit event has been sent (it is sent once).
+    pub(crate) event_sent: bool,
+    /// Blocking waiters parked on `cond` (for tests and debugging).
+    pub(crate) blocked: usize,
+}
+
+impl Inner {
+    pub(crate) fn readable(&self) -> bool {
+        self.exited || self.reaped.is_some()
+    }
+
+    /// The status to report in an exit event, once known.
+    pub(crate) fn event_status(&self) -> Option<WaitStatus> {
+        if self.exited {
+            self.exit_status.or(self.reaped.map(|r| r.status))
+        } else {
+            self.reaped.map(|r| r.status)
+        }
+    }
+}
+
+/// `pid->attr` + `pid->wait_pidfd`: the per-pid pidfs state shared by all its pidfds.
+#[derive(Debug)]
+pub(crate) struct PidState {
+    pub(crate) inner: Mutex<Inner>,
+    pub(crate) cond: Condvar,
+}
+
+impl PidState {
+    fn new() -> PidState {
+        PidState {
+            inner: Mutex::new(Inner {
+                registration: Registration::Pending,
+                exited: false,
+                exit_status: None,
+                reaped: None,
+                wakers: Vec::new(),
+                next_waker_id: 0,
+                subscribers: Vec::new(),
+                event_sent: false,
+                blocked: 0,
+            }),
+            cond: Condvar::new(),
+        }
+    }
+
+    /// The state of `pid`, created if the slot is empty; `None` if the pid is marked dead.
+    pub(crate) fn get_or_create(pid: &Pid) -> Option<Arc<PidState>> {
+        let any = pid
+            .pidfs_slot()
+            .get_or_init(|| Arc::new(PidState::new()))
+            .clone();
+        any.downcast::<PidState>().ok()
+    }
+
+    /// A registered state outside any slot, for a `PidFd` that must exist although the
+    /// pid is marked dead (never in practice; see `pidfd_prepare_stale`).
+    pub(crate) fn detached() -> PidState {
+        let s = PidState::new();
+        s.inner.lock().registration = Registration::Registered;
+        s
+    }
+
+    /// The state of `pid` as a shared handle, if a pidfd was ever attempted.
+    pub(crate) fn get_existing(pid: &Pid) -> Option<Arc<PidState>> {
+        pid.pidfs_slot().get()?.clone().downcast::<PidState>().ok()
+    }
+
+    /// The state of `pid`, if a pidfd was ever attempted (not created here).
+    pub(crate) fn get(pid: &Pid) -> Option<&PidState> {
+        pid.pidfs_slot().get()?.downcast_ref::<PidState>()
+    }
+}
+
+/// What a notification must do once the slot mutex is released.
+#[derive(Default)]
+struct Wakeups {
+    wakers: Vec<(u64, Waker)>,
+    events: Vec<Subscriber>,
+    status: Option<WaitStatus>,
+}
+
+impl Wakeups {
+    /// Takes the waiters out of `inner` (the caller holds the slot mutex).
+    fn take(inner: &mut Inner) -> Wakeups {
+        let mut w = Wakeups {
+            wakers: std::mem::take(&mut inner.wakers),
+            ..Wakeups::default()
+        };
+        if !inner.event_sent {
+            if let Some(status) = inner.event_status() {
+                inner.event_sent = true;
+                w.events = std::mem::take(&mut inner.subscribers);
+                w.status = Some(status);
+            }
+        }
+        w
+    }
+
+    /// Wakes and sends, with no lock held.
+    fn run(self, ino: u64) {
+        for (_, waker) in self.wakers {
+            waker.wake();
+        }
+        if let Some(status) = self.status {
+            for s in self.events {
+                // A dropped receiver is not an error: nobody listens any more.
+                let _ = s.tx.send(ExitEvent {
+                    ino,
+                    pid: s.nr,
+                    status,
+                });
+            }
+        }
+    }
+}
+
+/// `do_notify_pidfd`: the task attached to `pid` exited and is not a delayed group
+/// leader. Its pidfds become readable; only this pid's waiters are woken (blocking
+/// waiters on its condvar, async wakers registered on it) and its subscribers get one
+/// [`ExitEvent`]. A no-op for a pid that never had a pidfd.
+///
+/// # References
+/// `do_notify_pidfd` in `kernel/signal.c` (`wake_up_all(&pid->wait_pidfd)`).
+pub fn do_notify_pidfd(pid: &Pid, status: WaitStatus) {
+    let Some(state) = PidState::get(pid) else {
+        return;
+    };
+    tracing::debug!(ino = pid.ino(), nr = pid.nr(), %status, "pidfs: do_notify_pidfd");
+    let wake = {
+        let mut inner = state.inner.lock();
+        inner.exited = true;
+        inner.exit_status.get_or_insert(status);
+        let w = Wakeups::take(&mut inner);
+        state.cond.notify_all();
+        w
+    };
+    wake.run(pid.ino());
+}
+
+/// `pidfs_exit`, from `release_task` (reap): for a pid that ever had a pidfd, record
+/// the exit info `{status, cgroupid}` (poll becomes readable + hangup,
+/// `PIDFD_INFO_EXIT` available) and wake its waiters; for any other pid, mark it dead
+/// so no pidfd can be created for it afterwards. Allocates nothing.
+///
+/// # References
+/// `pidfs_exit` in `fs/pidfs.c`.
+pub fn pidfs_exit(pid: &Pid, status: WaitStatus, cgroupid: u64) {
+    let slot = pid.pidfs_slot().get_or_init(|| Arc::clone(&DEAD));
+    let Some(state) = slot.downcast_ref::<PidState>() else {
+        tracing::debug!(ino = pid.ino(), nr = pid.nr(), "pidfs: exit, marked dead");
+        return;
+    };
+    tracing::debug!(ino = pid.ino(), nr = pid.nr(), %status, cgroupid, "pidfs: exit");
+    let wake = {
+        let mut inner = state.inner.lock();
+        if inner.registration != Registration::Registered {
+            // An open is between creating the slot and registering: it will see this
+            // mark and fail with ESRCH, as if it had come after the reap.
+            inner.registration = Registration::Dead;
+            return;
+        }
+        if inner.reaped.is_none() {
+            inner.reaped = Some(ExitInfo { status, cgroupid });
+        }
+        let w = Wakeups::take(&mut inner);
+        state.cond.notify_all();
+        w
+    };
+    wake.run(pid.ino());
+}

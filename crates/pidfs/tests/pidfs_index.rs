@@ -1,0 +1,272 @@
+//! The ino allocator and the ino -> pid index (pidfs_add_pid / pidfs_remove_pid).
+
+mod common;
+
+use common::{World, both};
+use proptest::prelude::*;
+use std::collections::HashSet;
+use std::sync::Arc;
+use uproc_abi::{Profile, lockstat};
+use uproc_pidfs::Pidfs;
+use uproc_pidns::{PidMap, PidNamespace, alloc_pid, free_pid};
+
+#[test]
+fn first_ino_is_one() {
+    both(|p| {
+        let w = World::new(p);
+        let pid = w.alloc_in(&w.root.clone());
+        assert_eq!(pid.ino(), 1, "Linux: inode numbers start at 1");
+    });
+}
+
+#[test]
+fn inos_are_unique_and_never_reused_across_10k_alloc_free() {
+    both(|p| {
+        let w = World::new(p);
+        let keep = w.alloc_in(&w.root.clone());
+        let mut seen = HashSet::from([keep.ino()]);
+        let mut last = keep.ino();
+        for _ in 0..10_000 {
+            let pid = alloc_pid(&w.root, &[], false).unwrap();
+            assert_ne!(pid.ino(), 0, "every pid gets an ino when published");
+            assert!(seen.insert(pid.ino()), "ino {} reused", pid.ino());
+            if p == Profile::Linux618 {
+                assert!(
+                    pid.ino() > last,
+                    "Linux618: one global counter, in creation order"
+                );
+            }
+            last = pid.ino();
+            free_pid(&pid);
+        }
+        assert_eq!(w.pidfs.index_len(), 1);
+    });
+}
+
+#[test]
+fn inos_are_unique_across_threads() {
+    both(|p| {
+        let w = Arc::new(World::new(p));
+        w.alloc_in(&w.root.clone());
+        let all: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| {
+                    let w = w.clone();
+                    s.spawn(move || {
+                        (0..2_000)
+                            .map(|_| {
+                                let pid = alloc_pid(&w.root, &[], false).unwrap();
+                                let ino = pid.ino();
+                                free_pid(&pid);
+                                ino
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let total: usize = all.iter().map(Vec::len).sum();
+        let set: HashSet<u64> = all.into_iter().flatten().collect();
+        assert_eq!(set.len(), total, "no two pids share an ino");
+        assert!(!set.contains(&1), "1 went to the first pid");
+    });
+}
+
+#[test]
+fn find_by_ino_finds_published_pids_only() {
+    both(|p| {
+        let w = World::new(p);
+        let pid = w.alloc_in(&w.root.clone());
+        let found = w
+            .pidfs
+            .find_by_ino(pid.ino())
+            .expect("published pid is indexed");
+        assert!(Arc::ptr_eq(&found, &pid));
+        assert!(
+            w.pidfs.find_by_ino(0).is_none(),
+            "ino 0 means never published"
+        );
+        assert!(w.pidfs.find_by_ino(pid.ino() + 1000).is_none());
+        let other = alloc_pid(&w.root, &[], false).unwrap();
+        free_pid(&other);
+        assert!(
+            w.pidfs.find_by_ino(other.ino()).is_none(),
+            "free_pid removes the entry"
+        );
+    });
+}
+
+#[test]
+fn index_holds_only_allocated_pids_after_churn() {
+    both(|p| {
+        let w = Arc::new(World::new(p));
+        w.alloc_in(&w.root.clone());
+        let kept: Vec<Vec<Arc<uproc_pidns::Pid>>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4u64)
+                .map(|t| {
+                    let w = w.clone();
+                    s.spawn(move || {
+                        let mut kept = Vec::new();
+                        let mut live = Vec::new();
+                        for i in 0..3_000u64 {
+                            live.push(alloc_pid(&w.root, &[], false).unwrap());
+                            if (i * 7 + t) % 3 != 0 {
+                                let victim = live.swap_remove(((i * 31) as usize) % live.len());
+                                free_pid(&victim);
+                            }
+                            if live.len() > 50 {
+                                kept.push(live.pop().unwrap());
+                            }
+                        }
+                        kept.extend(live);
+                        kept
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let kept: Vec<_> = kept.into_iter().flatten().collect();
+        assert_eq!(
+            w.pidfs.index_len(),
+            kept.len() + 1,
+            "at rest: exactly the pids still allocated"
+        );
+        assert_eq!(w.pidfs.index_len(), w.root.nr_allocated());
+        for pid in &kept {
+            assert!(Arc::ptr_eq(&w.pidfs.find_by_ino(pid.ino()).unwrap(), pid));
+        }
+        for pid in &kept {
+            free_pid(pid);
+        }
+        assert_eq!(w.pidfs.index_len(), 1);
+    });
+}
+
+#[test]
+fn two_runtimes_number_independently() {
+    both(|p| {
+        let a = World::new(p);
+        let b = World::new(p);
+        let pa = a.alloc_in(&a.root.clone());
+        let pb = b.alloc_in(&b.root.clone());
+        assert_eq!((pa.ino(), pb.ino()), (1, 1), "each runtime starts at 1");
+        let mut sa = HashSet::new();
+        let mut sb = HashSet::new();
+        for _ in 0..300 {
+            let x = alloc_pid(&a.root, &[], false).unwrap();
+            let y = alloc_pid(&b.root, &[], false).unwrap();
+            assert!(sa.insert(x.ino()) && sb.insert(y.ino()));
+            free_pid(&x);
+            free_pid(&y);
+        }
+        assert!(!sa.contains(&1) && !sb.contains(&1));
+    });
+}
+
+#[test]
+fn nested_namespace_pid_gets_one_ino() {
+    both(|p| {
+        let w = World::new(p);
+        w.alloc_in(&w.root.clone());
+        let ns = w.root.new_child().unwrap();
+        let inner = w.alloc_in(&ns);
+        assert_eq!(w.pidfs.index_len(), 2, "one entry per pid, not per level");
+        assert!(Arc::ptr_eq(
+            &w.pidfs.find_by_ino(inner.ino()).unwrap(),
+            &inner
+        ));
+    });
+}
+
+#[test]
+fn second_pidfs_on_a_map_is_not_installed() {
+    let map = PidMap::new(Profile::Linux70);
+    let first = Pidfs::new(&map);
+    let second = Pidfs::new(&map);
+    let root = PidNamespace::new_root(&map, 1000).unwrap();
+    let pid = alloc_pid(&root, &[], false).unwrap();
+    assert_eq!(first.index_len(), 1);
+    assert_eq!(second.index_len(), 0);
+    assert!(first.find_by_ino(pid.ino()).is_some());
+}
+
+#[test]
+fn pidmap_lock_acquisitions_per_life_cycle() {
+    const { assert!(lockstat::ENABLED, "tests run with uproc-abi/lockstat") };
+    for (p, expected) in [(Profile::Linux618, 3), (Profile::Linux70, 2)] {
+        let w = World::new(p);
+        w.alloc_in(&w.root.clone());
+        let before = w.map.pidmap_lock_stat().write;
+        let pid = alloc_pid(&w.root, &[], false).unwrap();
+        assert_eq!(
+            w.pidfs.index_len(),
+            2,
+            "indexed by the time alloc_pid returns"
+        );
+        free_pid(&pid);
+        assert_eq!(w.pidfs.index_len(), 1);
+        let after = w.map.pidmap_lock_stat().write;
+        assert_eq!(
+            after - before,
+            expected,
+            "{p:?}: alloc + free take pidmap_lock {expected} times, pidfs adds none"
+        );
+        // Linux618 readers take pidmap_lock (6.x); Linux70 readers take a bucket lock.
+        w.pidfs.find_by_ino(1);
+        let reader = w.map.pidmap_lock_stat().write - after;
+        assert_eq!(reader, if p == Profile::Linux618 { 1 } else { 0 });
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Alloc,
+    Free(usize),
+    Find(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => Just(Op::Alloc),
+        2 => any::<usize>().prop_map(Op::Free),
+        1 => any::<usize>().prop_map(Op::Find),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// Against a reference model: the index holds exactly the live pids, every ino is
+    /// new, and freed inos are never found again.
+    #[test]
+    fn index_matches_a_reference_model(ops in proptest::collection::vec(op(), 1..200), linux70 in any::<bool>()) {
+        let p = if linux70 { Profile::Linux70 } else { Profile::Linux618 };
+        let w = World::new(p);
+        let mut live = vec![w.alloc_in(&w.root.clone())];
+        let mut freed = Vec::new();
+        let mut seen = HashSet::from([live[0].ino()]);
+        for op in ops {
+            match op {
+                Op::Alloc => {
+                    let pid = alloc_pid(&w.root, &[], false).unwrap();
+                    prop_assert!(seen.insert(pid.ino()));
+                    live.push(pid);
+                }
+                Op::Free(i) if live.len() > 1 => {
+                    let pid = live.swap_remove(1 + i % (live.len() - 1));
+                    free_pid(&pid);
+                    freed.push(pid.ino());
+                }
+                Op::Find(i) => {
+                    let pid = &live[i % live.len()];
+                    prop_assert!(Arc::ptr_eq(&w.pidfs.find_by_ino(pid.ino()).unwrap(), pid));
+                }
+                Op::Free(_) => {}
+            }
+            prop_assert_eq!(w.pidfs.index_len(), live.len());
+        }
+        for ino in freed {
+            prop_assert!(w.pidfs.find_by_ino(ino).is_none());
+        }
+    }
+}
