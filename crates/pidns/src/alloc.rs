@@ -7,6 +7,12 @@
 //! |---|---|---|---|
 //! | `Linux618` | one acquisition per level | a second acquisition, pidfs add inside | one acquisition, pidfs remove inside |
 //! | `Linux70` | one acquisition for all levels, publish included | pidfs add after unlock | one acquisition, pidfs remove after unlock |
+//!
+//! On failure `Linux70` rolls back under the acquisition it already holds (a `set_tid`
+//! that fails validation takes no lock at all); `Linux618` rolls back under one more
+//! acquisition, as 6.18's `out_free` label did (also when validation failed and there is
+//! nothing to roll back). Only the counts differ: numbering and error codes are the
+//! newest kernel's in both profiles.
 
 use crate::namespace::{NsState, PidNamespace};
 use crate::pid::{Pid, Upid};
@@ -90,7 +96,7 @@ pub fn alloc_pid(
     }
     // Snapshot pid_max and validate set_tid without the lock.
     let mut pid_max = [0i32; MAX_PID_NS_LEVEL as usize + 1];
-    for (i, level_ns) in chain(ns).enumerate() {
+    let valid = chain(ns).enumerate().try_for_each(|(i, level_ns)| {
         pid_max[i] = level_ns.pid_max();
         if let Some(&tid) = set_tid.get(i) {
             if tid < 1 || tid >= pid_max[i] {
@@ -100,6 +106,14 @@ pub fn alloc_pid(
                 return Err(Errno::EPERM);
             }
         }
+        Ok(())
+    });
+    if let Err(e) = valid {
+        if ns.map().profile() == Profile::Linux618 {
+            // 6.18's `out_free` took pidmap_lock even with nothing to roll back.
+            drop(ns.map().pidmap_lock.lock());
+        }
+        return Err(e);
     }
     // The object is built before the lock; its numbers are filled in while it is still
     // private to this call.
@@ -229,8 +243,10 @@ fn alloc_two_phase(
             }
             Err(e) => {
                 drop(st);
-                rollback(ns, &done[..n]);
                 drop(g);
+                // 6.18's `out_free`: the rollback retakes pidmap_lock.
+                let _g = map.pidmap_lock.lock();
+                rollback(ns, &done[..n]);
                 return Err(e);
             }
         }
@@ -238,8 +254,11 @@ fn alloc_two_phase(
     for r in &done[..n] {
         fill_number(pid, r.level_from_inner, r.nr);
     }
-    let _g = map.pidmap_lock.lock();
+    let g = map.pidmap_lock.lock();
     if !ns.state.read().adding {
+        // 6.18: `out_unlock` drops the lock, `out_free` retakes it for the rollback.
+        drop(g);
+        let _g = map.pidmap_lock.lock();
         rollback(ns, &done[..n]);
         return Err(Errno::ENOMEM);
     }
@@ -273,7 +292,10 @@ pub fn free_pid(pid: &Arc<Pid>) {
         for (i, up) in pid.numbers().iter().enumerate() {
             let mut st = up.ns.state.write();
             st.idr.remove(up.nr);
-            if !st.adding && st.idr.allocated <= 2 {
+            // `switch (--ns->pid_allocated) { case 2: case 1: wake_up_process(reaper) }`:
+            // only a closed namespace (PIDNS_ADDING clear) reads 2 or 1, and 0 means the
+            // reaper itself is gone, so it is not woken.
+            if !st.adding && matches!(st.idr.allocated, 1 | 2) {
                 wake[i] = Some(&up.ns);
             }
         }

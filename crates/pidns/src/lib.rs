@@ -33,7 +33,9 @@
 //!   entry: invisible to `find_pid`), published. All levels of one pid are published
 //!   together, so a lookup never finds a pid that is missing a level.
 //! - `nr_allocated()` counts reserved + published numbers; at rest it equals the number
-//!   of pids not yet freed that have a number in that namespace.
+//!   of pids not yet freed that have a number in that namespace. (Linux's
+//!   `pid_allocated` counts published pids only; the two differ only while an
+//!   `alloc_pid` is between reserve and publish or rollback.)
 //! - The cyclic cursor only moves forward (mod wrap) except while a namespace still waits
 //!   for its first process, when it is reset so that process gets 1.
 //!

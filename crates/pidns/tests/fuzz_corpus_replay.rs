@@ -1,0 +1,99 @@
+//! Replays every seed of the `pidns_ops` fuzz target (`fuzz/corpus/pidns_ops`) through the
+//! same decoder and reference model on stable Rust, so CI checks the corpus without
+//! nightly or cargo-fuzz.
+
+#[path = "../../../fuzz/src/pidns_model.rs"]
+mod pidns_model;
+
+use std::path::PathBuf;
+use uproc_abi::Profile;
+
+#[test]
+fn every_corpus_file_matches_the_linux_model_in_both_profiles() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/pidns_ops");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("seed corpus {} missing: {e}", dir.display()))
+        .map(|e| e.expect("readable corpus entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "the seed corpus holds at least 10 files");
+    let (mut ops, mut allocs) = (0, 0);
+    let mut errors = std::collections::BTreeSet::new();
+    for path in &files {
+        let bytes = std::fs::read(path).expect("readable seed");
+        let case = pidns_model::decode(&bytes);
+        ops += case.ops.len();
+        for &profile in Profile::ALL {
+            let stats = pidns_model::run(profile, &case)
+                .unwrap_or_else(|d| panic!("{}: diverges from Linux: {d}", path.display()));
+            allocs += stats.ok;
+            errors.extend(
+                stats
+                    .errors
+                    .iter()
+                    .chain(&stats.ns_errors)
+                    .map(|e| e.name()),
+            );
+        }
+    }
+    assert!(
+        ops > 0 && allocs > 0,
+        "the corpus exercises successful allocations"
+    );
+    let want = ["EAGAIN", "EEXIST", "EINVAL", "ENOMEM", "ENOSPC", "EPERM"];
+    assert_eq!(
+        errors.into_iter().collect::<Vec<_>>(),
+        want,
+        "the corpus reaches every error alloc_pid / new_child / set_pid_max can give"
+    );
+}
+
+#[test]
+fn decoder_round_trips_hand_built_cases() {
+    use pidns_model::{Case, Op, decode, encode};
+    let case = Case {
+        root_pid_max: 400,
+        ops: vec![
+            Op::Alloc {
+                ns: 0,
+                set_tid: vec![],
+                cap: false,
+            },
+            Op::NewChild { ns: 0 },
+            Op::Alloc {
+                ns: 1,
+                set_tid: vec![1, 42],
+                cap: true,
+            },
+            Op::Alloc {
+                ns: 1,
+                set_tid: vec![],
+                cap: false,
+            },
+            Op::SetPidMax {
+                ns: 1,
+                pid_max: 350,
+            },
+            Op::SetPidMax {
+                ns: 0,
+                pid_max: 300,
+            },
+            Op::Churn { ns: 0, n: 8 },
+            Op::Free { idx: 1 },
+            Op::Disable { ns: 1 },
+        ],
+    };
+    let decoded = decode(&encode(&case));
+    assert_eq!(format!("{:?}", decoded.ops), format!("{:?}", case.ops));
+    assert_eq!(decoded.root_pid_max, 400);
+    for &profile in Profile::ALL {
+        let stats = pidns_model::run(profile, &decoded).expect("matches the model");
+        assert_eq!(
+            stats.ok,
+            3 + 8,
+            "{profile}: root init, two in the child, eight churned"
+        );
+        assert!(stats.errors.is_empty(), "{profile}: {:?}", stats.errors);
+    }
+}
