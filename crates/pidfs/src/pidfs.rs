@@ -219,13 +219,11 @@ impl Pidfs {
     ///
     /// Errors, in order: flags other than `NONBLOCK`, `THREAD` (`O_EXCL`), `O_CLOEXEC`,
     /// `O_RDWR`, `O_WRONLY` -> EINVAL; no pid with that
-    /// ino in the index -> ESTALE; the pid never had a pidfd (no state, or marked dead),
-    /// was already reaped, or is invisible from `caller_ns` (`pid_vnr == 0`) -> ESRCH. A
-    /// zombie decodes fine. The result's flags keep `NONBLOCK` and `THREAD` only.
-    ///
-    /// Linux fails every decode with one error (the NULL dentry becomes ESTALE in
-    /// `exportfs_decode_fh`); uproc keeps ESTALE for "no such inode" and reports the
-    /// pid-side refusals as ESRCH, the error pidfd creation gives for the same states.
+    /// ino in the index, the pid never had a pidfd (no state, or marked dead), was already
+    /// reaped, or is invisible from `caller_ns` (`pid_vnr == 0`) -> ESTALE: Linux's
+    /// `pidfs_fh_to_dentry` returns no dentry for all of them, which
+    /// `exportfs_decode_fh` reports as ESTALE. A zombie decodes fine. The result's flags
+    /// keep `NONBLOCK` and `THREAD` only.
     ///
     /// # References
     /// `pidfs_fh_to_dentry`, `pidfs_export_permission`, `pidfs_export_open` in
@@ -241,15 +239,15 @@ impl Pidfs {
             return Err(Errno::EINVAL);
         }
         let pid = self.find_by_ino(handle.ino()).ok_or(Errno::ESTALE)?;
-        let state = PidState::get_existing(&pid).ok_or(Errno::ESRCH)?;
+        let state = PidState::get_existing(&pid).ok_or(Errno::ESTALE)?;
         {
             let inner = state.inner.lock();
             if inner.registration != Registration::Registered || inner.reaped.is_some() {
-                return Err(Errno::ESRCH);
+                return Err(Errno::ESTALE);
             }
         }
         if pid.nr_in(caller_ns) == 0 {
-            return Err(Errno::ESRCH);
+            return Err(Errno::ESTALE);
         }
         let flags = flags & PidfdFlags::all();
         tracing::debug!(

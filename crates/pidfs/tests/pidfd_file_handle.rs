@@ -107,7 +107,7 @@ fn reaped_task_does_not_decode() {
             w.pidfs
                 .open_by_handle(&w.root, &fd.file_handle(), PidfdFlags::empty())
                 .unwrap_err(),
-            Errno::ESRCH,
+            Errno::ESTALE,
             "Linux: PIDFS_ATTR_BIT_EXIT set -> no fd"
         );
         w.fake.tasks.lock().remove(&pid.ino());
@@ -147,7 +147,7 @@ fn pid_that_never_had_a_pidfd_does_not_decode() {
             w.pidfs
                 .open_by_handle(&w.root, &h, PidfdFlags::empty())
                 .unwrap_err(),
-            Errno::ESRCH,
+            Errno::ESTALE,
             "Linux: attr == NULL -> no fd"
         );
     });
@@ -165,7 +165,7 @@ fn marked_dead_pid_does_not_decode() {
             w.pidfs
                 .open_by_handle(&w.root, &h, PidfdFlags::empty())
                 .unwrap_err(),
-            Errno::ESRCH,
+            Errno::ESTALE,
             "Linux: attr == PIDFS_PID_DEAD -> no fd"
         );
     });
@@ -188,7 +188,7 @@ fn failed_open_does_not_make_a_pid_decodable() {
             w.pidfs
                 .open_by_handle(&w.root, &h, PidfdFlags::THREAD)
                 .unwrap_err(),
-            Errno::ESRCH
+            Errno::ESTALE
         );
     });
 }
@@ -207,14 +207,14 @@ fn pid_invisible_from_the_caller_does_not_decode() {
             w.pidfs
                 .open_by_handle(&b, &fd.file_handle(), PidfdFlags::empty())
                 .unwrap_err(),
-            Errno::ESRCH,
+            Errno::ESTALE,
             "Linux: pid_vnr(pid) == 0 -> no fd"
         );
         assert_eq!(
             w.pidfs
                 .open_by_handle(&a, &open(&w, &parent).file_handle(), PidfdFlags::empty())
                 .unwrap_err(),
-            Errno::ESRCH,
+            Errno::ESTALE,
             "an ancestor's pid is invisible from a child namespace"
         );
         assert!(
