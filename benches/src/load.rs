@@ -1,0 +1,299 @@
+//! The uproc side of `threadspawn`: one runtime per run, one parent task per worker,
+//! and the life cycle each worker loops.
+//!
+//! Setup mirrors will-it-scale's separate processes: every worker gets its own parent
+//! task, forked from `rt.init()` (or from the init of a nested pid namespace with
+//! `--levels`), so workers never reap each other's children and each parent's child
+//! list holds at most one task. Teardown exits and reaps every task setup created,
+//! innermost first, so a run leaves no task, pid or charge behind.
+
+use crate::args::Body;
+use uproc::{CloneArgs, CloneFlags, Errno, Runtime, Spawn, Task, WaitId, WaitOptions};
+use uproc_abi::Profile;
+use uproc_abi::lockstat::LockStat;
+
+/// How each fork is made, whatever the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForkShape {
+    /// Depth of the pid namespace the parents (and their children) live in.
+    pub levels: u32,
+    /// `CLONE_PIDFD` on every fork.
+    pub pidfd: bool,
+    /// Parents and children in a cgroup with a `pids.max`.
+    pub cgroup: bool,
+}
+
+/// The names of the global locks the table reports, in column order.
+pub const LOCK_NAMES: [&str; 3] = ["pidmap_lock", "tasklist_lock", "css_set_lock"];
+
+/// Acquisitions of each of [`LOCK_NAMES`]: `(write, read)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockCounts(pub [(u64, u64); 3]);
+
+impl LockCounts {
+    /// Picks [`LOCK_NAMES`] out of a runtime's `lock_stats()`; a missing lock reads 0.
+    pub fn from_stats(stats: &[LockStat]) -> LockCounts {
+        let mut c = LockCounts::default();
+        for s in stats {
+            if let Some(i) = LOCK_NAMES.iter().position(|n| *n == s.name) {
+                c.0[i].0 += s.write;
+                c.0[i].1 += s.read;
+            }
+        }
+        c
+    }
+
+    /// `self - before`, lock by lock.
+    pub fn since(&self, before: &LockCounts) -> LockCounts {
+        let mut c = LockCounts::default();
+        for i in 0..3 {
+            c.0[i] = (
+                self.0[i].0.wrapping_sub(before.0[i].0),
+                self.0[i].1.wrapping_sub(before.0[i].1),
+            );
+        }
+        c
+    }
+
+    /// Adds `other` lock by lock.
+    pub fn add(&mut self, other: &LockCounts) {
+        for i in 0..3 {
+            self.0[i].0 += other.0[i].0;
+            self.0[i].1 += other.0[i].1;
+        }
+    }
+}
+
+/// The lock acquisitions one bookkeeping-only life cycle (fork + exit + reap) must take,
+/// `(pidmap_lock, tasklist_lock write, css_set_lock)`.
+///
+/// `Linux618` takes `pidmap_lock` once per namespace level to reserve, once to publish
+/// and once to free (3 at level 0); `Linux70` once to allocate every level and once to
+/// free. Both take `tasklist_lock` once on clone and twice on exit/reap, and
+/// `css_set_lock` at `can_fork`, `post_fork` and `task_dead`.
+///
+/// # References
+/// `alloc_pid`/`free_pid` in `kernel/pid.c`; `copy_process`, `exit_notify`,
+/// `release_task`; `cgroup_can_fork`, `cgroup_post_fork`, `cgroup_task_dead`.
+pub fn expected_locks(profile: Profile, levels: u32) -> (u64, u64, u64) {
+    match profile {
+        Profile::Linux618 => (u64::from(levels) + 3, 3, 3),
+        Profile::Linux70 => (2, 3, 3),
+    }
+}
+
+fn errno(what: &str, e: Errno) -> String {
+    format!("{what}: {e}")
+}
+
+/// One runtime set up for a run: the namespace holders and one parent per worker.
+#[derive(Debug)]
+pub struct Setup {
+    /// The runtime under test.
+    pub rt: Runtime,
+    /// The init of each nested namespace, outermost first (empty at level 0).
+    holders: Vec<Task>,
+    /// One parent per worker.
+    pub parents: Vec<Task>,
+    /// The cgroup of `--cgroup`.
+    cgroup: Option<uproc::Cgroup>,
+    /// What every worker's fork passes.
+    pub args: CloneArgs,
+}
+
+impl Setup {
+    /// A fresh runtime under `profile` with `workers` parents shaped by `shape`.
+    pub fn new(profile: Profile, shape: ForkShape, workers: usize) -> Result<Setup, String> {
+        let rt = Runtime::builder()
+            .profile(profile)
+            .build()
+            .map_err(|e| errno("Runtime::build", e))?;
+        let mut top = rt.init();
+        let mut holders = Vec::new();
+        for _ in 0..shape.levels {
+            let args = CloneArgs {
+                flags: CloneFlags::NEWPID,
+                ..Default::default()
+            };
+            let h = top
+                .fork(&args)
+                .map_err(|e| errno("fork(CLONE_NEWPID)", e))?;
+            holders.push(h.clone());
+            top = h;
+        }
+        let cgroup = if shape.cgroup {
+            let cg = rt
+                .cgroup_root()
+                .mkdir("threadspawn")
+                .map_err(|e| errno("mkdir threadspawn", e))?;
+            // Each parent and its one child at a time, plus room: never binding.
+            let max = (2 * workers + 16).to_string();
+            cg.write("pids.max", &max)
+                .map_err(|e| errno("write pids.max", e))?;
+            Some(cg)
+        } else {
+            None
+        };
+        let mut parents = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let p = top
+                .fork(&CloneArgs::default())
+                .map_err(|e| errno("fork(parent)", e))?;
+            if let Some(cg) = &cgroup {
+                cg.attach(&p).map_err(|e| errno("cgroup attach", e))?;
+            }
+            parents.push(p);
+        }
+        let args = CloneArgs {
+            flags: if shape.pidfd {
+                CloneFlags::PIDFD
+            } else {
+                CloneFlags::empty()
+            },
+            ..Default::default()
+        };
+        Ok(Setup {
+            rt,
+            holders,
+            parents,
+            cgroup,
+            args,
+        })
+    }
+
+    /// The runtime's global lock counts now.
+    pub fn lock_counts(&self) -> LockCounts {
+        LockCounts::from_stats(&self.rt.lock_stats())
+    }
+
+    /// Exits and reaps every parent, then every namespace holder, innermost first, and
+    /// removes the cgroup.
+    pub fn teardown(self) -> Result<(), String> {
+        let top = self
+            .holders
+            .last()
+            .cloned()
+            .unwrap_or_else(|| self.rt.init());
+        for p in &self.parents {
+            reap(&top, p)?;
+        }
+        let mut chain = vec![self.rt.init()];
+        chain.extend(self.holders.iter().cloned());
+        for w in chain.windows(2).rev() {
+            reap(&w[0], &w[1])?;
+        }
+        if let Some(cg) = self.cgroup {
+            cg.rmdir().map_err(|e| errno("rmdir threadspawn", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// `child` exits with 0 and `parent` reaps it.
+fn reap(parent: &Task, child: &Task) -> Result<(), String> {
+    let pid = parent.pid_of(child);
+    child.exit(0);
+    match parent.wait(WaitId::Pid(pid), WaitOptions::EXITED) {
+        Ok(Some(info)) if info.pid == pid => Ok(()),
+        Ok(other) => Err(format!("wait({pid}) returned {other:?}")),
+        Err(e) => Err(errno("wait", e)),
+    }
+}
+
+/// The bookkeeping-only life cycle: `parent` forks a child, the child exits, `parent`
+/// reaps it. No body runs.
+#[inline]
+pub fn cycle_none(parent: &Task, args: &CloneArgs) -> Result<(), String> {
+    let child = parent.fork(args).map_err(|e| errno("fork", e))?;
+    if args.flags.contains(CloneFlags::PIDFD) && child.pidfd().is_none() {
+        return Err("fork(CLONE_PIDFD) returned no pidfd".to_string());
+    }
+    let pid = child.pid();
+    child.exit(0);
+    match parent.wait(WaitId::Pid(pid), WaitOptions::EXITED) {
+        Ok(Some(info)) if info.pid == pid && info.status.exited() == Some(0) => Ok(()),
+        Ok(other) => Err(format!("wait({pid}) returned {other:?}")),
+        Err(e) => Err(errno("wait", e)),
+    }
+}
+
+/// The life cycle with an empty body on the thread executor: `Runtime::spawn` as a
+/// child of `parent`, then `Child::wait`.
+#[inline]
+pub fn cycle_thread(rt: &Runtime, parent: &Task, args: &CloneArgs) -> Result<(), String> {
+    let child = rt
+        .spawn(Spawn::new().parent(parent).args(args.clone()), |_cx| 0)
+        .map_err(|e| errno("spawn", e))?;
+    match child.wait() {
+        Ok(st) if st.exited() == Some(0) => Ok(()),
+        Ok(st) => Err(format!("spawned child ended with {st:?}")),
+        Err(e) => Err(errno("Child::wait", e)),
+    }
+}
+
+/// The life cycle with an empty async body on tokio: `Runtime::spawn_async` as a child
+/// of `parent`, awaited.
+pub async fn cycle_tokio(rt: &Runtime, parent: &Task, args: &CloneArgs) -> Result<(), String> {
+    let child = rt
+        .spawn_async(
+            Spawn::new().parent(parent).args(args.clone()),
+            |_cx| async move { 0 },
+        )
+        .map_err(|e| errno("spawn_async", e))?;
+    match child.await {
+        Ok(st) if st.exited() == Some(0) => Ok(()),
+        Ok(st) => Err(format!("spawned async child ended with {st:?}")),
+        Err(e) => Err(errno("Child.await", e)),
+    }
+}
+
+/// What one measured uproc run produced.
+#[derive(Clone, Debug)]
+pub struct UprocOutcome {
+    /// Operations and time.
+    pub outcome: crate::run::Outcome,
+    /// Lock acquisitions during the measured part (setup and teardown excluded).
+    pub locks: LockCounts,
+}
+
+/// Sets up a runtime, runs `workers` workers looping the `body` life cycle for
+/// `seconds`, and tears it down.
+pub fn measure(
+    profile: Profile,
+    body: Body,
+    shape: ForkShape,
+    workers: usize,
+    seconds: f64,
+) -> Result<UprocOutcome, String> {
+    let setup = Setup::new(profile, shape, workers)?;
+    let (outcome, locks) = match body {
+        Body::None | Body::Thread => {
+            let before = setup.lock_counts();
+            let o = crate::run::run_threads(workers, seconds, |i| {
+                let parent = setup.parents[i].clone();
+                let args = setup.args.clone();
+                let rt = setup.rt.clone();
+                move || match body {
+                    Body::Thread => cycle_thread(&rt, &parent, &args),
+                    _ => cycle_none(&parent, &args),
+                }
+            });
+            (o, setup.lock_counts().since(&before))
+        }
+        Body::Tokio => {
+            let trt = crate::run::tokio_runtime(workers);
+            let before = setup.lock_counts();
+            let o = crate::run::run_tokio(&trt, workers, seconds, |i, stop| {
+                let parent = setup.parents[i].clone();
+                let args = setup.args.clone();
+                let rt = setup.rt.clone();
+                async move { crate::worker_loop!(stop, cycle_tokio(&rt, &parent, &args)) }
+            });
+            let locks = setup.lock_counts().since(&before);
+            trt.shutdown_background();
+            (o, locks)
+        }
+    };
+    setup.teardown()?;
+    Ok(UprocOutcome { outcome, locks })
+}

@@ -1,0 +1,196 @@
+//! Running N workers for a fixed time: OS threads or tokio tasks.
+//!
+//! Both runners follow will-it-scale's shape: every worker is set up first, a barrier
+//! releases them together, the main thread sleeps for the run's length, raises a stop
+//! flag, and each worker finishes the life cycle it is in, so every counted operation is
+//! a complete one (the lock counts divide exactly). The stop flag is read with a relaxed
+//! load once per operation; it stays in every core's cache until it is written.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// What one run produced.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Complete operations, all workers together.
+    pub ops: u64,
+    /// From the release of the workers to the end of the last one.
+    pub elapsed: Duration,
+    /// The first failure a worker met, if any (that worker stopped there).
+    pub failure: Option<String>,
+}
+
+impl Outcome {
+    /// Operations per second, all workers together.
+    pub fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Runs `workers` OS threads, each calling its own operation (made by `make(i)`) in a
+/// loop for `seconds`.
+pub fn run_threads<F>(workers: usize, seconds: f64, mut make: impl FnMut(usize) -> F) -> Outcome
+where
+    F: FnMut() -> Result<(), String> + Send + 'static,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(Barrier::new(workers + 1));
+    let handles: Vec<_> = (0..workers)
+        .map(|i| {
+            let mut op = make(i);
+            let stop = Arc::clone(&stop);
+            let barrier = Arc::clone(&barrier);
+            std::thread::Builder::new()
+                .name(format!("worker-{i}"))
+                .spawn(move || {
+                    barrier.wait();
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Err(e) = op() {
+                            return (n, Some(e));
+                        }
+                        n += 1;
+                    }
+                    (n, None)
+                })
+                .expect("spawning a benchmark worker thread")
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    stop.store(true, Ordering::Relaxed);
+    collect(start, handles.into_iter().map(|h| h.join()))
+}
+
+fn collect(
+    start: Instant,
+    results: impl Iterator<Item = std::thread::Result<(u64, Option<String>)>>,
+) -> Outcome {
+    let mut ops = 0;
+    let mut failure = None;
+    for r in results {
+        match r {
+            Ok((n, f)) => {
+                ops += n;
+                if failure.is_none() {
+                    failure = f;
+                }
+            }
+            Err(_) => {
+                if failure.is_none() {
+                    failure = Some("a worker panicked".to_string());
+                }
+            }
+        }
+    }
+    Outcome {
+        ops,
+        elapsed: start.elapsed(),
+        failure,
+    }
+}
+
+/// A tokio multi-thread runtime with `workers` worker threads, as the tokio peer and the
+/// tokio body use it.
+pub fn tokio_runtime(workers: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("tokio-worker")
+        .build()
+        .expect("building a tokio runtime")
+}
+
+/// Runs `workers` tokio tasks on `rt`. `make(i, stop)` builds worker `i`'s future,
+/// which must loop until `stop` is raised (see [`worker_loop!`](crate::worker_loop))
+/// and return its complete operations and first failure.
+pub fn run_tokio<Fut>(
+    rt: &tokio::runtime::Runtime,
+    workers: usize,
+    seconds: f64,
+    mut make: impl FnMut(usize, Arc<AtomicBool>) -> Fut,
+) -> Outcome
+where
+    Fut: Future<Output = (u64, Option<String>)> + Send + 'static,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(tokio::sync::Barrier::new(workers + 1));
+    let handles: Vec<_> = (0..workers)
+        .map(|i| {
+            let fut = make(i, Arc::clone(&stop));
+            let barrier = Arc::clone(&barrier);
+            rt.spawn(async move {
+                barrier.wait().await;
+                fut.await
+            })
+        })
+        .collect();
+    rt.block_on(barrier.wait());
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    stop.store(true, Ordering::Relaxed);
+    let results: Vec<_> = rt.block_on(async {
+        let mut v = Vec::with_capacity(handles.len());
+        for h in handles {
+            v.push(
+                h.await
+                    .map_err(|e| Box::new(e) as Box<dyn std::any::Any + Send>),
+            );
+        }
+        v
+    });
+    collect(start, results.into_iter())
+}
+
+/// The body of an async worker: `$op` (an expression yielding a future of
+/// `Result<(), String>`) awaited in a loop until `$stop` (an `Arc<AtomicBool>`) is
+/// raised; evaluates to `(complete ops, first failure)`.
+#[macro_export]
+macro_rules! worker_loop {
+    ($stop:expr, $op:expr) => {{
+        let mut n = 0u64;
+        let mut failure = None;
+        while !$stop.load(::std::sync::atomic::Ordering::Relaxed) {
+            if let Err(e) = $op.await {
+                failure = Some(e);
+                break;
+            }
+            n += 1;
+        }
+        (n, failure)
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_runner_counts_complete_ops_and_reports_failures() {
+        let o = run_threads(2, 0.05, |_| || Ok(()));
+        assert!(o.ops > 0 && o.failure.is_none());
+        let o = run_threads(2, 0.05, |i| {
+            let mut k = 0;
+            move || {
+                k += 1;
+                if i == 1 && k == 3 {
+                    Err("boom".to_string())
+                } else {
+                    Ok(())
+                }
+            }
+        });
+        assert_eq!(o.failure.as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn tokio_runner_counts_complete_ops() {
+        let rt = tokio_runtime(2);
+        let o = run_tokio(&rt, 2, 0.05, |_, stop| async move {
+            crate::worker_loop!(stop, async { Ok::<(), String>(()) })
+        });
+        assert!(o.ops > 0 && o.failure.is_none());
+    }
+}
