@@ -1,0 +1,206 @@
+//! `TaskCx`: what a body knows about the task it runs as, and [`current()`].
+
+use crate::runtime::Runtime;
+use crate::spawn::{Child, Spawn};
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::Arc;
+use uproc_abi::{DefaultAction, Errno, Signal};
+use uproc_tasklist::Task;
+
+/// The context handed to a task body, and returned by [`current()`] while one runs.
+///
+/// Cheap to clone (one `Arc`), `Send + Sync`. It names the [`Task`] the body runs as
+/// and the [`Runtime`] it belongs to; children spawned through it are parented to this
+/// task by default.
+///
+/// ```
+/// use uproc::{Runtime, Spawn};
+/// let rt = Runtime::builder().build()?;
+/// let child = rt.spawn(Spawn::new().name("parent"), |cx| {
+///     // A grandchild: its parent is this task, not init.
+///     let me = cx.task().clone();
+///     let grandchild = cx.spawn(Spawn::new(), move |g| {
+///         (g.task().ppid() == me.pid()) as i32
+///     }).unwrap();
+///     grandchild.wait().unwrap().exited().unwrap()
+/// })?;
+/// assert_eq!(child.wait()?.exited(), Some(1));
+/// # Ok::<(), uproc::Errno>(())
+/// ```
+#[derive(Clone)]
+pub struct TaskCx {
+    inner: Arc<CxInner>,
+}
+
+struct CxInner {
+    rt: Runtime,
+    task: Task,
+}
+
+/// The unwinding payload of [`TaskCx::exit`]; caught by the body runner. Never seen by
+/// users (it is not a panic: `resume_unwind` skips the panic hook).
+pub(crate) struct ExitRequest(pub(crate) i32);
+
+impl TaskCx {
+    pub(crate) fn new(rt: Runtime, task: Task) -> TaskCx {
+        TaskCx {
+            inner: Arc::new(CxInner { rt, task }),
+        }
+    }
+
+    /// The task this body runs as.
+    pub fn task(&self) -> &Task {
+        &self.inner.task
+    }
+
+    /// The runtime the task belongs to.
+    pub fn runtime(&self) -> &Runtime {
+        &self.inner.rt
+    }
+
+    /// The task's pid in its own (innermost) pid namespace: `getpid(2)`.
+    ///
+    /// # References
+    /// [getpid(2)](https://man7.org/linux/man-pages/man2/getpid.2.html)
+    pub fn pid(&self) -> i32 {
+        self.inner.task.pid()
+    }
+
+    /// The first pending signal, fatal ones first (the signal the task will die of:
+    /// `SIGTERM` for a task hit by SIGTERM, though, as in Linux, every fatal signal also
+    /// marks `SIGKILL` pending): how a synchronous body learns that it was asked to stop. Signals are delivered
+    /// cooperatively: the body keeps running until it returns; if a fatal signal is
+    /// still pending then, the task ends as killed by it whatever the body returned.
+    ///
+    /// # References
+    /// `signal_pending()` / `fatal_signal_pending()` in `include/linux/sched/signal.h`.
+    pub fn signal_pending(&self) -> Option<Signal> {
+        first_pending(&self.inner.task)
+    }
+
+    /// Spawns a child task parented to this task (unless `spawn` names another parent)
+    /// and runs `body` on the runtime's executor. See
+    /// [`Runtime::spawn`](crate::Runtime::spawn).
+    pub fn spawn<F>(&self, spawn: Spawn, body: F) -> Result<Child, Errno>
+    where
+        F: FnOnce(&TaskCx) -> i32 + Send + 'static,
+    {
+        self.inner
+            .rt
+            .spawn(spawn.default_parent(&self.inner.task), body)
+    }
+
+    /// Spawns an async child parented to this task. See
+    /// [`Runtime::spawn_async`](crate::Runtime::spawn_async).
+    #[cfg(feature = "tokio")]
+    pub fn spawn_async<F, Fut>(&self, spawn: Spawn, body: F) -> Result<Child, Errno>
+    where
+        F: FnOnce(TaskCx) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = i32> + Send + 'static,
+    {
+        self.inner
+            .rt
+            .spawn_async(spawn.default_parent(&self.inner.task), body)
+    }
+
+    /// Ends the task now with exit code `code`, as `exit(3)` does: the body is unwound
+    /// (destructors run) and the task exits as if the body had returned `code`.
+    ///
+    /// This unwinds with a private payload through `std::panic::resume_unwind`, which
+    /// does not run the panic hook, so nothing is printed; it needs `panic = "unwind"`
+    /// (the default), as panic containment does. Call it only from the body's own
+    /// thread (inside an async body: from the body's future); elsewhere the unwind
+    /// simply propagates like any other.
+    ///
+    /// # References
+    /// [exit(3)](https://man7.org/linux/man-pages/man3/exit.3.html)
+    pub fn exit(&self, code: i32) -> ! {
+        std::panic::resume_unwind(Box::new(ExitRequest(code)))
+    }
+}
+
+impl fmt::Debug for TaskCx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskCx")
+            .field("task", &self.inner.task)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a pending `sig` ends the task when nobody handles it (`sig_fatal`).
+pub(crate) fn is_fatal(sig: Signal) -> bool {
+    sig == Signal::KILL
+        || matches!(
+            sig.default_action(),
+            DefaultAction::Term | DefaultAction::Core
+        )
+}
+
+/// The first pending signal, the one ending the task first.
+///
+/// The task list, like Linux's `complete_signal`, marks `SIGKILL` pending on every
+/// thread when *any* fatal signal hits the group, and keeps only the first fatal signal
+/// (later ones find the group already dying). So a fatal signal other than `SIGKILL` in
+/// the set is the one the task dies of; else `SIGKILL`; else the first pending one.
+pub(crate) fn first_pending(task: &Task) -> Option<Signal> {
+    let pending = task.pending_signals();
+    pending
+        .iter()
+        .copied()
+        .find(|s| *s != Signal::KILL && is_fatal(*s))
+        .or_else(|| pending.contains(&Signal::KILL).then_some(Signal::KILL))
+        .or_else(|| pending.first().copied())
+}
+
+/// The first pending fatal signal, if any.
+pub(crate) fn fatal_pending(task: &Task) -> Option<Signal> {
+    first_pending(task).filter(|s| is_fatal(*s))
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<TaskCx>> = const { RefCell::new(None) };
+}
+
+/// The context of the task whose body is running on this thread, or `None` outside
+/// any body.
+///
+/// On the thread executor the context is set for the whole body; for an async body
+/// (feature `tokio`) it is set while the body's future is being polled, so it behaves
+/// like a tokio task-local: correct after every `.await`, whichever worker thread
+/// resumes the future.
+///
+/// ```
+/// use uproc::{Runtime, Spawn};
+/// assert!(uproc::current().is_none());
+/// let rt = Runtime::builder().build()?;
+/// let child = rt.spawn(Spawn::new(), |cx| {
+///     let me = uproc::current().expect("inside a body");
+///     (me.pid() == cx.pid()) as i32
+/// })?;
+/// assert_eq!(child.wait()?.exited(), Some(1));
+/// # Ok::<(), uproc::Errno>(())
+/// ```
+pub fn current() -> Option<TaskCx> {
+    CURRENT.try_with(|c| c.borrow().clone()).ok().flatten()
+}
+
+/// Makes `cx` current until the guard is dropped (then restores the previous one).
+pub(crate) struct Enter {
+    prev: Option<TaskCx>,
+}
+
+pub(crate) fn enter(cx: &TaskCx) -> Enter {
+    let prev = CURRENT
+        .try_with(|c| c.borrow_mut().replace(cx.clone()))
+        .ok()
+        .flatten();
+    Enter { prev }
+}
+
+impl Drop for Enter {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        let _ = CURRENT.try_with(|c| *c.borrow_mut() = prev);
+    }
+}

@@ -1,0 +1,143 @@
+//! Introspection: `ps` ([`ProcInfo`]) and a `pstree` renderer.
+
+use crate::runtime::Runtime;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use uproc_abi::{InfoMask, PidfdFlags};
+use uproc_pidns::PidNamespace;
+use uproc_tasklist::{Task, TaskState};
+
+/// One line of `ps`: a task as one pid namespace sees it.
+///
+/// Numbers are in the viewing namespace; `ppid` is 0 when the parent is not visible
+/// there (the init of a nested namespace, seen from inside it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcInfo {
+    /// The task's pid.
+    pub pid: i32,
+    /// Its parent's pid (0 if invisible).
+    pub ppid: i32,
+    /// Its thread group id.
+    pub tgid: i32,
+    /// Running, stopped, zombie (dead tasks are not listed: they are released).
+    pub state: TaskState,
+    /// The cgroup path (`/jobs/a`), as `/proc/PID/cgroup` shows it.
+    pub cgroup: String,
+    /// The task's name (`comm`).
+    pub name: String,
+    /// `NSpid`: its pid in the viewing namespace and every namespace below, down to
+    /// its own.
+    pub nspid: Vec<i32>,
+}
+
+/// The ids of `t` as `ns` sees them, through a `PIDFD_GET_INFO` on a pidfd prepared in
+/// `ns` (pidfs computes pid, tgid and ppid for a viewer namespace).
+fn info_in(rt: &Runtime, t: &Task, ns: &Arc<PidNamespace>) -> Option<ProcInfo> {
+    let pid = t.struct_pid();
+    let nr = pid.nr_in(ns);
+    if nr == 0 {
+        return None;
+    }
+    let fd = rt
+        .system()
+        .pidfs()
+        .pidfd_prepare(ns, Arc::clone(pid), PidfdFlags::THREAD)
+        .ok()?;
+    let info = fd.info(InfoMask::PID).ok()?;
+    Some(ProcInfo {
+        pid: nr,
+        ppid: info.ppid,
+        tgid: info.tgid,
+        state: t.state(),
+        cgroup: t.cgroup().path(),
+        name: t.name(),
+        nspid: pid.nspid_from(ns),
+    })
+}
+
+pub(crate) fn ps_in(rt: &Runtime, ns: &Arc<PidNamespace>) -> Vec<ProcInfo> {
+    let mut v: Vec<ProcInfo> = rt
+        .system()
+        .tasks()
+        .iter()
+        .filter_map(|t| info_in(rt, t, ns))
+        .collect();
+    v.sort_by_key(|p| p.pid);
+    v
+}
+
+/// Renders `procs` as `pstree -p` does: each task as `name(pid)`, children sorted by
+/// pid, joined with box-drawing lines; tasks whose parent is not listed start a tree.
+///
+/// ```
+/// use uproc::{Runtime, Spawn};
+/// let rt = Runtime::builder().build()?;
+/// let init = rt.init();
+/// init.set_name("init");
+/// // Two children of init (parked until killed), one grandchild.
+/// let a = init.fork(&Default::default())?;
+/// a.set_name("a");
+/// let b = init.fork(&Default::default())?;
+/// b.set_name("b");
+/// let c = a.fork(&Default::default())?;
+/// c.set_name("c");
+/// assert_eq!(rt.pstree(), "\
+/// init(1)─┬─a(2)───c(4)
+///         └─b(3)
+/// ");
+/// # for t in [&c, &b, &a] { t.exit(0); }
+/// # Ok::<(), uproc::Errno>(())
+/// ```
+pub fn pstree(procs: &[ProcInfo]) -> String {
+    let mut children: BTreeMap<i32, Vec<&ProcInfo>> = BTreeMap::new();
+    let listed: std::collections::BTreeSet<i32> = procs.iter().map(|p| p.pid).collect();
+    let mut roots = Vec::new();
+    for p in procs {
+        if p.ppid != 0 && p.ppid != p.pid && listed.contains(&p.ppid) {
+            children.entry(p.ppid).or_default().push(p);
+        } else {
+            roots.push(p);
+        }
+    }
+    for v in children.values_mut() {
+        v.sort_by_key(|p| p.pid);
+    }
+    let mut out = String::new();
+    for r in roots {
+        for line in render(r, &children) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn render(p: &ProcInfo, children: &BTreeMap<i32, Vec<&ProcInfo>>) -> Vec<String> {
+    let label = format!("{}({})", p.name, p.pid);
+    let kids = match children.get(&p.pid) {
+        Some(k) if !k.is_empty() => k,
+        _ => return vec![label],
+    };
+    let pad = " ".repeat(label.chars().count());
+    let mut lines = Vec::new();
+    let n = kids.len();
+    for (i, k) in kids.iter().enumerate() {
+        let block = render(k, children);
+        let (first, rest) = match (n, i) {
+            (1, _) => ("───", "   "),
+            (_, 0) => ("─┬─", " │ "),
+            (_, i) if i == n - 1 => (" └─", "   "),
+            _ => (" ├─", " │ "),
+        };
+        for (j, line) in block.into_iter().enumerate() {
+            let head = if i == 0 && j == 0 {
+                label.as_str()
+            } else {
+                pad.as_str()
+            };
+            let conn = if j == 0 { first } else { rest };
+            lines.push(format!("{head}{conn}{line}"));
+        }
+    }
+    lines
+}

@@ -1,0 +1,201 @@
+//! Signals and bodies: panic containment, SIGKILL of a sync body (cooperative) and of an
+//! async body (dropped at its next await), fatal signals pending at return (mirrors the
+//! kernel's `pidfd_test` signal cases at the facade level).
+
+mod common;
+
+use common::builders;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc::channel;
+use uproc::{Runtime, Signal, Spawn};
+
+#[test]
+fn a_panicking_body_ends_killed_by_sigabrt_and_the_runtime_goes_on() {
+    for (name, b, _g) in builders() {
+        let rt = b.build().unwrap();
+        let st = rt
+            .spawn(Spawn::new(), |_| panic!("deliberate test panic"))
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_eq!(
+            st.signaled(),
+            Some(Signal::ABRT),
+            "{name}: abort() kills with SIGABRT"
+        );
+        assert!(
+            st.core_dumped(),
+            "{name}: SIGABRT's default action dumps core"
+        );
+        // The runtime keeps working.
+        let st = rt.spawn(Spawn::new(), |_| 4).unwrap().wait().unwrap();
+        assert_eq!(st.exited(), Some(4), "{name}: the next spawn works");
+        assert_eq!(rt.ps().len(), 1);
+    }
+}
+
+#[test]
+fn sigkill_reaches_a_sync_body_through_signal_pending_and_ends_it_killed() {
+    for (name, b, _g) in builders() {
+        let rt = b.build().unwrap();
+        let (tx, rx) = channel();
+        let seen = Arc::new(AtomicI32::new(0));
+        let s = seen.clone();
+        let child = rt
+            .spawn(Spawn::new(), move |cx| {
+                tx.send(()).unwrap();
+                loop {
+                    if let Some(sig) = cx.signal_pending() {
+                        s.store(sig.raw(), Ordering::SeqCst);
+                        return 0; // returns normally, but SIGKILL is pending
+                    }
+                    std::thread::yield_now();
+                }
+            })
+            .unwrap();
+        rx.recv().unwrap();
+        child.kill().unwrap();
+        let st = child.wait().unwrap();
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            Signal::KILL.raw(),
+            "{name}: body saw SIGKILL"
+        );
+        assert_eq!(
+            st.signaled(),
+            Some(Signal::KILL),
+            "{name}: a SIGKILLed task reports WTERMSIG 9"
+        );
+    }
+}
+
+#[test]
+fn sigterm_pending_when_the_body_returns_ends_the_task_killed_by_sigterm() {
+    let rt = Runtime::new().unwrap();
+    let (tx, rx) = channel();
+    let child = rt
+        .spawn(Spawn::new(), move |cx| {
+            tx.send(()).unwrap();
+            while cx.signal_pending() != Some(Signal::TERM) {
+                std::thread::yield_now();
+            }
+            0
+        })
+        .unwrap();
+    rx.recv().unwrap();
+    rt.init().kill(child.pid(), Signal::TERM).unwrap();
+    assert_eq!(
+        child.wait().unwrap().signaled(),
+        Some(Signal::TERM),
+        "SIGTERM's default action terminates"
+    );
+}
+
+#[test]
+fn kill_after_reap_is_esrch() {
+    let rt = Runtime::new().unwrap();
+    let child = rt.spawn(Spawn::new(), |_| 0).unwrap();
+    let fd = child.pidfd();
+    child.wait().unwrap();
+    assert_eq!(
+        fd.send_signal(Signal::KILL),
+        Err(uproc::Errno::ESRCH),
+        "pidfd_send_signal on a reaped task"
+    );
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn sigkill_drops_an_async_body_at_its_next_await_point() {
+    use std::sync::atomic::AtomicBool;
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let t = common::tokio_rt();
+    let rt = Runtime::new().unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let after_await = Arc::new(AtomicBool::new(false));
+    let (d, a) = (dropped.clone(), after_await.clone());
+    let st = t
+        .block_on(async move {
+            let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+            let (_never_tx, never_rx) = tokio::sync::oneshot::channel::<()>();
+            let child = rt
+                .spawn_async(Spawn::new(), move |_cx| async move {
+                    let _guard = SetOnDrop(d);
+                    started_tx.send(()).unwrap();
+                    let _ = never_rx.await; // parked here forever
+                    a.store(true, Ordering::SeqCst);
+                    0
+                })
+                .unwrap();
+            started_rx.await.unwrap();
+            child.kill().unwrap();
+            child.await
+        })
+        .unwrap();
+    assert_eq!(
+        st.signaled(),
+        Some(Signal::KILL),
+        "the task ends killed by SIGKILL"
+    );
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the body's future was dropped"
+    );
+    assert!(
+        !after_await.load(Ordering::SeqCst),
+        "the body never ran past the await"
+    );
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn a_panicking_async_body_ends_killed_by_sigabrt() {
+    let t = common::tokio_rt();
+    let rt = Runtime::new().unwrap();
+    let st = t
+        .block_on(async {
+            let child = rt
+                .spawn_async(Spawn::new(), |_| async {
+                    tokio::task::yield_now().await;
+                    panic!("deliberate async test panic")
+                })
+                .unwrap();
+            child.await
+        })
+        .unwrap();
+    assert_eq!(st.signaled(), Some(Signal::ABRT));
+    assert_eq!(rt.ps().len(), 1, "the runtime is clean and usable");
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn an_async_body_sees_sigterm_through_signal_pending() {
+    let t = common::tokio_rt();
+    let rt = Runtime::new().unwrap();
+    let init = rt.init();
+    let st = t
+        .block_on(async move {
+            let child = rt
+                .spawn_async(Spawn::new(), |cx| async move {
+                    while cx.signal_pending().is_none() {
+                        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    }
+                    0
+                })
+                .unwrap();
+            init.kill(child.pid(), Signal::TERM).unwrap();
+            child.await
+        })
+        .unwrap();
+    assert_eq!(
+        st.signaled(),
+        Some(Signal::TERM),
+        "SIGTERM is cooperative, then fatal at return"
+    );
+}

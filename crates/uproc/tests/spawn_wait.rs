@@ -1,0 +1,267 @@
+//! Spawn and wait: exit codes, try_wait, `.await`, `current()`, `TaskCx::exit`,
+//! children of bodies, and fork errors leaving nothing behind (mirrors the kernel's
+//! `clone3` and `pidfd_wait` selftests at the facade level).
+
+mod common;
+
+use common::{builders, wait_until};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use uproc::{CloneArgs, CloneFlags, Errno, Runtime, Spawn, TaskState};
+
+#[test]
+fn spawned_body_exit_code_is_the_wait_status_on_both_executors() {
+    for (name, b, _g) in builders() {
+        let rt = b.build().unwrap();
+        let child = rt.spawn(Spawn::new(), |_| 42).unwrap();
+        let pid = child.pid();
+        assert!(pid > 1, "{name}: a child of init gets a pid after 1");
+        let st = child.wait().unwrap();
+        assert_eq!(
+            st.exited(),
+            Some(42),
+            "{name}: WEXITSTATUS is the body's return"
+        );
+        assert_eq!(
+            rt.ps().len(),
+            1,
+            "{name}: wait reaped the child; only init is left"
+        );
+        assert_eq!(
+            rt.init().pid_ns().nr_allocated(),
+            1,
+            "{name}: the pid was freed at reap"
+        );
+    }
+}
+
+#[test]
+fn exit_code_keeps_only_the_low_byte() {
+    let rt = Runtime::new().unwrap();
+    let st = rt.spawn(Spawn::new(), |_| 256 + 3).unwrap().wait().unwrap();
+    assert_eq!(st.exited(), Some(3), "Linux keeps code & 0xff");
+}
+
+#[test]
+fn try_wait_is_none_while_running_then_the_status() {
+    let rt = Runtime::new().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let child = rt
+        .spawn(Spawn::new(), move |_| {
+            rx.recv().unwrap();
+            5
+        })
+        .unwrap();
+    assert_eq!(
+        child.try_wait(),
+        Ok(None),
+        "WNOHANG on a running child returns nothing"
+    );
+    assert_eq!(child.task().state(), TaskState::Running);
+    tx.send(()).unwrap();
+    assert!(wait_until(10, || matches!(child.try_wait(), Ok(Some(_)))));
+    assert_eq!(child.try_wait().unwrap().unwrap().exited(), Some(5));
+    assert_eq!(child.task().state(), TaskState::Dead, "reaped by try_wait");
+    // Later calls (and wait) repeat the status; nothing is reaped twice.
+    assert_eq!(child.wait().unwrap().exited(), Some(5));
+    assert_eq!(rt.ps().len(), 1);
+}
+
+#[test]
+fn child_await_reaps_without_blocking_a_runtime_thread() {
+    let rt = Runtime::new().unwrap();
+    let child = rt
+        .spawn(Spawn::new(), |_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            9
+        })
+        .unwrap();
+    // A current-thread tokio runtime: a blocking wait inside it would deadlock nothing
+    // here, but `.await` must complete through the pidfd wakeup alone.
+    let st = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(async move { child.await })
+        .unwrap();
+    assert_eq!(st.exited(), Some(9));
+    assert_eq!(rt.ps().len(), 1, "the await reaped the child");
+}
+
+#[test]
+fn current_is_none_outside_bodies_and_the_task_inside_on_both_executors() {
+    assert!(
+        uproc::current().is_none(),
+        "no task body runs on the test thread"
+    );
+    for (name, b, _g) in builders() {
+        let rt = b.build().unwrap();
+        let child = rt
+            .spawn(Spawn::new(), |cx| {
+                let cur = uproc::current().expect("current() inside a body");
+                (cur.task() == cx.task()) as i32
+            })
+            .unwrap();
+        assert_eq!(
+            child.wait().unwrap().exited(),
+            Some(1),
+            "{name}: current() is this task"
+        );
+    }
+    assert!(uproc::current().is_none());
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn current_follows_an_async_body_across_awaits() {
+    let t = common::tokio_rt();
+    let rt = Runtime::new().unwrap();
+    let st = t
+        .block_on(async {
+            let child = rt
+                .spawn_async(Spawn::new(), |cx| async move {
+                    let mut ok = 0;
+                    for _ in 0..10 {
+                        tokio::task::yield_now().await;
+                        if uproc::current().map(|c| c.pid()) == Some(cx.pid()) {
+                            ok += 1;
+                        }
+                    }
+                    ok
+                })
+                .unwrap();
+            assert!(uproc::current().is_none(), "not inside the body");
+            child.await
+        })
+        .unwrap();
+    assert_eq!(
+        st.exited(),
+        Some(10),
+        "current() is the task after every await"
+    );
+}
+
+#[test]
+fn cx_exit_ends_the_body_early_with_its_code() {
+    for (name, b, _g) in builders() {
+        let rt = b.build().unwrap();
+        let ran_after = Arc::new(AtomicBool::new(false));
+        let r = ran_after.clone();
+        let child = rt
+            .spawn(Spawn::new(), move |cx| {
+                if cx.pid() > 0 {
+                    cx.exit(17);
+                }
+                r.store(true, Ordering::SeqCst);
+                0
+            })
+            .unwrap();
+        assert_eq!(child.wait().unwrap().exited(), Some(17), "{name}: exit(17)");
+        assert!(
+            !ran_after.load(Ordering::SeqCst),
+            "{name}: nothing runs after exit"
+        );
+    }
+}
+
+#[test]
+fn children_of_a_body_are_parented_to_it() {
+    let rt = Runtime::new().unwrap();
+    let child = rt
+        .spawn(Spawn::new().name("parent"), |cx| {
+            let me = cx.pid();
+            let g = cx
+                .spawn(Spawn::new().name("kid"), move |g| {
+                    (g.task().ppid() == me) as i32
+                })
+                .unwrap();
+            g.wait().unwrap().exited().unwrap()
+        })
+        .unwrap();
+    assert_eq!(
+        child.wait().unwrap().exited(),
+        Some(1),
+        "getppid() of the grandchild is the body's pid"
+    );
+    assert_eq!(rt.ps().len(), 1);
+}
+
+#[test]
+fn spawn_into_a_cgroup_at_pids_max_fails_with_eagain_and_leaks_nothing() {
+    let rt = Runtime::new().unwrap();
+    let cg = rt.cgroup_root().mkdir("full").unwrap();
+    cg.write("pids.max", "0").unwrap();
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let err = rt
+        .spawn(Spawn::new().cgroup(&cg), move |_| {
+            r.store(true, Ordering::SeqCst);
+            0
+        })
+        .unwrap_err();
+    assert_eq!(err, Errno::EAGAIN, "fork over pids.max returns EAGAIN");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(
+        !ran.load(Ordering::SeqCst),
+        "the body of a failed fork never runs"
+    );
+    assert_eq!(rt.ps().len(), 1, "no task was created");
+    assert_eq!(rt.init().pid_ns().nr_allocated(), 1, "no pid leaked");
+    assert_eq!(cg.pids_current(), 0, "no charge leaked");
+    assert!(
+        cg.read("pids.events").unwrap().contains("max 1"),
+        "the rejection is counted in pids.events"
+    );
+}
+
+#[test]
+fn spawn_with_unknown_clone_flags_fails_with_einval_and_leaks_nothing() {
+    let rt = Runtime::new().unwrap();
+    let args = CloneArgs {
+        flags: CloneFlags::from_bits_retain(1 << 60),
+        ..Default::default()
+    };
+    assert_eq!(
+        rt.spawn(Spawn::new().args(args), |_| 0).unwrap_err(),
+        Errno::EINVAL
+    );
+    assert_eq!(rt.ps().len(), 1);
+    assert_eq!(rt.init().pid_ns().nr_allocated(), 1);
+}
+
+#[test]
+fn builder_rejects_a_bad_pid_max_with_einval() {
+    for bad in [0, -1, 300, uproc::PID_MAX_LIMIT + 1] {
+        assert_eq!(
+            Runtime::builder().pid_max(bad).build().unwrap_err(),
+            Errno::EINVAL,
+            "pid_max {bad}"
+        );
+    }
+    assert!(
+        Runtime::builder()
+            .pid_max(uproc::PID_MAX_MIN)
+            .build()
+            .is_ok()
+    );
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn spawn_async_without_a_tokio_runtime_fails_with_einval_before_forking() {
+    let rt = Runtime::new().unwrap();
+    let err = rt.spawn_async(Spawn::new(), |_| async { 0 }).unwrap_err();
+    assert_eq!(err, Errno::EINVAL);
+    assert_eq!(rt.ps().len(), 1, "nothing was forked");
+}
+
+#[test]
+fn runtime_is_a_cheap_handle_compared_by_identity() {
+    let a = Runtime::new().unwrap();
+    let b = Runtime::new().unwrap();
+    assert_eq!(a.clone(), a);
+    assert_ne!(a, b);
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Runtime>();
+    send_sync::<uproc::TaskCx>();
+    send_sync::<uproc::Child>();
+}

@@ -1,0 +1,94 @@
+//! # 02 — exit statuses and signals
+//!
+//! A task ends in one of two ways, and its parent sees which in the wait(2) status:
+//! it *exits* with a code, or it is *killed by a signal*. This example produces both:
+//! `cx.exit(3)`, a panic (uproc turns it into death by `SIGABRT`, and the runtime goes
+//! on), `SIGKILL` delivered to a running body, and `SIGTERM` sent by number with
+//! `kill(2)`.
+//!
+//! Signals reach a running body *cooperatively*: the body asks
+//! `cx.signal_pending()`. If a fatal signal is pending when the body returns, the task
+//! dies of it, whatever the body returned.
+
+use std::error::Error;
+use uproc::{Runtime, Signal, Spawn, TaskCx};
+
+/// Fails the example with a message when a check does not hold.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
+}
+
+/// A body that works until a signal arrives (a real one would do work in the loop).
+fn until_signalled(cx: &TaskCx) -> i32 {
+    while cx.signal_pending().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    0 // ignored: the pending fatal signal decides the status
+}
+
+/// Runs the example, checks what it observes, and returns a one-line summary.
+pub fn check() -> Result<String, Box<dyn Error>> {
+    let rt = Runtime::builder().build()?;
+
+    // 1. An early exit: `cx.exit(code)` unwinds the body (destructors run) and exits.
+    let st_exit = rt.spawn(Spawn::new(), |cx| cx.exit(3))?.wait()?;
+    ensure!(st_exit.exited() == Some(3), "exit(3) gave {st_exit}");
+
+    // 2. A panic is contained: the task is killed by SIGABRT (with the core-dump bit,
+    //    as abort(3) would), and the runtime keeps working. We silence the default
+    //    panic message for this demonstration only.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let st_panic = rt.spawn(Spawn::new(), |_| panic!("oops"))?.wait();
+    std::panic::set_hook(hook);
+    let st_panic = st_panic?;
+    ensure!(
+        st_panic.signaled() == Some(Signal::ABRT),
+        "panic gave {st_panic}"
+    );
+    ensure!(st_panic.core_dumped(), "SIGABRT dumps core by default");
+
+    // 3. SIGKILL through the child's pidfd (`Child::kill`).
+    let child = rt.spawn(Spawn::new(), until_signalled)?;
+    child.kill()?;
+    let st_kill = child.wait()?;
+    ensure!(
+        st_kill.signaled() == Some(Signal::KILL),
+        "kill gave {st_kill}"
+    );
+
+    // 4. SIGTERM by pid number, as kill(2) does, sent by init.
+    let child = rt.spawn(Spawn::new(), until_signalled)?;
+    rt.init().kill(child.pid(), Signal::TERM)?;
+    let st_term = child.wait()?;
+    ensure!(
+        st_term.signaled() == Some(Signal::TERM),
+        "SIGTERM gave {st_term}"
+    );
+
+    // The raw status words are Linux's: exited (code << 8), killed (signal | 0x80 core).
+    ensure!(
+        st_exit.raw() == 0x300,
+        "raw exit status {:#x}",
+        st_exit.raw()
+    );
+    ensure!(st_kill.raw() == 9, "raw kill status {:#x}", st_kill.raw());
+    ensure!(rt.ps().len() == 1, "leftover tasks");
+
+    Ok(format!(
+        "statuses: {st_exit}, {st_panic}, {st_kill}, {st_term}"
+    ))
+}
+
+/// Runs the example and prints what it showed.
+pub fn run() -> Result<(), Box<dyn Error>> {
+    println!("{}", check()?);
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("FAILED: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,95 @@
+//! # 06 — orphans and subreapers
+//!
+//! When a parent exits before its children, the children are *orphans* and get a new
+//! parent: the nearest ancestor marked as a *child subreaper*
+//! (`prctl(PR_SET_CHILD_SUBREAPER)`, what service managers use), or else the
+//! namespace's init. uproc's init reaps the orphans it adopts (the runtime's
+//! `reap_orphans`, on by default), so they never linger as zombies.
+//!
+//! This example drives tasks directly through the `Task` API (fork/exit/wait, no body),
+//! which is how an emulator or a runtime embeds uproc.
+
+use std::error::Error;
+use uproc::{CloneArgs, Runtime, TaskState, WaitId, WaitOptions};
+
+/// Fails the example with a message when a check does not hold.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
+}
+
+/// Runs the example, checks what it observes, and returns a one-line summary.
+pub fn check() -> Result<String, Box<dyn Error>> {
+    let rt = Runtime::builder().build()?;
+    let init = rt.init();
+    let fork = |t: &uproc::Task| t.fork(&CloneArgs::default());
+
+    // A supervisor that adopts its descendants' orphans.
+    let sup = fork(&init)?;
+    sup.set_child_subreaper(true);
+
+    // supervisor -> parent -> grandchild; then the parent exits (and is reaped).
+    let parent = fork(&sup)?;
+    let grandchild = fork(&parent)?;
+    parent.exit(0);
+    sup.wait(WaitId::Pid(sup.pid_of(&parent)), WaitOptions::EXITED)?;
+
+    // The orphan went to the subreaper, not to init.
+    ensure!(
+        grandchild.ppid() == sup.pid(),
+        "orphan's ppid {} (want the subreaper {})",
+        grandchild.ppid(),
+        sup.pid()
+    );
+
+    // The subreaper now waits for it like for its own child.
+    grandchild.exit(7);
+    let info = sup
+        .wait(WaitId::All, WaitOptions::EXITED)?
+        .ok_or("no child reported")?;
+    ensure!(
+        info.pid == sup.pid_of(&grandchild),
+        "waited for pid {}",
+        info.pid
+    );
+    ensure!(info.status.exited() == Some(7), "status {}", info.status);
+
+    // Without a subreaper in the chain, the orphan goes to init, which reaps it.
+    let parent2 = fork(&init)?;
+    let orphan = fork(&parent2)?;
+    parent2.exit(0);
+    init.wait(WaitId::Pid(parent2.pid()), WaitOptions::EXITED)?;
+    ensure!(orphan.ppid() == 1, "the orphan's new parent is init");
+    orphan.exit(0);
+    let mut tries = 0;
+    while orphan.state() != TaskState::Dead && tries < 1000 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        tries += 1;
+    }
+    ensure!(
+        orphan.state() == TaskState::Dead,
+        "init did not reap the orphan"
+    );
+
+    sup.exit(0);
+    init.wait(WaitId::Pid(sup.pid()), WaitOptions::EXITED)?;
+    ensure!(rt.ps().len() == 1, "leftover tasks: {:?}", rt.ps());
+
+    Ok(format!(
+        "orphan adopted by subreaper {} and reaped with {}; another reaped by init",
+        sup.pid(),
+        info.status
+    ))
+}
+
+/// Runs the example and prints what it showed.
+pub fn run() -> Result<(), Box<dyn Error>> {
+    println!("{}", check()?);
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("FAILED: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,76 @@
+//! # 07 — 10,000 tasks as processes on tokio
+//!
+//! With the `tokio` feature, `spawn_async` runs an `async` body as a tokio task: each
+//! of the 10,000 tasks below has a pid, a parent, an exit status and a pidfd, yet
+//! costs a future, not a thread. `child.await` waits through the pidfd (no blocked
+//! thread) and reaps.
+
+use std::error::Error;
+use std::time::{Duration, Instant};
+use uproc::{Runtime, Spawn, tokio::TokioExecutor};
+
+/// Fails the example with a message when a check does not hold.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
+}
+
+const TASKS: i32 = 10_000;
+
+/// Runs the example, checks what it observes, and returns a one-line summary.
+pub fn check() -> Result<String, Box<dyn Error>> {
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    // The tokio executor also runs synchronous bodies on tokio's blocking pool.
+    let rt = Runtime::builder()
+        .executor(TokioExecutor::new(tokio_rt.handle().clone()))
+        .build()?;
+
+    let start = Instant::now();
+    let (sum, peak) = tokio_rt.block_on(async {
+        let mut children = Vec::with_capacity(TASKS as usize);
+        for i in 0..TASKS {
+            // Each body sleeps a little (so they overlap), then exits with i % 256.
+            children.push(
+                rt.spawn_async(Spawn::new().name("job"), move |_cx| async move {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    i % 256
+                })?,
+            );
+        }
+        let peak = rt.system().nr_tasks(); // how many were alive at once
+        let mut sum = 0i64;
+        for c in children {
+            sum += i64::from(c.await?.exited().ok_or("a job did not exit")?);
+        }
+        Ok::<_, Box<dyn Error>>((sum, peak))
+    })?;
+    let elapsed = start.elapsed();
+
+    let expected: i64 = (0..TASKS).map(|i| i64::from(i % 256)).sum();
+    ensure!(sum == expected, "sum of exit codes {sum}, want {expected}");
+    ensure!(rt.ps().len() == 1, "all 10,000 were reaped");
+    ensure!(
+        rt.init().pid_ns().nr_allocated() == 1,
+        "all pids were freed"
+    );
+
+    Ok(format!(
+        "{TASKS} async tasks spawned, awaited and reaped in {} ms (up to {peak} alive at once)",
+        elapsed.as_millis()
+    ))
+}
+
+/// Runs the example and prints what it showed.
+pub fn run() -> Result<(), Box<dyn Error>> {
+    println!("{}", check()?);
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("FAILED: {e}");
+        std::process::exit(1);
+    }
+}
