@@ -1,0 +1,410 @@
+//! Exit and reap: `do_exit`, `do_group_exit`, `exit_notify`, `do_notify_parent`,
+//! `release_task`, and the namespace-init death (`zap_pid_ns_processes`).
+//!
+//! The state machine of one thread (`exit_state`), all transitions but the reaper's CAS
+//! under `tasklist_lock` (write):
+//!
+//! ```text
+//! RUNNING --exit, non-leader-------------------------------> DEAD (autoreap)
+//! RUNNING --exit, leader, group empty, parent waits--------> ZOMBIE --wait--> DEAD
+//! RUNNING --exit, leader, group empty, autoreap------------> DEAD
+//! RUNNING --exit, leader, threads left / ns init zapping---> DELAYED
+//! DELAYED --last thread released / ns emptied--------------> ZOMBIE or DEAD
+//! DEAD    --release_task-----------------------------------> (detached, pid freed)
+//! ```
+
+use crate::pgrp::FreeList;
+use crate::reparent;
+use crate::signal::SigChld;
+use crate::sync::Ordering;
+use crate::system::System;
+use crate::task::{DEAD, DELAYED, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE};
+use std::sync::Arc;
+use uproc_abi::{Signal, WaitStatus};
+
+/// What `exit_notify` decided under `tasklist_lock`, done after it is dropped.
+#[derive(Default)]
+pub(crate) struct PostExit {
+    /// Children that were zombies and are reaped now (reparented to an autoreaping
+    /// parent, or children of a dying namespace init).
+    pub(crate) release: Vec<Arc<TaskInner>>,
+    /// The exiting thread itself is reaped (autoreap).
+    release_self: bool,
+    /// The exiting thread's pidfds become readable.
+    notify_self: bool,
+    /// The namespace init's group died: zap its namespace.
+    pub(crate) zap: bool,
+}
+
+/// Whether the group has no attached thread but its leader (`thread_group_empty`).
+pub(crate) fn thread_group_empty(g: &ThreadGroup) -> bool {
+    g.sig.lock().threads.is_empty()
+}
+
+/// The runtime init's process never exits.
+fn is_runtime_init(sys: &System, t: &TaskInner) -> bool {
+    Arc::ptr_eq(&t.group, &sys.init.0.group)
+}
+
+/// `do_group_exit`: the whole thread group exits with `status`. Other managed threads
+/// get SIGKILL + their hook (`zap_other_threads`); other bare threads exit now.
+pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
+    let Some(sys) = t.sys() else { return };
+    if is_runtime_init(&sys, t) {
+        tracing::warn!("exit_group of the runtime init ignored: it never exits");
+        return;
+    }
+    let mut hooks = Vec::new();
+    let mut bare = Vec::new();
+    let status = {
+        let mut st = t.group.sig.lock();
+        let status = *st.group_exit.get_or_insert(status);
+        for th in ThreadGroup::live_threads(&st) {
+            if Arc::ptr_eq(&th, t) {
+                continue;
+            }
+            th.pending.fetch_or(Signal::KILL.mask(), Ordering::AcqRel);
+            if !th.started.load(Ordering::Acquire) {
+                continue;
+            }
+            let hook = th.hook.lock().clone();
+            match hook {
+                Some(h) => hooks.push(h),
+                None => bare.push(th),
+            }
+        }
+        status
+    };
+    for h in hooks {
+        h(Signal::KILL);
+    }
+    for th in &bare {
+        do_exit(th, status);
+    }
+    do_exit(t, status);
+}
+
+/// `do_exit`: this thread exits with `status` (the group exit status wins if the group
+/// is exiting). Idempotent.
+pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
+    let Some(sys) = t.sys() else { return };
+    if t.leader && is_runtime_init(&sys, t) {
+        tracing::warn!("exit of the runtime init ignored: it never exits");
+        return;
+    }
+    if t.exiting.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    // The hook may hold the task (a runtime closure): drop it to break that cycle.
+    let hook = t.hook.lock().take();
+    drop(hook);
+    let (group_dead, status) = {
+        let mut st = t.group.sig.lock();
+        st.nr_live -= 1;
+        let status = st.group_exit.unwrap_or(status);
+        let dead = st.nr_live == 0;
+        if dead {
+            st.stopped = false;
+            t.group.stop_report.store(0, Ordering::Release);
+            t.group.cont_report.store(false, Ordering::Release);
+        }
+        (dead, status)
+    };
+    t.exit_code.store(status.raw(), Ordering::Release);
+    tracing::debug!(pid = t.pid.numbers()[0].nr, %status, group_dead, "exit");
+    // cgroup_task_dead (css_set_lock #3). A task not linked yet is unlinked by
+    // post_fork when it sees `exiting`.
+    if let Some(l) = t.css_link() {
+        l.task_dead();
+    }
+    exit_notify(&sys, t, group_dead, status);
+    // A waiter of this very thread (blocked in wait on another OS thread) returns.
+    t.group.wake_waiters();
+}
+
+/// `exit_notify`: reparent the children, become a zombie (or autoreap), notify the
+/// parent. One `tasklist_lock` (write) acquisition.
+fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitStatus) {
+    let mut post = PostExit::default();
+    {
+        // Rule 1: tasklist_lock first; children locks and siglocks inside.
+        let _tl = sys.tasklist_lock.write();
+        if group_dead {
+            reparent::forget_original_parent(sys, t, &mut post);
+        } else {
+            reparent::pass_to_live_thread(t);
+        }
+        if !t.leader {
+            // A thread autoreaps; its thread pidfds become readable.
+            t.exit_state.store(DEAD, Ordering::Release);
+            post.notify_self = true;
+            post.release_self = true;
+        } else if post.zap || !thread_group_empty(&t.group) {
+            t.exit_state.store(DELAYED, Ordering::Release);
+        } else {
+            t.exit_state.store(ZOMBIE, Ordering::Release);
+            post.notify_self = true;
+            if do_notify_parent(t, false) && claim(t) {
+                post.release_self = true;
+            }
+        }
+    }
+    if post.notify_self {
+        uproc_pidfs::do_notify_pidfd(&t.pid, status);
+    }
+    for c in std::mem::take(&mut post.release) {
+        release_task(sys, &c);
+    }
+    if post.release_self {
+        release_task(sys, t);
+    }
+    if post.zap {
+        zap_pid_ns_processes(sys, t);
+    }
+}
+
+/// ZOMBIE -> DEAD: the caller won the right to release `t`.
+pub(crate) fn claim(t: &TaskInner) -> bool {
+    t.exit_state
+        .compare_exchange(ZOMBIE, DEAD, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+}
+
+/// `do_notify_parent`: the leader `t` became a reportable zombie. Queue its exit signal
+/// on the parent (SIGCHLD unless the parent ignores it) and wake the parent's waiters.
+/// Returns whether `t` autoreaps (parent ignores SIGCHLD or set `SA_NOCLDWAIT`, or
+/// `t` has `autoreap`). The caller holds `tasklist_lock` (write), and the parent's
+/// `children` lock iff `parent_children_held` (rule 2: under the write lock any
+/// children locks; siglocks are leaves).
+pub(crate) fn do_notify_parent(t: &TaskInner, parent_children_held: bool) -> bool {
+    let parent = t.group.sig.lock().real_parent.upgrade();
+    let sig = t.exit_signal.load(Ordering::Acquire);
+    let mut autoreap = t.group.autoreap.load(Ordering::Acquire);
+    match parent {
+        Some(p) => {
+            {
+                let mut ps = p.group.sig.lock();
+                if sig == Signal::CHLD.raw() {
+                    match ps.sigchld {
+                        SigChld::Ignore => autoreap = true,
+                        SigChld::NoCldWait => {
+                            autoreap = true;
+                            ps.shared_pending.insert(Signal::CHLD);
+                        }
+                        SigChld::Default => ps.shared_pending.insert(Signal::CHLD),
+                    }
+                } else if let Ok(s) = Signal::new(sig) {
+                    ps.shared_pending.insert(s);
+                }
+            }
+            if parent_children_held {
+                p.group.wait_chldexit.notify_all();
+            } else {
+                p.group.wake_waiters();
+            }
+        }
+        None => autoreap = true,
+    }
+    autoreap
+}
+
+/// `release_task`: reap `t` (already DEAD). pidfs exit info, pids uncharge, detach
+/// under `tasklist_lock` (write, one acquisition), free the pid numbers after the lock
+/// is dropped (`Linux70`) or under it (`Linux618`). Then, if `t` was the last thread of
+/// a delayed zombie leader, notify (and maybe reap) that leader.
+pub(crate) fn release_task(sys: &System, t: &Arc<TaskInner>) {
+    let mut cur = t.clone();
+    loop {
+        debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
+        let status = cur.exit_status();
+        uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup().id());
+        cur.released.store(true, Ordering::SeqCst);
+        if let Some(l) = cur.css_link() {
+            l.release();
+        }
+        let mut free = FreeList::default();
+        let mut next = None;
+        let mut notify_leader = None;
+        // Strong references dropped only after the locks (a drop may run a CssLink's
+        // release, which takes css_set_lock: never under tasklist_lock).
+        let mut unlinked: Option<Task> = None;
+        {
+            let mut tl = sys.tasklist_lock.write();
+            let g = &cur.group;
+            if cur.leader {
+                // __unhash_process: leave the parent's children list (rule 2).
+                let (parent, pgrp, session) = {
+                    let st = g.sig.lock();
+                    (
+                        st.real_parent.upgrade(),
+                        st.pgrp.clone(),
+                        st.session.clone(),
+                    )
+                };
+                if let Some(p) = parent {
+                    let mut ch = p.group.children.lock();
+                    if let Some(i) = ch.list.iter().position(|c| Arc::ptr_eq(&c.0, &cur)) {
+                        unlinked = Some(ch.list.remove(i));
+                    }
+                }
+                *cur.pid.task_slot().write() = None;
+                tl.put_pgrp(&pgrp, &mut free);
+                tl.put_session(&session, &mut free);
+            } else {
+                let leader = {
+                    let mut st = g.sig.lock();
+                    st.threads
+                        .retain(|w| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(&cur)));
+                    st.leader.upgrade()
+                };
+                *cur.pid.task_slot().write() = None;
+                if let Some(l) = leader {
+                    {
+                        let mut ths = l.threads.lock();
+                        if let Some(i) = ths.iter().position(|x| Arc::ptr_eq(&x.0, &cur)) {
+                            unlinked = Some(ths.remove(i));
+                        }
+                    }
+                    // The zap-leader check: the last thread of a delayed leader is gone.
+                    let ready = l.exit_state.load(Ordering::Acquire) == DELAYED && {
+                        let st = g.sig.lock();
+                        st.threads.is_empty() && !st.zapping
+                    };
+                    if ready {
+                        let status = final_status(&l);
+                        l.exit_code.store(status.raw(), Ordering::Release);
+                        l.exit_state.store(ZOMBIE, Ordering::Release);
+                        if do_notify_parent(&l, false) && claim(&l) {
+                            next = Some(l.clone());
+                        }
+                        notify_leader = Some((l, status));
+                    }
+                }
+            }
+            if !tl.in_use(&cur.pid) {
+                free.push(cur.pid.clone());
+            }
+            free.free_if_locked_profile(sys.cfg.profile);
+        }
+        free.free();
+        drop(unlinked);
+        tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
+        if let Some((l, status)) = notify_leader {
+            uproc_pidfs::do_notify_pidfd(&l.pid, status);
+        }
+        sys.process_zaps();
+        match next {
+            Some(n) => cur = n,
+            None => break,
+        }
+    }
+}
+
+/// The status a leader reports: the group exit code if the group exited as a whole.
+fn final_status(l: &TaskInner) -> WaitStatus {
+    l.group
+        .sig
+        .lock()
+        .group_exit
+        .unwrap_or_else(|| l.exit_status())
+}
+
+/// `zap_pid_ns_processes`, first half: the init `t`'s group died. Close the namespace
+/// (fork into it fails with ENOMEM), SIGKILL every other task in it; the init stays a
+/// non-reapable zombie until [`try_finish_zap`] sees the namespace empty.
+fn zap_pid_ns_processes(sys: &System, t: &Arc<TaskInner>) {
+    let leader = t.leader_task().unwrap_or_else(|| t.clone());
+    let ns = leader.active_ns().clone();
+    ns.disable_pid_allocation();
+    tracing::debug!(
+        level = ns.level(),
+        "namespace init died: killing the namespace"
+    );
+    let victims: Vec<Arc<TaskInner>> = {
+        // Slow path: read lock while walking (rule 1).
+        let _r = sys.tasklist_lock.read();
+        ns.pids()
+            .iter()
+            .filter_map(|p| crate::task::pid_task(p))
+            .filter(|v| v.leader && !Arc::ptr_eq(&v.group, &leader.group))
+            .collect()
+    };
+    for v in &victims {
+        let _ = crate::signal::send_group(v, Signal::KILL, None);
+    }
+    sys.zapping.lock().push(Task::from_inner(leader));
+    sys.zap_check.store(true, Ordering::Release);
+    sys.process_zaps();
+}
+
+/// `zap_pid_ns_processes`, second half: once only the init's own pid is left in its
+/// namespace (and its threads are released), it becomes a reportable zombie and its
+/// parent is notified. Returns true when done (or nothing left to do).
+pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
+    let ns = l.active_ns();
+    if ns.nr_allocated() > 1 {
+        return false;
+    }
+    let mut release = false;
+    let status;
+    {
+        let _tl = sys.tasklist_lock.write();
+        if l.exit_state.load(Ordering::Acquire) != DELAYED {
+            return true;
+        }
+        {
+            let mut st = l.group.sig.lock();
+            if !st.threads.is_empty() || ns.nr_allocated() > 1 {
+                return false;
+            }
+            st.zapping = false;
+        }
+        status = final_status(l);
+        l.exit_code.store(status.raw(), Ordering::Release);
+        l.exit_state.store(ZOMBIE, Ordering::Release);
+        if do_notify_parent(l, false) && claim(l) {
+            release = true;
+        }
+    }
+    tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
+    uproc_pidfs::do_notify_pidfd(&l.pid, status);
+    if release {
+        release_task(sys, l);
+    }
+    true
+}
+
+impl Task {
+    /// `exit(2)` of this thread with `code` (low 8 bits kept): the group ends with its
+    /// last thread. Idempotent. The runtime init ignores it (it never exits).
+    ///
+    /// # References
+    /// [_exit(2)](https://man7.org/linux/man-pages/man2/_exit.2.html), `do_exit`.
+    pub fn exit(&self, code: i32) {
+        do_exit(&self.0, WaitStatus::exited_with(code));
+    }
+
+    /// [exit_group(2)](https://man7.org/linux/man-pages/man2/exit_group.2.html): every
+    /// thread of the group exits; the group's status is `code`.
+    pub fn exit_group(&self, code: i32) {
+        do_group_exit(&self.0, WaitStatus::exited_with(code));
+    }
+
+    /// Death by `sig`: the group exits with a "killed by `sig`" status (core bit per
+    /// [`Signal::dumps_core`]), as a runtime reports a fatal signal it acted on.
+    /// `Signal(0)` reads as `exit_group(0)`.
+    pub fn exit_signaled(&self, sig: Signal) {
+        let status = if sig.is_probe() {
+            WaitStatus::exited_with(0)
+        } else {
+            WaitStatus::signaled_by(sig, sig.dumps_core())
+        };
+        do_group_exit(&self.0, status);
+    }
+
+    /// Whether this thread has not exited yet.
+    pub fn is_alive(&self) -> bool {
+        self.0.exit_state.load(Ordering::Acquire) == RUNNING
+            && !self.0.exiting.load(Ordering::Acquire)
+    }
+}

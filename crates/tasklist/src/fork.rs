@@ -1,0 +1,331 @@
+//! `fork` / `clone3`: `copy_process` in DESIGN.md's step order, with reverse unwinding.
+//!
+//! 1. validate flags (EINVAL)
+//! 2. `alloc_pid` in `pid_ns_for_children` (or a new child namespace for NEWPID)
+//! 3. `CLONE_PIDFD`: `pidfd_prepare(.., PIDFD_STALE)`
+//! 4. `cgroup_can_fork`: pids charge (EAGAIN)
+//! 5. `tasklist_lock` (write): namespace still adding (ENOMEM), no fatal signal pending
+//!    on the parent (EINTR), attach
+//! 6. `cgroup_post_fork`: link; SIGKILL the child if a cgroup.kill raced
+//!
+//! A failure at step n undoes steps n-1..2: cancel the charge, drop the pidfd, free the
+//! pid. A failed fork leaves nothing behind.
+
+use crate::signal::SigChld;
+use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
+use crate::task::{GroupState, RUNNING, Task, TaskInner, ThreadGroup};
+use std::sync::{Arc, OnceLock, Weak};
+use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
+use uproc_cgroup::{Cgroup, CgroupMember};
+use uproc_pidns::{MAX_PID_NS_LEVEL, alloc_pid, free_pid};
+
+/// The arguments of [`Task::fork`] (`struct clone_args`).
+///
+/// # References
+/// [clone3(2)](https://man7.org/linux/man-pages/man2/clone3.2.html)
+#[derive(Clone, Debug, Default)]
+pub struct CloneArgs {
+    /// `CLONE_*` flags; unknown bits -> EINVAL.
+    pub flags: CloneFlags,
+    /// `set_tid`: the pid wanted in the new task's namespace, then its parent, ...;
+    /// at most 32 entries; needs `CAP_CHECKPOINT_RESTORE`.
+    pub set_tid: Vec<i32>,
+    /// `CLONE_INTO_CGROUP` target.
+    pub cgroup: Option<Cgroup>,
+    /// `exit_signal`. `None`: SIGCHLD, except 0 for `CLONE_AUTOREAP` and threads.
+    pub exit_signal: Option<Signal>,
+}
+
+/// The flags uproc knows; anything else is EINVAL.
+const KNOWN: CloneFlags = CloneFlags::all();
+
+fn validate(t: &TaskInner, args: &CloneArgs) -> Result<(), Errno> {
+    let f = args.flags;
+    if f.bits() & !KNOWN.bits() != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // clone3_args_valid
+    if args.set_tid.len() > MAX_PID_NS_LEVEL as usize {
+        return Err(Errno::EINVAL);
+    }
+    let exit_sig = args.exit_signal.is_some_and(|s| !s.is_probe());
+    let thread = f.contains(CloneFlags::THREAD);
+    let parent = f.contains(CloneFlags::PARENT);
+    if (thread || parent) && exit_sig {
+        return Err(Errno::EINVAL);
+    }
+    // copy_process
+    if thread && f.contains(CloneFlags::NEWPID) {
+        return Err(Errno::EINVAL);
+    }
+    if f.contains(CloneFlags::SIGHAND) && !f.contains(CloneFlags::VM) && !thread {
+        return Err(Errno::EINVAL);
+    }
+    if f.contains(CloneFlags::AUTOREAP) && (thread || parent || exit_sig) {
+        return Err(Errno::EINVAL);
+    }
+    if f.contains(CloneFlags::INTO_CGROUP) != args.cgroup.is_some() {
+        return Err(Errno::EINVAL);
+    }
+    let for_children = t.ns_for_children.lock().clone();
+    let other_ns = !Arc::ptr_eq(&for_children, t.active_ns());
+    // A thread cannot live in another namespace than its group; NEWPID needs the
+    // children's namespace to be the active one (copy_pid_ns).
+    if other_ns && (thread || f.contains(CloneFlags::NEWPID)) {
+        return Err(Errno::EINVAL);
+    }
+    if parent && t.group.sig.lock().unkillable {
+        // Siblings of an init would be unreapable.
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+impl Task {
+    /// `clone3(2)`: a new process (or thread with `CLONE_THREAD`), a child of this task
+    /// (of its parent with `CLONE_PARENT` / `CLONE_THREAD`).
+    ///
+    /// Errors: EINVAL for bad flag combinations (unknown bits, `THREAD|NEWPID`,
+    /// `exit_signal` with `THREAD`/`PARENT`, `AUTOREAP` with `THREAD`/`PARENT`/an
+    /// `exit_signal`, `INTO_CGROUP` without a cgroup or the reverse, more than 32
+    /// `set_tid` entries, `PARENT` from a namespace init, `THREAD` or `NEWPID` after
+    /// `unshare_pid_ns`); `alloc_pid`'s errors (EINVAL, EPERM, EEXIST, EAGAIN, ENOMEM);
+    /// ENOSPC for a 33rd namespace level; EAGAIN over `pids.max`; ENOENT for a removed
+    /// cgroup; ENOMEM if the target namespace's init died; EINTR if a fatal signal is
+    /// pending on the caller; ESRCH if the caller itself has exited.
+    ///
+    /// # References
+    /// `copy_process` in `kernel/fork.c`.
+    pub fn fork(&self, args: &CloneArgs) -> Result<Task, Errno> {
+        let me = &self.0;
+        let sys = me.sys().ok_or(Errno::ESRCH)?;
+        if me.exiting.load(Ordering::Acquire) {
+            return Err(Errno::ESRCH);
+        }
+        // 1. validate
+        validate(me, args)?;
+        let f = args.flags;
+        let thread = f.contains(CloneFlags::THREAD);
+        let parent_flag = f.contains(CloneFlags::PARENT);
+        let autoreap = f.contains(CloneFlags::AUTOREAP);
+        if let Some(cg) = &args.cgroup {
+            if !Arc::ptr_eq(&cg.hierarchy(), &sys.cgroups) {
+                return Err(Errno::EINVAL);
+            }
+        }
+        // 2. alloc_pid
+        let for_children = me.ns_for_children.lock().clone();
+        let ns = if f.contains(CloneFlags::NEWPID) {
+            for_children.new_child()?
+        } else {
+            for_children
+        };
+        let cap = me.cap_checkpoint_restore.load(Ordering::Relaxed);
+        let pid = alloc_pid(&ns, &args.set_tid, cap).inspect_err(|e| {
+            if *e == Errno::EAGAIN {
+                tracing::warn!(level = ns.level(), "fork rejected: pid namespace full");
+            }
+        })?;
+        // 3. CLONE_PIDFD
+        let pidfd = f.contains(CloneFlags::PIDFD).then(|| {
+            let fl = if thread {
+                PidfdFlags::THREAD
+            } else {
+                PidfdFlags::empty()
+            };
+            sys.pidfs
+                .pidfd_prepare_stale(me.active_ns(), pid.clone(), fl)
+        });
+        // 4. cgroup_can_fork
+        let cg = match &args.cgroup {
+            Some(c) => c.clone(),
+            None => me.cgroup(),
+        };
+        let charge = match cg.can_fork() {
+            Ok(c) => c,
+            Err(e) => {
+                if e == Errno::EAGAIN {
+                    tracing::warn!(cgroup = %cg.path(), "fork rejected: pids.max reached");
+                }
+                drop(pidfd);
+                free_pid(&pid);
+                sys.process_zaps();
+                return Err(e);
+            }
+        };
+        // The task object, built before the lock.
+        let exit_signal = if thread || autoreap {
+            0
+        } else if parent_flag {
+            me.leader_task()
+                .map(|l| l.exit_signal.load(Ordering::Relaxed))
+                .unwrap_or(Signal::CHLD.raw())
+        } else {
+            args.exit_signal.map_or(Signal::CHLD.raw(), |s| s.raw())
+        };
+        let group = if thread {
+            me.group.clone()
+        } else {
+            Arc::new(ThreadGroup::new(GroupState {
+                leader: Weak::new(),
+                threads: Vec::new(),
+                nr_live: 1,
+                real_parent: Weak::new(),
+                shared_pending: Default::default(),
+                group_exit: None,
+                stopped: false,
+                sigchld: SigChld::Default,
+                is_subreaper: false,
+                has_child_subreaper: false,
+                unkillable: false,
+                zapping: false,
+                pgrp: pid.clone(),
+                session: pid.clone(),
+            }))
+        };
+        let child = Arc::new(TaskInner {
+            sys: me.sys.clone(),
+            pid: pid.clone(),
+            group,
+            leader: !thread,
+            exit_state: AtomicU8::new(RUNNING),
+            exit_code: AtomicI32::new(0),
+            exiting: AtomicBool::new(false),
+            released: AtomicBool::new(false),
+            started: AtomicBool::new(false),
+            exit_signal: AtomicI32::new(exit_signal),
+            pending: AtomicU64::new(0),
+            ns_for_children: Mutex::new(ns.clone()),
+            cap_checkpoint_restore: AtomicBool::new(cap),
+            hook: Mutex::new(None),
+            css: OnceLock::new(),
+            fork_cgroup: charge.cgroup().clone(),
+            pidfd,
+            name: Mutex::new(*me.name.lock()),
+            threads: Mutex::new(Vec::new()),
+        });
+        // 5. attach under tasklist_lock (write): the only acquisition of fork.
+        let attached = attach(&sys, me, &child, thread, parent_flag, autoreap);
+        if let Err(e) = attached {
+            // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
+            charge.cancel();
+            drop(child);
+            free_pid(&pid);
+            // The freed number may have been the last but the init's of a closed
+            // namespace (the ENOMEM race).
+            sys.process_zaps();
+            return Err(e);
+        }
+        // 6. cgroup_post_fork
+        let weak: Weak<TaskInner> = Arc::downgrade(&child);
+        let member: Weak<dyn CgroupMember> = weak;
+        let pf = charge.post_fork(member);
+        let link = pf.link.clone();
+        let _ = child.css.set(pf.link);
+        if child.exiting.load(Ordering::SeqCst) {
+            link.task_dead();
+        }
+        if child.released.load(Ordering::SeqCst) {
+            link.release();
+        }
+        // wake_up_new_task: from here on signals act on it directly.
+        let (fatal, status) = {
+            let st = child.group.sig.lock();
+            child.started.store(true, Ordering::Release);
+            (
+                child.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0,
+                st.group_exit,
+            )
+        };
+        tracing::debug!(
+            pid = pid.numbers()[0].nr,
+            ppid = me.pid.numbers()[0].nr,
+            thread,
+            "fork"
+        );
+        let task = Task::from_inner(child.clone());
+        if pf.killed {
+            let _ = crate::signal::send_group(&child, Signal::KILL, None);
+        } else if fatal {
+            let status = status.unwrap_or(uproc_abi::WaitStatus::signaled_by(Signal::KILL, false));
+            crate::exit::do_exit(&child, status);
+        }
+        Ok(task)
+    }
+}
+
+/// Step 5 of fork: checks that must be made under the lock, then the attach. Takes
+/// `tasklist_lock` (write) once; inside it, children locks and siglocks (rules 1-3).
+fn attach(
+    sys: &crate::system::System,
+    me: &Arc<TaskInner>,
+    child: &Arc<TaskInner>,
+    thread: bool,
+    parent_flag: bool,
+    autoreap: bool,
+) -> Result<(), Errno> {
+    let mut tl = sys.tasklist_lock.write();
+    if !child.pid.ns().is_adding() {
+        return Err(Errno::ENOMEM);
+    }
+    let (my_parent, pgrp, session, dying) = {
+        let st = me.group.sig.lock();
+        (
+            st.real_parent.upgrade(),
+            st.pgrp.clone(),
+            st.session.clone(),
+            st.group_exit.is_some() || st.shared_pending.contains(Signal::KILL),
+        )
+    };
+    if dying
+        || me.exiting.load(Ordering::Acquire)
+        || me.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
+    {
+        return Err(Errno::EINTR);
+    }
+    let weak_any = TaskInner::as_any_weak(child);
+    if thread {
+        let leader = {
+            let mut st = me.group.sig.lock();
+            st.threads.push(Arc::downgrade(child));
+            st.nr_live += 1;
+            st.leader.upgrade()
+        };
+        if let Some(l) = leader {
+            l.threads.lock().push(Task::from_inner(child.clone()));
+        }
+    } else {
+        let rp = if parent_flag {
+            my_parent.ok_or(Errno::EINVAL)?
+        } else {
+            me.clone()
+        };
+        let has_sub = {
+            let ps = rp.group.sig.lock();
+            ps.has_child_subreaper || ps.is_subreaper
+        };
+        tl.get_pgrp(&pgrp);
+        tl.get_session(&session);
+        let init = child.pid.nr() == 1;
+        {
+            let mut cs = child.group.sig.lock();
+            cs.leader = Arc::downgrade(child);
+            cs.real_parent = Arc::downgrade(&rp);
+            cs.pgrp = pgrp;
+            cs.session = session;
+            cs.has_child_subreaper = has_sub;
+            cs.unkillable = init;
+        }
+        if init {
+            child.pid.ns().set_child_reaper(Some(weak_any.clone()));
+        }
+        child.group.autoreap.store(autoreap, Ordering::Release);
+        rp.group
+            .children
+            .lock()
+            .list
+            .push(Task::from_inner(child.clone()));
+    }
+    *child.pid.task_slot().write() = Some(weak_any);
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! Reparenting: `forget_original_parent`, `find_new_reaper`, `find_child_reaper`.
+//!
+//! When a thread group dies its children go to, in order: (a) a live thread of the same
+//! group (only a thread exit, handled by [`pass_to_live_thread`]), (b) the nearest
+//! ancestor in the same namespace level that is a child subreaper and still has a live
+//! thread, (c) the namespace's `child_reaper` (its init). When the dying group IS the
+//! init of a (non-root) namespace, its children stay: the namespace is zapped and they
+//! autoreap (the init's SIGCHLD becomes ignored).
+
+use crate::exit::{PostExit, claim, do_notify_parent, thread_group_empty};
+use crate::signal::SigChld;
+use crate::sync::Ordering;
+use crate::system::System;
+use crate::task::{TaskInner, ThreadGroup, ZOMBIE};
+use std::sync::Arc;
+use uproc_abi::Signal;
+use uproc_pidns::PidNamespace;
+
+/// The namespace's `child_reaper` task.
+pub(crate) fn child_reaper(ns: &PidNamespace) -> Option<Arc<TaskInner>> {
+    ns.child_reaper()
+        .and_then(|a| a.downcast::<TaskInner>().ok())
+}
+
+/// A live thread of `g` (`find_alive_thread`).
+fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
+    let st = g.sig.lock();
+    ThreadGroup::live_threads(&st).next()
+}
+
+/// A thread exited while its group lives: the children it forked now belong to another
+/// live thread (what `__WNOTHREAD` waits see). The caller holds `tasklist_lock` (write;
+/// rule 2).
+pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
+    let Some(heir) = alive_thread(&t.group) else {
+        return;
+    };
+    let ch = t.group.children.lock();
+    for c in &ch.list {
+        let mut cs = c.0.group.sig.lock();
+        if std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t)) {
+            cs.real_parent = Arc::downgrade(&heir);
+        }
+    }
+}
+
+/// `find_new_reaper`: (b) then (c) above.
+fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
+    let (has_sub, mut p) = {
+        let st = t.group.sig.lock();
+        (st.has_child_subreaper, st.real_parent.upgrade())
+    };
+    let init = child_reaper(ns);
+    if has_sub {
+        let level = t.pid.level();
+        while let Some(r) = p {
+            if r.pid.level() != level {
+                break;
+            }
+            let (is_sub, next) = {
+                let st = r.group.sig.lock();
+                (st.is_subreaper, st.real_parent.upgrade())
+            };
+            if is_sub {
+                if let Some(live) = alive_thread(&r.group) {
+                    return Some(live);
+                }
+            }
+            if init
+                .as_ref()
+                .is_some_and(|i| Arc::ptr_eq(&i.group, &r.group))
+            {
+                break;
+            }
+            p = next;
+        }
+    }
+    let init = init?;
+    Some(alive_thread(&init.group).unwrap_or(init))
+}
+
+/// `forget_original_parent`: the last thread of `t`'s group exited; hand its children
+/// to the new reaper, re-notifying (and maybe reaping) those already zombies. The
+/// caller holds `tasklist_lock` (write); this takes the dying group's and the reaper's
+/// `children` locks (rule 2) and siglocks one at a time (rule 3).
+pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mut PostExit) {
+    let g = &t.group;
+    let ns = t.active_ns();
+    let is_init = child_reaper(ns).is_some_and(|r| Arc::ptr_eq(&r.group, g));
+    if is_init && ns.level() > 0 {
+        // find_child_reaper -> zap_pid_ns_processes: the init keeps its children; they
+        // autoreap from now on, and the zombies among them are reaped now.
+        {
+            let mut st = g.sig.lock();
+            st.sigchld = SigChld::Ignore;
+            st.zapping = true;
+        }
+        let ch = g.children.lock();
+        for c in &ch.list {
+            if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE && claim(&c.0) {
+                post.release.push(c.0.clone());
+            }
+        }
+        post.zap = true;
+        return;
+    }
+    let Some(reaper) = find_new_reaper(t, ns) else {
+        debug_assert!(false, "every namespace has a child reaper");
+        return;
+    };
+    if Arc::ptr_eq(&reaper.group, g) {
+        return;
+    }
+    let adopt_autoreap = sys.cfg.reap_orphans && Arc::ptr_eq(&reaper.group, &sys.init.0.group);
+    let mut mine = g.children.lock();
+    if mine.list.is_empty() {
+        return;
+    }
+    let mut theirs = reaper.group.children.lock();
+    for c in mine.list.drain(..) {
+        c.0.group.sig.lock().real_parent = Arc::downgrade(&reaper);
+        // reparent_leader: "We don't want people slaying init."
+        c.0.exit_signal.store(Signal::CHLD.raw(), Ordering::Release);
+        if adopt_autoreap {
+            c.0.group.autoreap.store(true, Ordering::Release);
+        }
+        tracing::debug!(
+            child = c.0.pid.numbers()[0].nr,
+            reaper = reaper.pid.numbers()[0].nr,
+            "reparent"
+        );
+        if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE
+            && thread_group_empty(&c.0.group)
+            && do_notify_parent(&c.0, true)
+            && claim(&c.0)
+        {
+            post.release.push(c.0.clone());
+        }
+        theirs.list.push(c);
+    }
+    reaper.group.wait_chldexit.notify_all();
+}

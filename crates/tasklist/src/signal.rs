@@ -1,0 +1,320 @@
+//! Signals: `kill(2)`, `tgkill(2)`, delivery to a thread or a thread group, the
+//! SIGCHLD disposition, and the stop/continue state changes the parent's wait sees.
+//!
+//! uproc models no handlers: every signal takes its default action, except that a
+//! managed task (one with a signal hook) turns fatal signals into pending ones and lets
+//! its runtime decide when the body ends, and that SIGCHLD is queued to a parent whose
+//! disposition is not [`SigChld::Ignore`] (as if a handler were installed).
+
+use crate::sync::Ordering;
+use crate::system::System;
+use crate::task::{Task, TaskInner, ThreadGroup, pid_task};
+use std::sync::Arc;
+use uproc_abi::{DefaultAction, Errno, Signal, WaitStatus};
+use uproc_pidns::{Pid, PidNamespace};
+
+/// The SIGCHLD disposition of a process.
+///
+/// # References
+/// [sigaction(2)](https://man7.org/linux/man-pages/man2/sigaction.2.html) `SA_NOCLDWAIT`,
+/// [wait(2)](https://man7.org/linux/man-pages/man2/wait.2.html) NOTES.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SigChld {
+    /// Children become zombies until waited for; SIGCHLD is queued.
+    #[default]
+    Default,
+    /// `SIG_IGN`: children are reaped at exit, SIGCHLD is not queued.
+    Ignore,
+    /// `SA_NOCLDWAIT`: children are reaped at exit; SIGCHLD is still queued.
+    NoCldWait,
+}
+
+/// The sender of a signal, for the namespace-init rule: `None` is the runtime itself
+/// (cgroup.kill, a pidfd without a known sender), which acts from outside every
+/// namespace.
+pub(crate) type Sender<'a> = Option<&'a TaskInner>;
+
+/// `sig_task_ignored` for `SIGNAL_UNKILLABLE`: whether a namespace init drops `sig`.
+/// It drops every default-action signal sent from inside its namespace, and all but
+/// SIGKILL/SIGSTOP from an ancestor namespace (`force`). SIGCONT still continues it.
+fn init_ignores(target: &TaskInner, sig: Signal, sender: Sender<'_>) -> bool {
+    if sig == Signal::CONT || sig == Signal::CHLD {
+        return false;
+    }
+    // The runtime init has no outside: nothing can force a signal on it.
+    let force = target.active_ns().level() > 0
+        && match sender {
+            None => true,
+            Some(s) => s.pid.nr_in(target.active_ns()) == 0,
+        };
+    !(force && sig.is_unblockable())
+}
+
+/// What delivery decided, acted on after the siglock is dropped.
+enum Outcome {
+    Nothing,
+    /// The group stopped: notify the parent (`CLD_STOPPED`).
+    Stopped,
+    /// The group continued: notify the parent (`CLD_CONTINUED`).
+    Continued,
+    /// A fatal signal: call these hooks, end these bare threads.
+    Fatal {
+        sig: Signal,
+        status: WaitStatus,
+    },
+}
+
+/// Sends `sig` to the thread group of `t` (`group_send_sig_info`). A zombie or an
+/// exiting group succeeds silently.
+pub(crate) fn send_group(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>) -> Result<(), Errno> {
+    deliver(t, sig, sender, false)
+}
+
+/// Sends `sig` to the thread `t` (`send_sig_info` / `do_tkill`): a non-fatal signal is
+/// queued on that thread only; stop, continue and fatal signals act on the whole group
+/// as Linux's default actions do.
+pub(crate) fn send_thread(
+    t: &Arc<TaskInner>,
+    sig: Signal,
+    sender: Sender<'_>,
+) -> Result<(), Errno> {
+    deliver(t, sig, sender, true)
+}
+
+fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> Result<(), Errno> {
+    if sig.is_probe() {
+        return Ok(());
+    }
+    tracing::debug!(target_pid = t.pid.numbers()[0].nr, sig = sig.raw(), "kill");
+    let g = &t.group;
+    let outcome = {
+        let mut st = g.sig.lock();
+        if st.nr_live == 0 || st.group_exit.is_some() {
+            // A zombie, or a group already dying: nothing to do.
+            return Ok(());
+        }
+        if st.unkillable && init_ignores(t, sig, sender) {
+            return Ok(());
+        }
+        match sig.default_action() {
+            DefaultAction::Ignore => {
+                if sig == Signal::CHLD && st.sigchld != SigChld::Ignore {
+                    if thread {
+                        t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
+                    } else {
+                        st.shared_pending.insert(sig);
+                    }
+                }
+                Outcome::Nothing
+            }
+            DefaultAction::Cont => {
+                for s in [Signal::STOP, Signal::TSTP, Signal::TTIN, Signal::TTOU] {
+                    st.shared_pending.remove(s);
+                }
+                if st.stopped {
+                    st.stopped = false;
+                    g.stop_report.store(0, Ordering::Release);
+                    g.cont_report.store(true, Ordering::Release);
+                    Outcome::Continued
+                } else {
+                    Outcome::Nothing
+                }
+            }
+            DefaultAction::Stop => {
+                st.shared_pending.remove(Signal::CONT);
+                if st.stopped {
+                    Outcome::Nothing
+                } else {
+                    st.stopped = true;
+                    g.cont_report.store(false, Ordering::Release);
+                    g.stop_report.store(sig.raw(), Ordering::Release);
+                    Outcome::Stopped
+                }
+            }
+            DefaultAction::Term | DefaultAction::Core => {
+                let status = WaitStatus::signaled_by(sig, sig.dumps_core());
+                st.group_exit = Some(status);
+                st.shared_pending.insert(sig);
+                st.stopped = false;
+                Outcome::Fatal { sig, status }
+            }
+        }
+    };
+    match outcome {
+        Outcome::Nothing => {}
+        Outcome::Stopped => notify_parent_cldstop(t, false),
+        Outcome::Continued => notify_parent_cldstop(t, true),
+        Outcome::Fatal { sig, status } => complete_fatal(t, sig, status),
+    }
+    Ok(())
+}
+
+/// A fatal signal hit the group (`complete_signal` with `sig_fatal`): SIGKILL every
+/// thread; managed threads get their hook, bare ones exit now, threads still being
+/// forked exit when their fork completes.
+fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
+    let g = &t.group;
+    let mut hooks = Vec::new();
+    let mut bare = Vec::new();
+    {
+        let st = g.sig.lock();
+        for th in ThreadGroup::live_threads(&st) {
+            th.pending.fetch_or(Signal::KILL.mask(), Ordering::AcqRel);
+            if !th.started.load(Ordering::Acquire) {
+                continue; // post_fork ends it
+            }
+            let hook = th.hook.lock().clone();
+            match hook {
+                Some(h) => hooks.push(h),
+                None => bare.push(th),
+            }
+        }
+    }
+    // A waiter in this group returns EINTR.
+    g.wake_waiters();
+    for h in hooks {
+        h(sig);
+    }
+    for th in &bare {
+        crate::exit::do_exit(th, status);
+    }
+    if !bare.is_empty() {
+        g.wake_waiters();
+    }
+}
+
+/// `do_notify_parent_cldstop`: tell the parent its child stopped or continued
+/// (SIGCHLD unless ignored, wake its waiters). `tasklist_lock` (read) keeps the parent
+/// from changing underneath (rule 1: taken before the parent's locks).
+fn notify_parent_cldstop(t: &Arc<TaskInner>, _continued: bool) {
+    let Some(sys) = t.sys() else { return };
+    let _r = sys.tasklist_lock.read();
+    let parent = t.group.sig.lock().real_parent.upgrade();
+    if let Some(p) = parent {
+        {
+            let mut ps = p.group.sig.lock();
+            if ps.sigchld != SigChld::Ignore {
+                ps.shared_pending.insert(Signal::CHLD);
+            }
+        }
+        p.group.wake_waiters();
+    }
+}
+
+/// Signals every process of process group `pgrp` (`__kill_pgrp_info`): ESRCH if it has
+/// no member. Slow path: `tasklist_lock` (read) while collecting.
+pub(crate) fn kill_pgrp(
+    sys: &System,
+    pgrp: &Arc<Pid>,
+    sig: Signal,
+    sender: Sender<'_>,
+) -> Result<(), Errno> {
+    let members: Vec<Arc<TaskInner>> = {
+        let _r = sys.tasklist_lock.read();
+        sys.root_ns
+            .pids()
+            .iter()
+            .filter_map(|p| pid_task(p))
+            .filter(|t| t.leader && Arc::ptr_eq(&t.group.sig.lock().pgrp, pgrp))
+            .collect()
+    };
+    if members.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    let mut result = Err(Errno::ESRCH);
+    for m in &members {
+        let r = send_group(m, sig, sender);
+        if r.is_ok() || result.is_err() {
+            result = r;
+        }
+    }
+    result
+}
+
+fn find_in(ns: &PidNamespace, nr: i32) -> Option<Arc<TaskInner>> {
+    ns.find_pid(nr).and_then(|p| pid_task(&p))
+}
+
+impl Task {
+    /// [kill(2)](https://man7.org/linux/man-pages/man2/kill.2.html): `pid > 0` that
+    /// process, `0` the caller's process group, `-1` every process the caller can see
+    /// except its namespace's init and itself, `< -1` process group `-pid`. ESRCH when
+    /// nothing matched. Signal 0 checks existence only. A namespace init silently
+    /// ignores signals from inside its namespace (and all but SIGKILL/SIGSTOP from an
+    /// ancestor one). A `pid` naming a non-leader thread signals its thread group.
+    ///
+    /// # References
+    /// `kill_something_info` in `kernel/signal.c`.
+    pub fn kill(&self, pid: i32, sig: Signal) -> Result<(), Errno> {
+        let sys = self.0.sys().ok_or(Errno::ESRCH)?;
+        let ns = self.0.active_ns();
+        let me = Some(&*self.0);
+        if pid > 0 {
+            let t = find_in(ns, pid).ok_or(Errno::ESRCH)?;
+            return send_group(&t, sig, me);
+        }
+        if pid == 0 {
+            let pgrp = self.0.group.sig.lock().pgrp.clone();
+            return kill_pgrp(&sys, &pgrp, sig, me);
+        }
+        if pid == -1 {
+            let targets: Vec<Arc<TaskInner>> = {
+                let _r = sys.tasklist_lock.read();
+                ns.pids()
+                    .iter()
+                    .filter(|p| p.nr_in(ns) > 1)
+                    .filter_map(|p| pid_task(p))
+                    .filter(|t| t.leader && !Arc::ptr_eq(&t.group, &self.0.group))
+                    .collect()
+            };
+            if targets.is_empty() {
+                return Err(Errno::ESRCH);
+            }
+            let mut result = Ok(());
+            for t in &targets {
+                if let Err(e) = send_group(t, sig, me) {
+                    result = Err(e);
+                }
+            }
+            return result;
+        }
+        let Some(nr) = pid.checked_neg() else {
+            return Err(Errno::ESRCH); // INT_MIN
+        };
+        let pgrp = ns.find_pid(nr).ok_or(Errno::ESRCH)?;
+        kill_pgrp(&sys, &pgrp, sig, me)
+    }
+
+    /// [tgkill(2)](https://man7.org/linux/man-pages/man2/tgkill.2.html): signal thread
+    /// `tid` of thread group `tgid` (both in the caller's namespace). EINVAL for
+    /// `tgid <= 0` or `tid <= 0`; ESRCH if no such thread in that group.
+    pub fn tgkill(&self, tgid: i32, tid: i32, sig: Signal) -> Result<(), Errno> {
+        if tgid <= 0 || tid <= 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ns = self.0.active_ns();
+        let t = find_in(ns, tid).ok_or(Errno::ESRCH)?;
+        let leader = t.leader_task().ok_or(Errno::ESRCH)?;
+        if leader.pid.nr_in(ns) != tgid {
+            return Err(Errno::ESRCH);
+        }
+        send_thread(&t, sig, Some(&*self.0))
+    }
+
+    /// Takes the lowest pending signal (thread set first, then the group's), as a
+    /// managed runtime's body does when it handles signals (`dequeue_signal`).
+    pub fn dequeue_signal(&self) -> Option<Signal> {
+        let bits = self.0.pending.load(Ordering::Acquire);
+        if bits != 0 {
+            let n = bits.trailing_zeros() as i32 + 1;
+            self.0
+                .pending
+                .fetch_and(!(1u64 << (n - 1)), Ordering::AcqRel);
+            return Signal::new(n).ok();
+        }
+        let mut st = self.0.group.sig.lock();
+        let s = st.shared_pending.iter().next()?;
+        st.shared_pending.remove(s);
+        Some(s)
+    }
+}

@@ -1,0 +1,14 @@
+//! The synchronisation primitives of this crate, in one place.
+//!
+//! Locks are `parking_lot`'s (the named global locks come from `uproc_abi::lockstat`).
+//! The atomics that carry lock-free state between a task and its parent (`exit_state`,
+//! the stop/continue reports) come from here so that a `cfg(loom)` build swaps them
+//! for loom's.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Ordering};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Ordering};
+
+pub(crate) use parking_lot::{Condvar, Mutex};

@@ -1,0 +1,310 @@
+//! `System`: one runtime ("the kernel"): the pid map and root namespace, pidfs, the
+//! cgroup hierarchy, `tasklist_lock`, and the runtime init task. Also the three
+//! interfaces the sibling crates call back through (`PidfdBackend`, `TaskResolver`,
+//! the reaper wakeup of `free_pid`).
+
+use crate::pgrp::TaskList;
+use crate::signal::SigChld;
+use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
+use crate::task::{Comm, GroupState, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task};
+use std::fmt;
+use std::sync::{Arc, OnceLock, Weak};
+use uproc_abi::lockstat::{LockStat, NamedRwLock};
+use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
+use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, TaskResolver};
+use uproc_pidfs::{FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds};
+use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid};
+
+/// How a [`System`] is built.
+#[derive(Clone, Debug)]
+pub struct SystemConfig {
+    /// The lock profile.
+    pub profile: Profile,
+    /// `pid_max` of the root namespace, in `[301, 4194304]`. Default 32768.
+    pub pid_max: i32,
+    /// The runtime init reaps the orphans reparented to it (its own children stay the
+    /// caller's to wait for). Default true.
+    pub reap_orphans: bool,
+}
+
+impl Default for SystemConfig {
+    fn default() -> Self {
+        SystemConfig {
+            profile: Profile::default(),
+            pid_max: uproc_pidns::PID_MAX_DEFAULT,
+            reap_orphans: true,
+        }
+    }
+}
+
+/// One runtime: what the kernel is to Linux processes.
+///
+/// Owns the pid map and root namespace, pidfs, the cgroup hierarchy, the named global
+/// `tasklist_lock`, and the runtime init (pid 1 of the root namespace, `child_reaper`
+/// of it, in the root cgroup). The init owns the task tree (parents hold children);
+/// tasks point back to the `System` weakly.
+pub struct System {
+    pub(crate) cfg: SystemConfig,
+    pub(crate) map: Arc<PidMap>,
+    pub(crate) root_ns: Arc<PidNamespace>,
+    pub(crate) pidfs: Arc<Pidfs>,
+    pub(crate) cgroups: Arc<Hierarchy>,
+    /// `tasklist_lock`: serialises changes to the task tree (attach, reparent, detach)
+    /// and guards the process-group/session usage table.
+    pub(crate) tasklist_lock: NamedRwLock<TaskList>,
+    pub(crate) init: Task,
+    /// Set by `free_pid`'s reaper wakeup: some closed namespace may have emptied.
+    pub(crate) zap_check: AtomicBool,
+    /// Namespace inits waiting for their namespace to empty (`zap_pid_ns_processes`).
+    pub(crate) zapping: Mutex<Vec<Task>>,
+}
+
+impl fmt::Debug for System {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("System")
+            .field("profile", &self.cfg.profile)
+            .field("root_ns", &self.root_ns)
+            .field("tasklist_lock", &self.tasklist_lock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl System {
+    /// A new runtime with its init (pid 1 of the root namespace, in the root cgroup).
+    /// `pid_max` outside `[301, 4194304]` -> EINVAL.
+    pub fn new(cfg: SystemConfig) -> Result<Arc<System>, Errno> {
+        let map = PidMap::new(cfg.profile);
+        let root_ns = PidNamespace::new_root(&map, cfg.pid_max)?;
+        let pidfs = Pidfs::new(&map);
+        let cgroups = Hierarchy::new(cfg.profile);
+        let pid = alloc_pid(&root_ns, &[], false)?;
+        let charge = cgroups.root().can_fork()?;
+        let sys = Arc::new_cyclic(|weak: &Weak<System>| {
+            let group = Arc::new(ThreadGroup::new(GroupState {
+                leader: Weak::new(),
+                threads: Vec::new(),
+                nr_live: 1,
+                real_parent: Weak::new(),
+                shared_pending: Default::default(),
+                group_exit: None,
+                stopped: false,
+                sigchld: SigChld::Default,
+                is_subreaper: false,
+                has_child_subreaper: false,
+                unkillable: true,
+                zapping: false,
+                pgrp: pid.clone(),
+                session: pid.clone(),
+            }));
+            let inner = Arc::new(TaskInner {
+                sys: weak.clone(),
+                pid: pid.clone(),
+                group: group.clone(),
+                leader: true,
+                exit_state: AtomicU8::new(RUNNING),
+                exit_code: AtomicI32::new(0),
+                exiting: AtomicBool::new(false),
+                released: AtomicBool::new(false),
+                started: AtomicBool::new(true),
+                exit_signal: AtomicI32::new(0),
+                pending: AtomicU64::new(0),
+                ns_for_children: Mutex::new(root_ns.clone()),
+                cap_checkpoint_restore: AtomicBool::new(false),
+                hook: Mutex::new(None),
+                css: OnceLock::new(),
+                fork_cgroup: charge.cgroup().clone(),
+                pidfd: None,
+                name: Mutex::new(Comm::new("init")),
+                threads: Mutex::new(Vec::new()),
+            });
+            {
+                let mut st = group.sig.lock();
+                st.leader = Arc::downgrade(&inner);
+            }
+            let mut tl = TaskList::default();
+            tl.get_pgrp(&pid);
+            tl.get_session(&pid);
+            *pid.task_slot().write() = Some(TaskInner::as_any_weak(&inner));
+            root_ns.set_child_reaper(Some(TaskInner::as_any_weak(&inner)));
+            let backend: Weak<dyn PidfdBackend> = weak.clone();
+            pidfs.set_backend(backend);
+            let resolver: Weak<dyn TaskResolver> = weak.clone();
+            cgroups.set_resolver(resolver);
+            let w = weak.clone();
+            map.set_reaper_wakeup(Box::new(move |_ns| {
+                if let Some(s) = w.upgrade() {
+                    s.zap_check.store(true, Ordering::Release);
+                }
+            }));
+            System {
+                cfg: cfg.clone(),
+                map: map.clone(),
+                root_ns: root_ns.clone(),
+                pidfs: pidfs.clone(),
+                cgroups: cgroups.clone(),
+                tasklist_lock: NamedRwLock::new("tasklist_lock", tl),
+                init: Task::from_inner(inner),
+                zap_check: AtomicBool::new(false),
+                zapping: Mutex::new(Vec::new()),
+            }
+        });
+        let member: Weak<dyn CgroupMember> = Arc::downgrade(&sys.init.0) as Weak<TaskInner>;
+        let pf = charge.post_fork(member);
+        let _ = sys.init.0.css.set(pf.link);
+        tracing::debug!(profile = %sys.cfg.profile, pid_max = sys.cfg.pid_max, "system created");
+        Ok(sys)
+    }
+
+    /// The runtime init: pid 1 of the root namespace.
+    pub fn init(&self) -> Task {
+        self.init.clone()
+    }
+
+    /// The lock profile.
+    pub fn profile(&self) -> Profile {
+        self.cfg.profile
+    }
+
+    /// The configuration this runtime was built with.
+    pub fn config(&self) -> &SystemConfig {
+        &self.cfg
+    }
+
+    /// The root pid namespace.
+    pub fn root_ns(&self) -> &Arc<PidNamespace> {
+        &self.root_ns
+    }
+
+    /// pidfs of this runtime.
+    pub fn pidfs(&self) -> &Arc<Pidfs> {
+        &self.pidfs
+    }
+
+    /// The cgroup hierarchy of this runtime.
+    pub fn cgroups(&self) -> &Arc<Hierarchy> {
+        &self.cgroups
+    }
+
+    /// The root cgroup.
+    pub fn cgroup_root(&self) -> Cgroup {
+        self.cgroups.root()
+    }
+
+    /// `open_by_handle_at(2)` on a pidfs file handle, as `caller` (its namespace decides
+    /// visibility).
+    pub fn open_by_handle(
+        &self,
+        caller: &Task,
+        h: &FileHandle,
+        flags: PidfdFlags,
+    ) -> Result<PidFd, Errno> {
+        self.pidfs.open_by_handle(caller.0.active_ns(), h, flags)
+    }
+
+    /// Acquisitions of the named global locks: `[pidmap_lock, tasklist_lock,
+    /// css_set_lock]` (real counts with the `lockstat` feature, else 0).
+    pub fn lock_stats(&self) -> Vec<LockStat> {
+        vec![
+            self.map.pidmap_lock_stat(),
+            self.tasklist_lock.stat(),
+            self.cgroups.css_set_lock_stat(),
+        ]
+    }
+
+    /// Every task not yet released (running, stopped, zombie), threads included, in
+    /// root-namespace pid order.
+    pub fn tasks(&self) -> Vec<Task> {
+        self.root_ns
+            .pids()
+            .iter()
+            .filter_map(|p| pid_task(p))
+            .map(Task::from_inner)
+            .collect()
+    }
+
+    /// How many tasks are not yet released.
+    pub fn nr_tasks(&self) -> usize {
+        self.root_ns
+            .pids()
+            .iter()
+            .filter(|p| p.task_slot().read().is_some())
+            .count()
+    }
+
+    /// The task with number `nr` in `ns` (`find_task_by_pid_ns`), if attached.
+    pub fn find_task(&self, ns: &PidNamespace, nr: i32) -> Option<Task> {
+        let pid = ns.find_pid(nr)?;
+        pid_task(&pid).map(Task::from_inner)
+    }
+
+    /// Namespace inits whose namespace may have emptied: finish their exit. Called
+    /// with no lock held after pids were freed.
+    pub(crate) fn process_zaps(&self) {
+        if !self.zap_check.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let list: Vec<Task> = self.zapping.lock().clone();
+        for init in list {
+            if crate::exit::try_finish_zap(self, &init.0) {
+                self.zapping.lock().retain(|t| t != &init);
+            }
+        }
+    }
+}
+
+impl PidfdBackend for System {
+    fn task_state(&self, pid: &Pid) -> PidTaskState {
+        let Some(t) = pid_task(pid) else {
+            return PidTaskState::default();
+        };
+        let st = t.exit_state.load(Ordering::Acquire);
+        let exited = st == ZOMBIE || st == crate::task::DEAD;
+        PidTaskState {
+            attached: true,
+            group_leader: t.leader,
+            exited,
+            exit_status: exited.then(|| t.exit_status()),
+        }
+    }
+
+    fn send_signal(&self, pid: &Arc<Pid>, sig: Signal, scope: SignalScope) -> Result<(), Errno> {
+        let t = pid_task(pid).ok_or(Errno::ESRCH)?;
+        match scope {
+            SignalScope::Thread => crate::signal::send_thread(&t, sig, None),
+            SignalScope::ThreadGroup => crate::signal::send_group(&t, sig, None),
+            SignalScope::ProcessGroup => {
+                let pgrp = t.group.sig.lock().pgrp.clone();
+                crate::signal::kill_pgrp(self, &pgrp, sig, None)
+            }
+        }
+    }
+
+    fn task_ids(&self, pid: &Pid, viewer: &PidNamespace) -> Option<TaskIds> {
+        let t = pid_task(pid)?;
+        let leader = t.leader_task().unwrap_or_else(|| t.clone());
+        let parent = t.group.sig.lock().real_parent.upgrade();
+        let ppid = parent
+            .map(|p| p.leader_task().unwrap_or(p).pid.nr_in(viewer))
+            .unwrap_or(0);
+        Some(TaskIds {
+            pid: t.pid.nr_in(viewer),
+            tgid: leader.pid.nr_in(viewer),
+            ppid,
+            cgroupid: t.cgroup().id(),
+        })
+    }
+}
+
+impl TaskResolver for System {
+    fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno> {
+        if pid <= 0 {
+            return Err(Errno::ESRCH);
+        }
+        let p = self.root_ns.find_pid(pid).ok_or(Errno::ESRCH)?;
+        let t = pid_task(&p).ok_or(Errno::ESRCH)?;
+        let st = t.group.sig.lock();
+        Ok(ThreadGroup::live_threads(&st)
+            .filter_map(|t| t.css.get().cloned())
+            .collect())
+    }
+}

@@ -1,0 +1,619 @@
+//! `Task` (a thread: `struct task_struct`) and `ThreadGroup` (a process: `struct
+//! signal_struct` + `sighand_struct`), their fields, and the accessors that read them.
+//!
+//! Which lock protects which field is in the crate essay (`lib.rs`); each field says it
+//! again in one word.
+
+use crate::signal::SigChld;
+use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Condvar, Mutex, Ordering};
+use crate::system::System;
+use std::any::Any;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Weak};
+use uproc_abi::{Errno, SigSet, Signal, WaitStatus};
+use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink};
+use uproc_pidfs::PidFd;
+use uproc_pidns::{Pid, PidNamespace};
+
+/// `exit_state == 0`: the thread has not exited.
+pub(crate) const RUNNING: u8 = 0;
+/// `EXIT_ZOMBIE`, reportable: wait can consume it, its pidfd is readable.
+pub(crate) const ZOMBIE: u8 = 1;
+/// `EXIT_ZOMBIE` that is not reportable yet: a group leader whose other threads are not
+/// released (`delay_group_leader`), or a namespace init waiting for its namespace to
+/// empty (`zap_pid_ns_processes`).
+pub(crate) const DELAYED: u8 = 2;
+/// `EXIT_DEAD`: claimed by a reaper (a waiter's CAS or autoreap); being or already
+/// released.
+pub(crate) const DEAD: u8 = 3;
+
+/// A hook a runtime installs to hear about fatal signals (managed mode).
+pub(crate) type SignalHook = Arc<dyn Fn(Signal) + Send + Sync>;
+
+/// `TASK_COMM_LEN`: names are truncated to 15 bytes, as `prctl(PR_SET_NAME)` does.
+const COMM_LEN: usize = 16;
+
+/// The task name (`comm`), stored inline so that fork copies it without allocating.
+#[derive(Clone, Copy)]
+pub(crate) struct Comm {
+    bytes: [u8; COMM_LEN],
+    len: u8,
+}
+
+impl Comm {
+    pub(crate) fn new(name: &str) -> Comm {
+        let mut c = Comm {
+            bytes: [0; COMM_LEN],
+            len: 0,
+        };
+        // Truncate at a char boundary within 15 bytes.
+        let mut end = name.len().min(COMM_LEN - 1);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        c.bytes[..end].copy_from_slice(&name.as_bytes()[..end]);
+        c.len = end as u8;
+        c
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or("?")
+    }
+}
+
+/// The state a task is in, as `/proc/PID/status` `State:` reports it.
+///
+/// # References
+/// `task_state_array` in `fs/proc/array.c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// `R`: alive (uproc does not distinguish running from sleeping).
+    Running,
+    /// `T`: stopped by SIGSTOP/SIGTSTP/SIGTTIN/SIGTTOU, until SIGCONT.
+    Stopped,
+    /// `Z`: exited, not yet reaped.
+    Zombie,
+    /// `X`: reaped (or being reaped).
+    Dead,
+}
+
+/// A task handle: one thread of a thread group (`struct task_struct`).
+///
+/// Cheap to clone (one `Arc`); compares and hashes by identity. A handle keeps the
+/// task object alive but not its pid numbers: once the task is reaped its numbers are
+/// freed and [`Task::state`] reads [`TaskState::Dead`].
+#[derive(Clone)]
+pub struct Task(pub(crate) Arc<TaskInner>);
+
+/// A weak task handle: does not keep the task object alive.
+#[derive(Clone, Debug)]
+pub struct WeakTask(pub(crate) Weak<TaskInner>);
+
+impl WeakTask {
+    /// The task, if its object still exists.
+    pub fn upgrade(&self) -> Option<Task> {
+        self.0.upgrade().map(Task)
+    }
+}
+
+/// One thread.
+pub(crate) struct TaskInner {
+    /// The runtime. Weak: the runtime owns the task tree, not the other way round.
+    pub(crate) sys: Weak<System>,
+    /// `thread_pid`: the pid attached as `PIDTYPE_PID`. Immutable.
+    pub(crate) pid: Arc<Pid>,
+    /// The process this thread belongs to. Immutable.
+    pub(crate) group: Arc<ThreadGroup>,
+    /// `thread_group_leader()`. Immutable.
+    pub(crate) leader: bool,
+    /// `exit_state`: RUNNING / ZOMBIE / DELAYED / DEAD. Written under `tasklist_lock`
+    /// (write) except ZOMBIE -> DEAD, a CAS by the reaper that wins it.
+    pub(crate) exit_state: AtomicU8,
+    /// The raw wait status this thread exited with (valid once `exit_state != RUNNING`).
+    pub(crate) exit_code: AtomicI32,
+    /// `PF_EXITING`: `do_exit` has started. Makes exit idempotent.
+    pub(crate) exiting: AtomicBool,
+    /// `release_task` has started.
+    pub(crate) released: AtomicBool,
+    /// Post-fork done (`wake_up_new_task`). Read and written under the group siglock.
+    pub(crate) started: AtomicBool,
+    /// `exit_signal` (leaders): the signal the parent gets at exit; 0 for none.
+    /// Written at fork and on reparent (under `tasklist_lock` write).
+    pub(crate) exit_signal: AtomicI32,
+    /// Per-thread pending signals (`task->pending`), bit `n-1` for signal `n`.
+    pub(crate) pending: AtomicU64,
+    /// `nsproxy->pid_ns_for_children`. Own lock (leaf).
+    pub(crate) ns_for_children: Mutex<Arc<PidNamespace>>,
+    /// `CAP_CHECKPOINT_RESTORE` for `set_tid`.
+    pub(crate) cap_checkpoint_restore: AtomicBool,
+    /// The managed-mode signal hook. Own lock (leaf); called with no lock held.
+    pub(crate) hook: Mutex<Option<SignalHook>>,
+    /// The css_set link, set once by post_fork.
+    pub(crate) css: std::sync::OnceLock<Arc<CssLink>>,
+    /// The cgroup charged at fork (what `cgroup()` reports until post_fork linked).
+    pub(crate) fork_cgroup: Cgroup,
+    /// The `CLONE_PIDFD` handle.
+    pub(crate) pidfd: Option<PidFd>,
+    /// `comm`. Own lock (leaf).
+    pub(crate) name: Mutex<Comm>,
+    /// Leader only: strong references to the other threads of the group (the leader is
+    /// released last, so it is the natural owner). Modified under `tasklist_lock`
+    /// (write); own lock (leaf).
+    pub(crate) threads: Mutex<Vec<Task>>,
+}
+
+/// One process (thread group).
+pub(crate) struct ThreadGroup {
+    /// The children of every thread of the group (child thread-group leaders, fork
+    /// order). Modified only with `tasklist_lock` (write) AND this lock held, so a
+    /// waiter holding only this lock sees a consistent list.
+    pub(crate) children: Mutex<Children>,
+    /// `signal->wait_chldexit`, paired with `children`.
+    pub(crate) wait_chldexit: Condvar,
+    /// `siglock`: signal and group state. A leaf lock.
+    pub(crate) sig: Mutex<GroupState>,
+    /// A stop to report to the parent's wait (`WSTOPPED`): the stop signal, 0 if none.
+    /// Set under `sig`; consumed by a swap in the waiter.
+    pub(crate) stop_report: AtomicI32,
+    /// A continue to report to the parent's wait (`WCONTINUED`).
+    pub(crate) cont_report: AtomicBool,
+    /// `signal->autoreap`: reaped at exit whatever the parent does (`CLONE_AUTOREAP`,
+    /// or an orphan adopted by a runtime init with `reap_orphans`).
+    pub(crate) autoreap: AtomicBool,
+}
+
+/// The children list and a wakeup sequence number.
+pub(crate) struct Children {
+    pub(crate) list: Vec<Task>,
+}
+
+/// Group state under the siglock.
+pub(crate) struct GroupState {
+    /// `group_leader`.
+    pub(crate) leader: Weak<TaskInner>,
+    /// Attached (not released) threads other than the leader, in creation order (empty
+    /// for a single-threaded process, so a fork allocates no list).
+    pub(crate) threads: Vec<Weak<TaskInner>>,
+    /// `signal->live`: threads that have not exited.
+    pub(crate) nr_live: usize,
+    /// `real_parent`: the thread that forked the group (or its adopter). Weak.
+    pub(crate) real_parent: Weak<TaskInner>,
+    /// `signal->shared_pending`.
+    pub(crate) shared_pending: SigSet,
+    /// `SIGNAL_GROUP_EXIT` + `group_exit_code`.
+    pub(crate) group_exit: Option<WaitStatus>,
+    /// `SIGNAL_STOP_STOPPED`.
+    pub(crate) stopped: bool,
+    /// SIGCHLD disposition.
+    pub(crate) sigchld: SigChld,
+    /// `is_child_subreaper`.
+    pub(crate) is_subreaper: bool,
+    /// `has_child_subreaper`: some ancestor is a subreaper.
+    pub(crate) has_child_subreaper: bool,
+    /// `SIGNAL_UNKILLABLE`: a namespace init.
+    pub(crate) unkillable: bool,
+    /// The init of a namespace whose last thread exited: `zap_pid_ns_processes` runs.
+    pub(crate) zapping: bool,
+    /// `PIDTYPE_PGID`.
+    pub(crate) pgrp: Arc<Pid>,
+    /// `PIDTYPE_SID`.
+    pub(crate) session: Arc<Pid>,
+}
+
+impl ThreadGroup {
+    pub(crate) fn new(st: GroupState) -> ThreadGroup {
+        ThreadGroup {
+            children: Mutex::new(Children { list: Vec::new() }),
+            wait_chldexit: Condvar::new(),
+            sig: Mutex::new(st),
+            stop_report: AtomicI32::new(0),
+            cont_report: AtomicBool::new(false),
+            autoreap: AtomicBool::new(false),
+        }
+    }
+
+    /// Wakes this group's waiters (`__wake_up_parent`). Takes `children` (rule 3).
+    pub(crate) fn wake_waiters(&self) {
+        let _g = self.children.lock();
+        self.wait_chldexit.notify_all();
+    }
+
+    /// Live (not exited) threads, leader first.
+    pub(crate) fn live_threads(st: &GroupState) -> impl Iterator<Item = Arc<TaskInner>> + '_ {
+        std::iter::once(&st.leader)
+            .chain(st.threads.iter())
+            .filter_map(Weak::upgrade)
+            .filter(|t| !t.exiting.load(Ordering::Acquire))
+    }
+}
+
+impl TaskInner {
+    pub(crate) fn sys(&self) -> Option<Arc<System>> {
+        self.sys.upgrade()
+    }
+
+    /// The status wait reports: the group exit code if the group exited as a whole,
+    /// else this thread's own.
+    pub(crate) fn exit_status(&self) -> WaitStatus {
+        WaitStatus::from_raw(self.exit_code.load(Ordering::Acquire))
+    }
+
+    /// The namespace this task's numbers end in (`task_active_pid_ns`).
+    pub(crate) fn active_ns(&self) -> &Arc<PidNamespace> {
+        self.pid.ns()
+    }
+
+    pub(crate) fn thread_pending(&self) -> SigSet {
+        let mut s = SigSet::EMPTY;
+        let bits = self.pending.load(Ordering::Acquire);
+        for n in 1..=64 {
+            if bits & (1u64 << (n - 1)) != 0 {
+                s.insert(Signal::new(n).expect("1..=64 is a signal"));
+            }
+        }
+        s
+    }
+
+    /// `fatal_signal_pending`: SIGKILL pending for this thread or its group.
+    pub(crate) fn fatal_signal_pending(&self) -> bool {
+        if self.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0 {
+            return true;
+        }
+        self.group.sig.lock().shared_pending.contains(Signal::KILL)
+    }
+
+    pub(crate) fn css_link(&self) -> Option<&Arc<CssLink>> {
+        self.css.get()
+    }
+
+    pub(crate) fn cgroup(&self) -> Cgroup {
+        match self.css.get() {
+            Some(l) => l.cgroup(),
+            None => self.fork_cgroup.clone(),
+        }
+    }
+
+    /// The group's leader task (itself for a leader).
+    pub(crate) fn leader_task(&self) -> Option<Arc<TaskInner>> {
+        self.group.sig.lock().leader.upgrade()
+    }
+
+    pub(crate) fn as_any_weak(this: &Arc<TaskInner>) -> Weak<dyn Any + Send + Sync> {
+        let w: Weak<TaskInner> = Arc::downgrade(this);
+        w
+    }
+}
+
+/// The task attached to a pid as `PIDTYPE_PID` (`pid_task`).
+pub(crate) fn pid_task(pid: &Pid) -> Option<Arc<TaskInner>> {
+    pid.task().and_then(|a| a.downcast::<TaskInner>().ok())
+}
+
+impl CgroupMember for TaskInner {
+    fn tgid(&self) -> i32 {
+        match self.leader_task() {
+            Some(l) => l.pid.numbers()[0].nr,
+            None => self.pid.numbers()[0].nr,
+        }
+    }
+
+    fn is_group_leader(&self) -> bool {
+        self.leader
+    }
+
+    fn kill(&self) {
+        // cgroup.kill comes from the cgroup writer, outside any task: it reaches
+        // namespace inits (force), as a writer in an ancestor namespace would.
+        if let Some(t) = self.leader_task() {
+            let _ = crate::signal::send_group(&t, Signal::KILL, None);
+        }
+    }
+
+    fn tid(&self) -> i32 {
+        self.pid.numbers()[0].nr
+    }
+}
+
+impl Attachable for Task {
+    fn css_links(&self) -> Vec<Arc<CssLink>> {
+        let st = self.0.group.sig.lock();
+        ThreadGroup::live_threads(&st)
+            .filter_map(|t| t.css.get().cloned())
+            .collect()
+    }
+}
+
+impl PartialEq for Task {
+    fn eq(&self, other: &Task) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Task {}
+
+impl Hash for Task {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.0) as usize).hash(state);
+    }
+}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("nspid", &self.0.pid.nspid())
+            .field("leader", &self.0.leader)
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Task {
+    pub(crate) fn from_inner(inner: Arc<TaskInner>) -> Task {
+        Task(inner)
+    }
+
+    /// The pid number in the task's own (innermost) namespace (`task_pid_vnr` as the
+    /// task itself sees it).
+    ///
+    /// # References
+    /// [gettid(2)](https://man7.org/linux/man-pages/man2/gettid.2.html)
+    pub fn pid(&self) -> i32 {
+        self.0.pid.nr()
+    }
+
+    /// The number `other` has as this task sees it, 0 if invisible (`pid_nr_ns` in the
+    /// caller's active namespace).
+    ///
+    /// # References
+    /// `task_pid_nr_ns` in `kernel/pid.c`.
+    pub fn pid_of(&self, other: &Task) -> i32 {
+        other.0.pid.nr_in(self.0.active_ns())
+    }
+
+    /// Every level's number, outermost (the root namespace) to innermost, as
+    /// `/proc/PID/status` `NSpid:` shows from the root namespace.
+    pub fn nspid(&self) -> Vec<i32> {
+        self.0.pid.nspid()
+    }
+
+    /// The thread-group id in the task's own namespace ([getpid(2)](https://man7.org/linux/man-pages/man2/getpid.2.html)).
+    pub fn tgid(&self) -> i32 {
+        match self.0.leader_task() {
+            Some(l) => l.pid.nr_in(self.0.active_ns()),
+            None => self.pid(),
+        }
+    }
+
+    /// The parent's tgid in the task's own namespace, 0 when the parent is invisible
+    /// (a namespace init) or there is none (the runtime init).
+    ///
+    /// # References
+    /// [getppid(2)](https://man7.org/linux/man-pages/man2/getppid.2.html), `task_ppid_nr_ns`.
+    pub fn ppid(&self) -> i32 {
+        let parent = self.0.group.sig.lock().real_parent.upgrade();
+        match parent {
+            Some(p) => {
+                let leader = p.leader_task().unwrap_or_else(|| p.clone());
+                leader.pid.nr_in(self.0.active_ns())
+            }
+            None => 0,
+        }
+    }
+
+    /// Running, stopped, zombie or dead.
+    pub fn state(&self) -> TaskState {
+        match self.0.exit_state.load(Ordering::Acquire) {
+            ZOMBIE | DELAYED => TaskState::Zombie,
+            DEAD => TaskState::Dead,
+            _ => {
+                if self.0.group.sig.lock().stopped {
+                    TaskState::Stopped
+                } else {
+                    TaskState::Running
+                }
+            }
+        }
+    }
+
+    /// The task's own (active) pid namespace (`task_active_pid_ns`).
+    pub fn pid_ns(&self) -> Arc<PidNamespace> {
+        self.0.active_ns().clone()
+    }
+
+    /// The namespace the task's children are created in
+    /// (`nsproxy->pid_ns_for_children`).
+    pub fn pid_ns_for_children(&self) -> Arc<PidNamespace> {
+        self.0.ns_for_children.lock().clone()
+    }
+
+    /// `unshare(CLONE_NEWPID)`: children go to a new child namespace of the active one;
+    /// the first of them becomes its init (pid 1). EINVAL if the children's namespace
+    /// was already changed (`copy_pid_ns`: it must be the active one); ENOSPC past
+    /// level 32.
+    ///
+    /// # References
+    /// [unshare(2)](https://man7.org/linux/man-pages/man2/unshare.2.html), `copy_pid_ns`.
+    pub fn unshare_pid_ns(&self) -> Result<(), Errno> {
+        let mut slot = self.0.ns_for_children.lock();
+        if !Arc::ptr_eq(&slot, self.0.active_ns()) {
+            return Err(Errno::EINVAL);
+        }
+        let ns = self.0.active_ns().new_child()?;
+        *slot = ns;
+        Ok(())
+    }
+
+    /// `setns(fd, CLONE_NEWPID)`: children go to `ns`, which must be the active
+    /// namespace or a descendant of it (else EINVAL).
+    ///
+    /// # References
+    /// [setns(2)](https://man7.org/linux/man-pages/man2/setns.2.html), `pidns_install`.
+    pub fn setns_pid(&self, ns: &Arc<PidNamespace>) -> Result<(), Errno> {
+        let active = self.0.active_ns();
+        if !Arc::ptr_eq(active.map(), ns.map()) || !active.is_same_or_ancestor_of(ns) {
+            return Err(Errno::EINVAL);
+        }
+        *self.0.ns_for_children.lock() = ns.clone();
+        Ok(())
+    }
+
+    /// [pidfd_open(2)](https://man7.org/linux/man-pages/man2/pidfd_open.2.html): `pid`
+    /// is looked up in this task's namespace.
+    pub fn pidfd_open(&self, pid: i32, flags: uproc_abi::PidfdFlags) -> Result<PidFd, Errno> {
+        let sys = self.0.sys().ok_or(Errno::ESRCH)?;
+        sys.pidfs().pidfd_open(self.0.active_ns(), pid, flags)
+    }
+
+    /// The pidfd `CLONE_PIDFD` created for this task at fork.
+    pub fn pidfd(&self) -> Option<PidFd> {
+        self.0.pidfd.clone()
+    }
+
+    /// `PR_SET_CHILD_SUBREAPER`: orphaned descendants are reparented to this process
+    /// rather than to the namespace init. Turning it on marks every current descendant
+    /// (`has_child_subreaper`), as Linux's `walk_process_tree` does.
+    ///
+    /// # References
+    /// [prctl(2)](https://man7.org/linux/man-pages/man2/prctl.2.html) `PR_SET_CHILD_SUBREAPER`.
+    pub fn set_child_subreaper(&self, on: bool) {
+        self.0.group.sig.lock().is_subreaper = on;
+        if !on {
+            return;
+        }
+        let Some(sys) = self.0.sys() else { return };
+        // Slow path: tasklist_lock (read) keeps the tree still while it is walked.
+        let _r = sys.tasklist_lock.read();
+        let mut stack: Vec<Task> = self.0.group.children.lock().list.clone();
+        while let Some(t) = stack.pop() {
+            let mut st = t.0.group.sig.lock();
+            if st.has_child_subreaper {
+                continue;
+            }
+            st.has_child_subreaper = true;
+            drop(st);
+            stack.extend(t.0.group.children.lock().list.iter().cloned());
+        }
+    }
+
+    /// The SIGCHLD disposition of this process: `Ignore` and `NoCldWait` make its
+    /// children autoreap; `Ignore` also drops the SIGCHLD itself.
+    pub fn set_sigchld(&self, d: SigChld) {
+        self.0.group.sig.lock().sigchld = d;
+    }
+
+    /// `set_tid` needs `CAP_CHECKPOINT_RESTORE` (EPERM without). Off by default.
+    pub fn set_cap_checkpoint_restore(&self, on: bool) {
+        self.0.cap_checkpoint_restore.store(on, Ordering::Relaxed);
+    }
+
+    /// The cgroup the task belongs to.
+    pub fn cgroup(&self) -> Cgroup {
+        self.0.cgroup()
+    }
+
+    /// `/proc/PID/status` lines `Name`, `State`, `Tgid`, `Pid`, `PPid`, `NSpid`
+    /// (tab-separated like Linux), with the numbers as the root namespace sees them.
+    ///
+    /// # References
+    /// [proc_pid_status(5)](https://man7.org/linux/man-pages/man5/proc_pid_status.5.html)
+    pub fn status(&self) -> String {
+        use std::fmt::Write;
+        let state = match self.state() {
+            TaskState::Running => "R (running)",
+            TaskState::Stopped => "T (stopped)",
+            TaskState::Zombie => "Z (zombie)",
+            TaskState::Dead => "X (dead)",
+        };
+        let root = &self.0.pid.numbers()[0].ns;
+        let leader = self.0.leader_task().unwrap_or_else(|| self.0.clone());
+        let ppid = self
+            .0
+            .group
+            .sig
+            .lock()
+            .real_parent
+            .upgrade()
+            .map(|p| p.leader_task().unwrap_or(p).pid.nr_in(root))
+            .unwrap_or(0);
+        let mut s = String::new();
+        let _ = writeln!(s, "Name:\t{}", self.name());
+        let _ = writeln!(s, "State:\t{state}");
+        let _ = writeln!(s, "Tgid:\t{}", leader.pid.nr_in(root));
+        let _ = writeln!(s, "Pid:\t{}", self.0.pid.nr_in(root));
+        let _ = writeln!(s, "PPid:\t{ppid}");
+        let _ = write!(s, "NSpid:");
+        for n in self.nspid() {
+            let _ = write!(s, "\t{n}");
+        }
+        s.push('\n');
+        s
+    }
+
+    /// The task name (`comm`, at most 15 bytes).
+    pub fn name(&self) -> String {
+        self.0.name.lock().as_str().to_owned()
+    }
+
+    /// Sets the task name, truncated to 15 bytes (`PR_SET_NAME`).
+    pub fn set_name(&self, name: &str) {
+        *self.0.name.lock() = Comm::new(name);
+    }
+
+    /// The runtime the task belongs to.
+    ///
+    /// # Panics
+    /// If the [`System`] was dropped while this handle lived on.
+    pub fn system(&self) -> Arc<System> {
+        self.0.sys().expect("the System of this task was dropped")
+    }
+
+    /// The task's `struct pid`.
+    pub fn struct_pid(&self) -> &Arc<Pid> {
+        &self.0.pid
+    }
+
+    /// `thread_group_leader`.
+    pub fn is_thread_group_leader(&self) -> bool {
+        self.0.leader
+    }
+
+    /// The status this thread exited with, once it has exited.
+    pub fn exit_status(&self) -> Option<WaitStatus> {
+        (self.0.exit_state.load(Ordering::Acquire) != RUNNING).then(|| self.0.exit_status())
+    }
+
+    /// A weak handle.
+    pub fn downgrade(&self) -> WeakTask {
+        WeakTask(Arc::downgrade(&self.0))
+    }
+
+    /// Installs (or removes) the managed-mode signal hook; see the crate docs.
+    ///
+    /// With a hook, a fatal signal (SIGKILL or a default-Term/Core signal) does not
+    /// end the task at once: it is made pending (SIGKILL in the thread's pending set,
+    /// the signal itself in the group's) and the hook is called with the signal, with
+    /// no lock held, so the runtime can stop the body and call
+    /// [`exit_signaled`](Task::exit_signaled). Without one (a bare task) the task ends
+    /// immediately. The hook is dropped when the task exits.
+    pub fn set_signal_hook(&self, hook: Option<Arc<dyn Fn(Signal) + Send + Sync>>) {
+        let old = std::mem::replace(&mut *self.0.hook.lock(), hook);
+        drop(old);
+    }
+
+    /// `fatal_signal_pending`: SIGKILL is pending for this thread (a managed task that
+    /// got a fatal signal and has not exited yet).
+    pub fn fatal_signal_pending(&self) -> bool {
+        self.0.fatal_signal_pending()
+    }
+
+    /// The pending signals: the thread's own set and the group's shared set, lowest
+    /// number first, each once.
+    pub fn pending_signals(&self) -> Vec<Signal> {
+        let mut s = self.0.thread_pending();
+        for sig in self.0.group.sig.lock().shared_pending.iter() {
+            s.insert(sig);
+        }
+        s.iter().collect()
+    }
+}

@@ -1,0 +1,270 @@
+//! `waitid(2)`: `do_wait`, `wait_consider_task`, `wait_task_zombie`,
+//! `wait_task_stopped`, `wait_task_continued`.
+//!
+//! A waiter never takes `tasklist_lock`: it scans its own group's children list under
+//! the group's `children` lock (the list only changes with `tasklist_lock` (write) AND
+//! that lock held), reads each child's lock-free `exit_state` and stop/continue
+//! reports, claims a zombie with a CAS (ZOMBIE -> DEAD), and reaps it after dropping the
+//! lock. With nothing ready it sleeps on `wait_chldexit`, which every state change of a
+//! child signals while holding the same lock: no lost wakeup, no polling.
+
+use crate::exit::{claim, release_task};
+use crate::sync::Ordering;
+use crate::task::{DEAD, DELAYED, RUNNING, Task, TaskInner, ZOMBIE};
+use std::sync::Arc;
+use uproc_abi::{Errno, Signal, WaitOptions, WaitStatus};
+use uproc_pidfs::PidFd;
+use uproc_pidns::Pid;
+
+/// Which children a wait considers (`idtype` + `id` of waitid).
+#[derive(Clone, Copy, Debug)]
+pub enum WaitId<'a> {
+    /// `P_ALL`: any child.
+    All,
+    /// `P_PID`: the child with this pid (in the caller's namespace); `<= 0` is EINVAL.
+    Pid(i32),
+    /// `P_PGID`: any child in this process group; 0 is the caller's; `< 0` is EINVAL.
+    Pgid(i32),
+    /// `P_PIDFD`: the child this pidfd refers to. A `NONBLOCK` pidfd makes the wait
+    /// non-blocking and "nothing ready" EAGAIN.
+    PidFd(&'a PidFd),
+}
+
+/// `si_code` of a `waitid` result (`CLD_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildCode {
+    /// `CLD_EXITED`.
+    Exited,
+    /// `CLD_KILLED`.
+    Killed,
+    /// `CLD_DUMPED`.
+    Dumped,
+    /// `CLD_STOPPED`.
+    Stopped,
+    /// `CLD_CONTINUED`.
+    Continued,
+}
+
+/// What a wait reports (`siginfo_t` of waitid, plus the wait4 status word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitInfo {
+    /// `si_pid`: the child's pid in the waiter's namespace.
+    pub pid: i32,
+    /// `si_uid` (always 0: uproc models no credentials).
+    pub uid: u32,
+    /// The wait4 status word.
+    pub status: WaitStatus,
+    /// `si_code`.
+    pub code: ChildCode,
+}
+
+enum Target {
+    All,
+    Pid(Arc<Pid>),
+    Pgrp(Arc<Pid>),
+}
+
+enum Scan {
+    /// Claimed a zombie: release it, then report.
+    Reap(Arc<TaskInner>, WaitInfo),
+    Report(WaitInfo),
+    NotReady,
+    NoChild,
+}
+
+fn code_of(status: WaitStatus) -> ChildCode {
+    match status.signaled() {
+        Some(_) if status.core_dumped() => ChildCode::Dumped,
+        Some(_) => ChildCode::Killed,
+        None => ChildCode::Exited,
+    }
+}
+
+const VALID: WaitOptions = WaitOptions::NOHANG
+    .union(WaitOptions::NOWAIT)
+    .union(WaitOptions::EXITED)
+    .union(WaitOptions::STOPPED)
+    .union(WaitOptions::CONTINUED)
+    .union(WaitOptions::NOTHREAD)
+    .union(WaitOptions::CLONE)
+    .union(WaitOptions::ALL);
+
+impl Task {
+    /// `waitid(2)`: wait for a child to exit, stop or continue.
+    ///
+    /// Errors: EINVAL for unknown options, none of `EXITED|STOPPED|CONTINUED`,
+    /// `Pid(<= 0)` or `Pgid(< 0)`; ECHILD when no child matches (a pid that is not a
+    /// child, a pidfd of a non-child); EAGAIN through a `NONBLOCK` pidfd when nothing
+    /// is ready (unless `NOHANG` was passed, then `Ok(None)`); EINTR when a fatal
+    /// signal becomes pending on the waiter (or it exits) while it sleeps. `NOHANG`
+    /// with nothing ready returns `Ok(None)`; `NOWAIT` leaves the child waitable; a
+    /// stop and a continue are each reported once. Threads of a group wait for each
+    /// other's children unless `NOTHREAD`. Reaping a zombie releases it
+    /// (`release_task`).
+    ///
+    /// # References
+    /// [wait(2)](https://man7.org/linux/man-pages/man2/wait.2.html), `do_wait` in
+    /// `kernel/exit.c`.
+    pub fn wait(&self, which: WaitId<'_>, opts: WaitOptions) -> Result<Option<WaitInfo>, Errno> {
+        if opts.bits() & !VALID.bits() != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if !opts.intersects(WaitOptions::EXITED | WaitOptions::STOPPED | WaitOptions::CONTINUED) {
+            return Err(Errno::EINVAL);
+        }
+        let mut nohang = opts.contains(WaitOptions::NOHANG);
+        let mut eagain = false;
+        let ns = self.0.active_ns();
+        let target = match which {
+            WaitId::All => Target::All,
+            WaitId::Pid(n) => {
+                if n <= 0 {
+                    return Err(Errno::EINVAL);
+                }
+                Target::Pid(ns.find_pid(n).ok_or(Errno::ECHILD)?)
+            }
+            WaitId::Pgid(n) => {
+                if n < 0 {
+                    return Err(Errno::EINVAL);
+                }
+                if n == 0 {
+                    Target::Pgrp(self.0.group.sig.lock().pgrp.clone())
+                } else {
+                    Target::Pgrp(ns.find_pid(n).ok_or(Errno::ECHILD)?)
+                }
+            }
+            WaitId::PidFd(fd) => {
+                if fd.is_nonblocking() {
+                    eagain = !nohang;
+                    nohang = true;
+                }
+                Target::Pid(fd.pid().clone())
+            }
+        };
+        let sys = self.0.sys().ok_or(Errno::ECHILD)?;
+        let g = &self.0.group;
+        let mut guard = g.children.lock();
+        loop {
+            match scan(&self.0, &guard.list, &target, opts) {
+                Scan::Reap(child, info) => {
+                    drop(guard);
+                    release_task(&sys, &child);
+                    return Ok(Some(info));
+                }
+                Scan::Report(info) => return Ok(Some(info)),
+                Scan::NoChild => return Err(Errno::ECHILD),
+                Scan::NotReady => {}
+            }
+            if nohang {
+                return if eagain { Err(Errno::EAGAIN) } else { Ok(None) };
+            }
+            // Rule 3: the siglock nests inside the children lock.
+            if self.0.exiting.load(Ordering::Acquire) || self.0.fatal_signal_pending() {
+                return Err(Errno::EINTR);
+            }
+            g.wait_chldexit.wait(&mut guard);
+        }
+    }
+}
+
+/// `wait_consider_task` over the children list. The caller holds the group's
+/// `children` lock.
+fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptions) -> Scan {
+    let ns = me.active_ns();
+    let mut eligible = false;
+    for c in children {
+        let ci = &c.0;
+        match target {
+            Target::All => {}
+            Target::Pid(p) => {
+                if !Arc::ptr_eq(&ci.pid, p) {
+                    continue;
+                }
+            }
+            Target::Pgrp(p) => {
+                if !Arc::ptr_eq(&ci.group.sig.lock().pgrp, p) {
+                    continue;
+                }
+            }
+        }
+        if opts.contains(WaitOptions::NOTHREAD)
+            && !std::ptr::eq(ci.group.sig.lock().real_parent.as_ptr(), Arc::as_ptr(me))
+        {
+            continue;
+        }
+        // eligible_child: __WALL, or "clone child" (exit signal other than SIGCHLD)
+        // exactly when __WCLONE.
+        let clone_child = ci.exit_signal.load(Ordering::Acquire) != Signal::CHLD.raw();
+        if !opts.contains(WaitOptions::ALL) && clone_child != opts.contains(WaitOptions::CLONE) {
+            continue;
+        }
+        let state = ci.exit_state.load(Ordering::Acquire);
+        match state {
+            DEAD => continue,
+            ZOMBIE => {
+                if !opts.contains(WaitOptions::EXITED) {
+                    continue; // wait_task_zombie returns 0 without clearing ECHILD
+                }
+                eligible = true;
+                let status = ci.exit_status();
+                let info = WaitInfo {
+                    pid: ci.pid.nr_in(ns),
+                    uid: 0,
+                    status,
+                    code: code_of(status),
+                };
+                if opts.contains(WaitOptions::NOWAIT) {
+                    return Scan::Report(info);
+                }
+                if claim(ci) {
+                    return Scan::Reap(ci.clone(), info);
+                }
+            }
+            DELAYED => eligible = true,
+            RUNNING => {
+                eligible = true;
+                let pid = ci.pid.nr_in(ns);
+                if opts.contains(WaitOptions::STOPPED) {
+                    let nowait = opts.contains(WaitOptions::NOWAIT);
+                    let sig = if nowait {
+                        ci.group.stop_report.load(Ordering::Acquire)
+                    } else {
+                        ci.group.stop_report.swap(0, Ordering::AcqRel)
+                    };
+                    if let Ok(sig) = Signal::new(sig) {
+                        if !sig.is_probe() {
+                            return Scan::Report(WaitInfo {
+                                pid,
+                                uid: 0,
+                                status: WaitStatus::stopped_by(sig),
+                                code: ChildCode::Stopped,
+                            });
+                        }
+                    }
+                }
+                if opts.contains(WaitOptions::CONTINUED) {
+                    let nowait = opts.contains(WaitOptions::NOWAIT);
+                    let cont = if nowait {
+                        ci.group.cont_report.load(Ordering::Acquire)
+                    } else {
+                        ci.group.cont_report.swap(false, Ordering::AcqRel)
+                    };
+                    if cont {
+                        return Scan::Report(WaitInfo {
+                            pid,
+                            uid: 0,
+                            status: WaitStatus::CONTINUED,
+                            code: ChildCode::Continued,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if eligible {
+        Scan::NotReady
+    } else {
+        Scan::NoChild
+    }
+}

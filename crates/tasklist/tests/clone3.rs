@@ -1,0 +1,379 @@
+//! clone3 flag validation, set_tid, CLONE_PIDFD, CLONE_INTO_CGROUP and the unwinding of
+//! failed forks (selftests: `clone3/clone3.c`, `clone3/clone3_set_tid.c`,
+//! `cgroup/test_pids.c`).
+
+mod common;
+use common::*;
+use std::sync::Arc;
+use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions};
+use uproc_cgroup::Limit;
+use uproc_tasklist::{CloneArgs, Task, TaskState, WaitId};
+
+fn args(flags: CloneFlags) -> CloneArgs {
+    CloneArgs {
+        flags,
+        ..Default::default()
+    }
+}
+
+/// Forking with `a` fails with `e` and leaves nothing behind.
+fn fails(parent: &Task, a: &CloneArgs, e: Errno, why: &str) {
+    let sys = parent.system();
+    let before = (
+        sys.root_ns().nr_allocated(),
+        sys.pidfs().index_len(),
+        sys.nr_tasks(),
+    );
+    let children = parent.wait(
+        WaitId::All,
+        WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::NOWAIT,
+    );
+    assert_eq!(parent.fork(a).map(|_| ()), Err(e), "{why}");
+    let after = (
+        sys.root_ns().nr_allocated(),
+        sys.pidfs().index_len(),
+        sys.nr_tasks(),
+    );
+    assert_eq!(
+        before, after,
+        "a failed fork leaks no pid, index entry or task ({why})"
+    );
+    assert_eq!(
+        parent.wait(
+            WaitId::All,
+            WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::NOWAIT
+        ),
+        children,
+        "a failed fork adds no child"
+    );
+}
+
+#[test]
+fn invalid_flag_combinations_are_einval() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let unknown = CloneFlags::from_bits_retain(1 << 60);
+    fails(
+        &p,
+        &args(unknown),
+        Errno::EINVAL,
+        "unknown clone3 flag bits",
+    );
+    fails(
+        &p,
+        &args(CloneFlags::THREAD | CloneFlags::NEWPID),
+        Errno::EINVAL,
+        "THREAD|NEWPID",
+    );
+    fails(
+        &p,
+        &args(CloneFlags::SIGHAND),
+        Errno::EINVAL,
+        "SIGHAND without VM",
+    );
+    fails(
+        &p,
+        &args(CloneFlags::AUTOREAP | CloneFlags::THREAD),
+        Errno::EINVAL,
+        "AUTOREAP|THREAD",
+    );
+    fails(
+        &p,
+        &args(CloneFlags::AUTOREAP | CloneFlags::PARENT),
+        Errno::EINVAL,
+        "AUTOREAP|PARENT",
+    );
+    let mut a = args(CloneFlags::AUTOREAP);
+    a.exit_signal = Some(Signal::CHLD);
+    fails(&p, &a, Errno::EINVAL, "AUTOREAP with an exit_signal");
+    let mut a = args(CloneFlags::THREAD);
+    a.exit_signal = Some(Signal::USR1);
+    fails(
+        &p,
+        &a,
+        Errno::EINVAL,
+        "exit_signal with THREAD (clone3_args_valid)",
+    );
+    let mut a = args(CloneFlags::PARENT);
+    a.exit_signal = Some(Signal::CHLD);
+    fails(
+        &p,
+        &a,
+        Errno::EINVAL,
+        "exit_signal with PARENT (clone3_args_valid)",
+    );
+    fails(
+        &p,
+        &args(CloneFlags::INTO_CGROUP),
+        Errno::EINVAL,
+        "INTO_CGROUP without a cgroup",
+    );
+    let a = CloneArgs {
+        cgroup: Some(sys.cgroup_root()),
+        ..Default::default()
+    };
+    fails(&p, &a, Errno::EINVAL, "a cgroup without INTO_CGROUP");
+    let a = CloneArgs {
+        set_tid: vec![1; 33],
+        ..Default::default()
+    };
+    fails(&p, &a, Errno::EINVAL, "set_tid longer than 32");
+    fails(
+        &init,
+        &args(CloneFlags::PARENT),
+        Errno::EINVAL,
+        "CLONE_PARENT from an init",
+    );
+    // exit_signal 0 is "none", allowed with AUTOREAP.
+    let mut a = args(CloneFlags::AUTOREAP);
+    a.exit_signal = Some(Signal::PROBE);
+    let c = p.fork(&a).unwrap();
+    c.exit(0);
+    assert_eq!(c.state(), TaskState::Dead);
+    p.exit(0);
+    reap(&init, &p);
+}
+
+#[test]
+fn namespace_init_cannot_clone_parent() {
+    let sys = system();
+    let init = sys.init();
+    let ns_init = fork_flags(&init, CloneFlags::NEWPID);
+    fails(
+        &ns_init,
+        &args(CloneFlags::PARENT),
+        Errno::EINVAL,
+        "CLONE_PARENT from a namespace init",
+    );
+    ns_init.exit(0);
+    reap(&init, &ns_init);
+}
+
+#[test]
+fn thread_or_newpid_after_unshare_is_einval() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    p.unshare_pid_ns().unwrap();
+    assert_eq!(
+        p.unshare_pid_ns(),
+        Err(Errno::EINVAL),
+        "second unshare: copy_pid_ns EINVAL"
+    );
+    fails(
+        &p,
+        &args(CloneFlags::THREAD),
+        Errno::EINVAL,
+        "THREAD into another pid namespace",
+    );
+    fails(
+        &p,
+        &args(CloneFlags::NEWPID),
+        Errno::EINVAL,
+        "NEWPID after unshare",
+    );
+    let c = fork(&p);
+    assert_eq!(
+        c.pid(),
+        1,
+        "first child of the unshared namespace is its init"
+    );
+    assert_eq!(p.pid_of(&c), c.nspid()[0]);
+    c.exit(0);
+    reap(&p, &c);
+    p.exit(0);
+    reap(&init, &p);
+}
+
+#[test]
+fn set_tid_needs_cap_and_picks_the_number() {
+    let sys = system();
+    let init = sys.init();
+    let a = CloneArgs {
+        set_tid: vec![777],
+        ..Default::default()
+    };
+    fails(
+        &init,
+        &a,
+        Errno::EPERM,
+        "set_tid without CAP_CHECKPOINT_RESTORE",
+    );
+    init.set_cap_checkpoint_restore(true);
+    let c = init.fork(&a).unwrap();
+    assert_eq!(c.pid(), 777);
+    fails(&init, &a, Errno::EEXIST, "set_tid of a number in use");
+    let b = CloneArgs {
+        set_tid: vec![1, 2],
+        ..Default::default()
+    };
+    fails(&init, &b, Errno::EINVAL, "more set_tid entries than levels");
+    let n = init
+        .fork(&CloneArgs {
+            flags: CloneFlags::NEWPID,
+            set_tid: vec![1, 900],
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(n.nspid(), vec![900, 1]);
+    init.set_cap_checkpoint_restore(false);
+    c.exit(0);
+    reap(&init, &c);
+    n.exit(0);
+    reap(&init, &n);
+}
+
+#[test]
+fn clone_pidfd_refers_to_the_child() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork_flags(&init, CloneFlags::PIDFD);
+    let fd = c.pidfd().expect("CLONE_PIDFD gives a pidfd");
+    assert!(Arc::ptr_eq(fd.pid(), c.struct_pid()));
+    assert!(!fd.poll().readable);
+    c.exit(2);
+    assert!(fd.poll().readable, "exited child: pidfd readable");
+    let info = init
+        .wait(WaitId::PidFd(&fd), WaitOptions::EXITED)
+        .unwrap()
+        .unwrap();
+    assert_eq!(info.status.exited(), Some(2));
+    assert_eq!(
+        fd.exit_status().and_then(|s| s.exited()),
+        Some(2),
+        "exit info after reap"
+    );
+    assert!(fork_flags(&init, CloneFlags::empty()).pidfd().is_none());
+}
+
+#[test]
+fn into_cgroup_and_pids_limit_failures_leak_nothing() {
+    let sys = system();
+    let init = sys.init();
+    let cg = sys.cgroup_root().mkdir("jobs").unwrap();
+    cg.set_pids_max(Limit::Value(1)).unwrap();
+    let a = CloneArgs {
+        flags: CloneFlags::INTO_CGROUP | CloneFlags::PIDFD,
+        cgroup: Some(cg.clone()),
+        ..Default::default()
+    };
+    let c = init.fork(&a).unwrap();
+    assert_eq!(c.cgroup(), cg);
+    assert_eq!(cg.pids_current(), 1);
+    fails(&init, &a, Errno::EAGAIN, "pids.max reached");
+    fails(
+        &c,
+        &CloneArgs::default(),
+        Errno::EAGAIN,
+        "a child of a task in a full cgroup",
+    );
+    assert_eq!(cg.pids_current(), 1, "the failed forks were uncharged");
+    c.exit(0);
+    assert_eq!(
+        cg.pids_current(),
+        1,
+        "a zombie still counts in pids.current"
+    );
+    reap(&init, &c);
+    assert_eq!(cg.pids_current(), 0, "uncharged at reap");
+    let c = init.fork(&a).unwrap();
+    c.exit(0);
+    reap(&init, &c);
+    cg.rmdir().unwrap();
+}
+
+#[test]
+fn fatal_signal_pending_on_parent_is_eintr() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let called = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let c2 = called.clone();
+    p.set_signal_hook(Some(Arc::new(move |s| {
+        assert_eq!(s, Signal::KILL);
+        c2.store(true, std::sync::atomic::Ordering::SeqCst);
+    })));
+    init.kill(init.pid_of(&p), Signal::KILL).unwrap();
+    assert!(
+        called.load(std::sync::atomic::Ordering::SeqCst),
+        "the hook was called"
+    );
+    assert!(p.fatal_signal_pending());
+    fails(
+        &p,
+        &CloneArgs::default(),
+        Errno::EINTR,
+        "fatal_signal_pending(current) at attach",
+    );
+    fails(
+        &p,
+        &args(CloneFlags::THREAD),
+        Errno::EINTR,
+        "the same for a thread",
+    );
+    p.exit_signaled(Signal::KILL);
+    assert_eq!(reap(&init, &p).status.signaled(), Some(Signal::KILL));
+    assert_eq!(
+        p.fork(&CloneArgs::default()).map(|_| ()),
+        Err(Errno::ESRCH),
+        "an exited task cannot fork"
+    );
+}
+
+#[test]
+fn fork_into_closed_namespace_is_enomem() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    p.unshare_pid_ns().unwrap();
+    let ns_init = fork(&p);
+    let ns = p.pid_ns_for_children();
+    ns_init.exit(0);
+    assert!(!ns.is_adding());
+    fails(
+        &p,
+        &CloneArgs::default(),
+        Errno::ENOMEM,
+        "the namespace's init died",
+    );
+    reap(&p, &ns_init);
+    p.exit(0);
+    reap(&init, &p);
+}
+
+/// A fork that got its number before the init died must fail at attach (ENOMEM), and
+/// either way nothing leaks.
+#[test]
+fn closed_namespace_race_fails_forks_cleanly() {
+    for round in 0..20 {
+        let sys = system();
+        let init = sys.init();
+        let ns_init = fork_flags(&init, CloneFlags::NEWPID);
+        let n2 = ns_init.clone();
+        let forker = std::thread::spawn(move || {
+            let mut ok = 0;
+            loop {
+                match n2.fork(&CloneArgs::default()) {
+                    Ok(c) => {
+                        ok += 1;
+                        c.exit(0);
+                    }
+                    Err(Errno::ENOMEM) | Err(Errno::ESRCH) | Err(Errno::EINTR) => return ok,
+                    Err(e) => panic!("unexpected fork error {e:?}"),
+                }
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_micros(200 * (round % 5)));
+        init.kill(init.pid_of(&ns_init), Signal::KILL).unwrap();
+        forker.join().unwrap();
+        reap(&init, &ns_init);
+        assert_eq!(
+            ns_init.pid_ns().nr_allocated(),
+            0,
+            "the closed namespace is empty"
+        );
+        assert_at_rest(&sys);
+        assert_eq!(sys.nr_tasks(), 1, "only the runtime init is left");
+    }
+}

@@ -1,0 +1,51 @@
+//! Shared helpers for the behaviour tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+use uproc_abi::{CloneFlags, Profile, WaitOptions};
+use uproc_tasklist::{CloneArgs, System, SystemConfig, Task, WaitId, WaitInfo};
+
+pub fn system() -> Arc<System> {
+    System::new(SystemConfig::default()).expect("default config is valid")
+}
+
+pub fn system_with(profile: Profile) -> Arc<System> {
+    System::new(SystemConfig {
+        profile,
+        ..SystemConfig::default()
+    })
+    .expect("valid config")
+}
+
+pub fn fork(t: &Task) -> Task {
+    t.fork(&CloneArgs::default()).expect("plain fork succeeds")
+}
+
+pub fn fork_flags(t: &Task, flags: CloneFlags) -> Task {
+    t.fork(&CloneArgs {
+        flags,
+        ..Default::default()
+    })
+    .expect("fork succeeds")
+}
+
+pub fn thread(t: &Task) -> Task {
+    fork_flags(t, CloneFlags::THREAD)
+}
+
+pub fn reap(parent: &Task, child: &Task) -> WaitInfo {
+    parent
+        .wait(WaitId::Pid(parent.pid_of(child)), WaitOptions::EXITED)
+        .expect("child is waitable")
+        .expect("blocking wait returns Some")
+}
+
+/// Every pid of the root namespace belongs to a live or zombie task or is a pgrp/sid.
+pub fn assert_at_rest(sys: &System) {
+    let live = sys.nr_tasks();
+    assert_eq!(
+        sys.root_ns().nr_allocated(),
+        live,
+        "at rest every allocated pid belongs to an unreleased task"
+    );
+}

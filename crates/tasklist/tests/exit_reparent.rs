@@ -1,0 +1,339 @@
+//! Exit, zombies, autoreap and reparenting (selftests: `exit/`, `prctl` subreaper,
+//! `clone3` CLONE_AUTOREAP).
+
+mod common;
+use common::*;
+use std::sync::Arc;
+use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions};
+use uproc_tasklist::{CloneArgs, SigChld, System, SystemConfig, TaskState, WaitId};
+
+#[test]
+fn exit_is_idempotent_and_zombie_until_reaped() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    c.exit(5);
+    c.exit(6);
+    assert_eq!(c.state(), TaskState::Zombie);
+    assert_eq!(
+        c.exit_status().unwrap().exited(),
+        Some(5),
+        "the second exit is a no-op"
+    );
+    assert_eq!(reap(&init, &c).status.exited(), Some(5));
+    assert_eq!(c.state(), TaskState::Dead);
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn runtime_init_never_exits() {
+    let sys = system();
+    let init = sys.init();
+    init.exit(0);
+    init.exit_group(1);
+    init.exit_signaled(Signal::KILL);
+    assert_eq!(
+        init.state(),
+        TaskState::Running,
+        "the runtime init ignores exit"
+    );
+    let c = fork(&init);
+    c.exit(0);
+    reap(&init, &c);
+}
+
+#[test]
+fn orphans_go_to_runtime_init_which_reaps_them() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let c = fork(&p);
+    let weak = c.downgrade();
+    p.exit(0);
+    reap(&init, &p);
+    assert_eq!(c.ppid(), 1, "orphan reparented to init");
+    c.exit(0);
+    assert_eq!(
+        c.state(),
+        TaskState::Dead,
+        "init reaps orphans (reap_orphans)"
+    );
+    drop(c);
+    assert!(weak.upgrade().is_none(), "the reaped orphan is freed");
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn without_reap_orphans_init_must_wait_for_orphans() {
+    let sys = System::new(SystemConfig {
+        reap_orphans: false,
+        ..Default::default()
+    })
+    .unwrap();
+    let init = sys.init();
+    let p = fork(&init);
+    let c = fork(&p);
+    p.exit(0);
+    reap(&init, &p);
+    c.exit(3);
+    assert_eq!(c.state(), TaskState::Zombie);
+    assert_eq!(reap(&init, &c).status.exited(), Some(3));
+}
+
+#[test]
+fn orphans_go_to_the_nearest_subreaper() {
+    let sys = system();
+    let init = sys.init();
+    let s = fork(&init);
+    s.set_child_subreaper(true);
+    let p = fork(&s);
+    let q = fork(&p);
+    let c = fork(&q);
+    q.exit(0);
+    reap(&p, &q);
+    assert_eq!(c.ppid(), s.pid(), "orphan goes to the subreaper, not init");
+    p.exit(0);
+    reap(&s, &p);
+    c.exit(8);
+    assert_eq!(
+        c.state(),
+        TaskState::Zombie,
+        "a subreaper does not autoreap"
+    );
+    assert_eq!(reap(&s, &c).status.exited(), Some(8));
+    s.exit(0);
+    reap(&init, &s);
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn subreaper_set_after_fork_still_adopts_descendants() {
+    let sys = system();
+    let init = sys.init();
+    let s = fork(&init);
+    let p = fork(&s);
+    let c = fork(&p);
+    s.set_child_subreaper(true);
+    p.exit(0);
+    reap(&s, &p);
+    assert_eq!(
+        c.ppid(),
+        s.pid(),
+        "has_child_subreaper propagated to existing descendants"
+    );
+    c.exit(0);
+    reap(&s, &c);
+}
+
+#[test]
+fn dead_subreaper_is_skipped() {
+    let sys = system();
+    let init = sys.init();
+    let s = fork(&init);
+    s.set_child_subreaper(true);
+    let p = fork(&s);
+    let c = fork(&p);
+    s.exit(0); // p goes to init
+    reap(&init, &s);
+    p.exit(0);
+    assert_eq!(c.ppid(), 1, "no live subreaper: the namespace init");
+    c.exit(0);
+}
+
+#[test]
+fn zombie_orphan_is_renotified_to_new_parent() {
+    let sys = system();
+    let init = sys.init();
+    let s = fork(&init);
+    s.set_child_subreaper(true);
+    let p = fork(&s);
+    let c = fork(&p);
+    c.exit(4);
+    assert_eq!(c.state(), TaskState::Zombie);
+    p.exit(0);
+    reap(&s, &p);
+    assert_eq!(c.ppid(), s.pid());
+    assert_eq!(
+        reap(&s, &c).status.exited(),
+        Some(4),
+        "the adopted zombie is waitable"
+    );
+    // The same to the runtime init: reaped at once.
+    let p = fork(&init);
+    let c = fork(&p);
+    c.exit(0);
+    p.exit(0);
+    assert_eq!(
+        c.state(),
+        TaskState::Dead,
+        "zombie adopted by init is reaped"
+    );
+    reap(&init, &p);
+    s.exit(0);
+    reap(&init, &s);
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn zombie_leader_with_live_threads_is_not_reapable() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let t = thread(&p);
+    let fd = init
+        .pidfd_open(init.pid_of(&p), Default::default())
+        .unwrap();
+    p.exit(3);
+    assert_eq!(p.state(), TaskState::Zombie);
+    assert_eq!(
+        init.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG),
+        Ok(None),
+        "delay_group_leader: eligible but not ready"
+    );
+    assert!(
+        !fd.poll().readable,
+        "a delayed leader's pidfd is not readable"
+    );
+    t.exit(9);
+    assert_eq!(t.state(), TaskState::Dead, "threads autoreap");
+    assert!(
+        fd.poll().readable,
+        "last thread gone: the leader's pidfd is readable"
+    );
+    let info = init
+        .wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        info.status.exited(),
+        Some(3),
+        "the leader's own code (no group exit)"
+    );
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn exit_group_ends_every_thread_with_group_code() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let t1 = thread(&p);
+    let t2 = thread(&t1);
+    t2.exit_group(42);
+    assert_eq!(t1.state(), TaskState::Dead);
+    assert_eq!(t2.state(), TaskState::Dead);
+    assert_eq!(reap(&init, &p).status.exited(), Some(42), "group exit code");
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn autoreap_when_parent_ignores_or_nocldwait() {
+    let sys = system();
+    let init = sys.init();
+    for d in [SigChld::Ignore, SigChld::NoCldWait] {
+        let p = fork(&init);
+        p.set_sigchld(d);
+        let c = fork(&p);
+        c.exit(0);
+        assert_eq!(c.state(), TaskState::Dead, "{d:?}: reaped at exit");
+        assert_eq!(p.wait(WaitId::All, WaitOptions::EXITED), Err(Errno::ECHILD));
+        assert_eq!(
+            p.pending_signals().contains(&Signal::CHLD),
+            d == SigChld::NoCldWait,
+            "SA_NOCLDWAIT still sends SIGCHLD; SIG_IGN does not"
+        );
+        p.exit(0);
+        reap(&init, &p);
+    }
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn clone_autoreap_child_is_never_a_zombie_even_after_reparent() {
+    let sys = System::new(SystemConfig {
+        reap_orphans: false,
+        ..Default::default()
+    })
+    .unwrap();
+    let init = sys.init();
+    let c = fork_flags(&init, CloneFlags::AUTOREAP);
+    c.exit(0);
+    assert_eq!(c.state(), TaskState::Dead, "CLONE_AUTOREAP: reaped at exit");
+    let p = fork(&init);
+    let c = fork_flags(&p, CloneFlags::AUTOREAP);
+    let g = fork(&c);
+    p.exit(0);
+    reap(&init, &p);
+    c.exit(0);
+    assert_eq!(c.state(), TaskState::Dead, "autoreap survives reparenting");
+    g.exit(0);
+    assert_eq!(
+        g.state(),
+        TaskState::Zombie,
+        "autoreap is not inherited by grandchildren"
+    );
+    reap(&init, &g);
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn reaped_tasks_are_freed() {
+    let sys = system();
+    let init = sys.init();
+    let mut weaks = Vec::new();
+    for _ in 0..10 {
+        let c = fork(&init);
+        let t = thread(&c);
+        weaks.push(c.downgrade());
+        weaks.push(t.downgrade());
+        t.exit(0);
+        c.exit(0);
+        reap(&init, &c);
+    }
+    for w in weaks {
+        assert!(w.upgrade().is_none(), "no Arc cycle keeps a reaped task");
+    }
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn orphaned_thread_children_move_to_a_live_thread() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let t = thread(&p);
+    let c = fork(&t);
+    t.exit(0);
+    assert_eq!(c.ppid(), p.pid(), "the group keeps the child");
+    c.exit(0);
+    let info = p
+        .wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOTHREAD)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        info.pid,
+        p.pid_of(&c),
+        "the child passed to the live thread"
+    );
+    p.exit(0);
+    reap(&init, &p);
+}
+
+#[test]
+fn clone_parent_makes_a_sibling() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let s = p
+        .fork(&CloneArgs {
+            flags: CloneFlags::PARENT,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(s.ppid(), 1, "CLONE_PARENT: the caller's parent");
+    s.exit(0);
+    reap(&init, &s);
+    p.exit(0);
+    reap(&init, &p);
+    let _ = Arc::strong_count(&sys);
+}

@@ -1,0 +1,277 @@
+//! Pid namespaces: nested numbers, visibility, unshare/setns, and the death of a
+//! namespace init (selftests: `pid_namespace/`, `clone3/clone3_set_tid.c`).
+
+mod common;
+use common::*;
+use std::sync::Arc;
+use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions};
+use uproc_tasklist::{CloneArgs, TaskState, WaitId};
+
+#[test]
+fn newpid_child_is_pid_1_with_nested_numbers() {
+    let sys = system();
+    let init = sys.init();
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    assert_eq!(n.pid(), 1);
+    assert_eq!(n.nspid().len(), 2);
+    assert_eq!(n.nspid()[1], 1);
+    assert_eq!(init.pid_of(&n), n.nspid()[0]);
+    assert_eq!(
+        n.ppid(),
+        0,
+        "the parent of a namespace init is invisible to it"
+    );
+    let c = fork(&n);
+    assert_eq!(c.pid(), 2);
+    assert_eq!(c.ppid(), 1);
+    assert_eq!(c.pid_of(&init), 0, "the outer init is invisible inside");
+    assert_eq!(n.pid_ns().level(), 1);
+    assert!(c.status().contains("NSpid:\t"), "status has NSpid");
+    c.exit(0);
+    reap(&n, &c);
+    n.exit(0);
+    reap(&init, &n);
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn unshare_and_setns() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    p.unshare_pid_ns().unwrap();
+    let ns = p.pid_ns_for_children();
+    assert_eq!(ns.level(), 1);
+    assert_eq!(p.pid_ns().level(), 0, "unshare does not move the caller");
+    let q = fork(&init);
+    assert_eq!(
+        q.setns_pid(&ns),
+        Ok(()),
+        "a descendant namespace is allowed"
+    );
+    let deeper_parent = fork_flags(&init, CloneFlags::NEWPID);
+    assert_eq!(
+        deeper_parent.setns_pid(&ns),
+        Err(Errno::EINVAL),
+        "a sibling namespace is not a descendant of the active one"
+    );
+    assert_eq!(
+        deeper_parent.setns_pid(&sys.root_ns().clone()),
+        Err(Errno::EINVAL),
+        "an ancestor namespace"
+    );
+    // q forks into ns, which has no init yet: its child becomes the init.
+    let i = fork(&q);
+    assert_eq!(i.pid(), 1);
+    let c = fork(&p);
+    assert_eq!(c.pid(), 2, "p's next child joins the same namespace");
+    for (parent, t) in [(&p, &c), (&q, &i)] {
+        t.exit(0);
+        reap(parent, t);
+    }
+    for t in [&p, &q, &deeper_parent] {
+        t.exit(0);
+        reap(&init, t);
+    }
+}
+
+#[test]
+fn level_33_is_enospc() {
+    let sys = system();
+    let init = sys.init();
+    let mut chain = vec![];
+    let mut cur = init.clone();
+    for _ in 0..32 {
+        cur = fork_flags(&cur, CloneFlags::NEWPID);
+        chain.push(cur.clone());
+    }
+    assert_eq!(cur.pid_ns().level(), 32);
+    assert_eq!(
+        cur.fork(&CloneArgs {
+            flags: CloneFlags::NEWPID,
+            ..Default::default()
+        })
+        .map(|_| ()),
+        Err(Errno::ENOSPC),
+        "MAX_PID_NS_LEVEL is 32"
+    );
+    assert_eq!(cur.unshare_pid_ns(), Err(Errno::ENOSPC));
+    // The outermost init's death takes everything down.
+    init.kill(init.pid_of(&chain[0]), Signal::KILL).unwrap();
+    reap(&init, &chain[0]);
+    for t in &chain {
+        assert_eq!(t.state(), TaskState::Dead);
+    }
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn init_ignores_signals_from_inside_but_not_sigkill_from_outside() {
+    let sys = system();
+    let init = sys.init();
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let c = fork(&n);
+    for sig in [Signal::KILL, Signal::TERM, Signal::STOP, Signal::USR1] {
+        assert_eq!(
+            c.kill(1, sig),
+            Ok(()),
+            "SIGNAL_UNKILLABLE drops it silently"
+        );
+        assert_eq!(
+            n.state(),
+            TaskState::Running,
+            "{sig} from inside does not affect the init"
+        );
+    }
+    assert_eq!(
+        n.kill(1, Signal::KILL),
+        Ok(()),
+        "the init signalling itself is ignored too"
+    );
+    assert_eq!(n.state(), TaskState::Running);
+    init.kill(init.pid_of(&n), Signal::TERM).unwrap();
+    assert_eq!(
+        n.state(),
+        TaskState::Running,
+        "only SIGKILL/SIGSTOP are forced from outside"
+    );
+    init.kill(init.pid_of(&n), Signal::STOP).unwrap();
+    assert_eq!(
+        n.state(),
+        TaskState::Stopped,
+        "SIGSTOP from an ancestor namespace reaches it"
+    );
+    c.kill(1, Signal::CONT).unwrap();
+    assert_eq!(n.state(), TaskState::Running, "SIGCONT continues it");
+    init.kill(init.pid_of(&n), Signal::KILL).unwrap();
+    assert_eq!(
+        c.state(),
+        TaskState::Dead,
+        "the namespace is killed with its init"
+    );
+    assert_eq!(reap(&init, &n).status.signaled(), Some(Signal::KILL));
+    // The runtime init can never be killed.
+    assert_eq!(init.kill(1, Signal::KILL), Ok(()));
+    assert_eq!(init.state(), TaskState::Running);
+}
+
+#[test]
+fn init_death_kills_the_namespace_and_is_reaped_last() {
+    let sys = system();
+    let init = sys.init();
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let ns = n.pid_ns();
+    let a = fork(&n);
+    let b = fork(&a);
+    let t = thread(&b);
+    let z = fork(&n);
+    z.exit(1); // a zombie child of the init
+    // A managed task survives until its runtime acts on the SIGKILL.
+    let m = fork(&a);
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let h2 = hits.clone();
+    m.set_signal_hook(Some(Arc::new(move |s| {
+        assert_eq!(s, Signal::KILL);
+        h2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    })));
+    // A task outside the namespace that forked into it (setns) keeps its child.
+    let outside = fork(&init);
+    outside.setns_pid(&ns).unwrap();
+    let o = fork(&outside);
+    assert_eq!(o.pid_ns().level(), 1);
+
+    n.exit(0);
+    assert!(!ns.is_adding(), "disable_pid_allocation");
+    assert_eq!(
+        n.fork(&CloneArgs::default()).map(|_| ()),
+        Err(Errno::ESRCH),
+        "the dead init cannot fork"
+    );
+    assert_eq!(
+        outside.fork(&CloneArgs::default()).map(|_| ()),
+        Err(Errno::ENOMEM),
+        "fork into the closed namespace"
+    );
+    for x in [&a, &b, &t, &z] {
+        assert_eq!(
+            x.state(),
+            TaskState::Dead,
+            "bare tasks die at once and autoreap"
+        );
+    }
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the managed task's hook ran"
+    );
+    assert!(m.fatal_signal_pending());
+    assert_eq!(n.state(), TaskState::Zombie);
+    assert_eq!(
+        init.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG),
+        Ok(None),
+        "the init is not reapable while its namespace has tasks"
+    );
+    m.exit_signaled(Signal::KILL);
+    assert_eq!(
+        m.state(),
+        TaskState::Dead,
+        "the init's SIGCHLD is ignored: orphans autoreap"
+    );
+    assert_eq!(
+        init.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG),
+        Ok(None),
+        "o is not reaped yet: its parent is outside"
+    );
+    assert_eq!(o.state(), TaskState::Zombie, "o was killed too");
+    reap(&outside, &o);
+    let info = reap(&init, &n);
+    assert_eq!(info.status.exited(), Some(0));
+    assert_eq!(ns.nr_allocated(), 0);
+    outside.exit(0);
+    reap(&init, &outside);
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn init_with_threads_dies_when_its_last_thread_does() {
+    let sys = system();
+    let init = sys.init();
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let t = thread(&n);
+    let c = fork(&n);
+    n.exit(0);
+    assert_eq!(
+        c.state(),
+        TaskState::Running,
+        "a live thread keeps the init alive"
+    );
+    assert!(n.pid_ns().is_adding());
+    let c2 = fork(&t);
+    assert_eq!(c2.ppid(), 1);
+    t.exit(0);
+    assert_eq!(c.state(), TaskState::Dead);
+    assert_eq!(c2.state(), TaskState::Dead);
+    reap(&init, &n);
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn orphans_inside_a_namespace_go_to_its_init() {
+    let sys = system();
+    let init = sys.init();
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let p = fork(&n);
+    let c = fork(&p);
+    p.exit(0);
+    reap(&n, &p);
+    assert_eq!(c.ppid(), 1, "the namespace init adopts");
+    c.exit(6);
+    assert_eq!(
+        c.state(),
+        TaskState::Zombie,
+        "a namespace init is not the runtime init: no autoreap"
+    );
+    assert_eq!(reap(&n, &c).status.exited(), Some(6));
+    n.exit(0);
+    reap(&init, &n);
+}

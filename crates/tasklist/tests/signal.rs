@@ -1,0 +1,306 @@
+//! kill(2), tgkill(2), default actions, managed-mode hooks (selftests: `pidfd/pidfd_test.c`
+//! signal parts, `signal/`).
+
+mod common;
+use common::*;
+use std::sync::{Arc, Mutex};
+use uproc_abi::{Errno, Signal, WaitOptions};
+use uproc_tasklist::{SigChld, TaskState, WaitId};
+
+#[test]
+fn kill_errors_and_probe() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    assert_eq!(
+        init.kill(4000, Signal::TERM),
+        Err(Errno::ESRCH),
+        "no such pid"
+    );
+    assert_eq!(
+        init.kill(-4000, Signal::TERM),
+        Err(Errno::ESRCH),
+        "no such process group"
+    );
+    assert_eq!(
+        init.kill(i32::MIN, Signal::TERM),
+        Err(Errno::ESRCH),
+        "INT_MIN"
+    );
+    assert_eq!(Signal::new(65), Err(Errno::EINVAL), "invalid signal number");
+    assert_eq!(
+        init.kill(init.pid_of(&c), Signal::PROBE),
+        Ok(()),
+        "signal 0 probes"
+    );
+    assert_eq!(c.state(), TaskState::Running, "the probe does nothing");
+    c.exit(0);
+    assert_eq!(
+        init.kill(init.pid_of(&c), Signal::KILL),
+        Ok(()),
+        "a zombie is signalled silently"
+    );
+    let pid = init.pid_of(&c);
+    reap(&init, &c);
+    assert_eq!(
+        init.kill(pid, Signal::PROBE),
+        Err(Errno::ESRCH),
+        "reaped: ESRCH"
+    );
+}
+
+#[test]
+fn bare_task_dies_at_once_from_default_term_and_core_signals() {
+    let sys = system();
+    let init = sys.init();
+    for sig in [
+        Signal::KILL,
+        Signal::TERM,
+        Signal::SEGV,
+        Signal::USR1,
+        Signal::new(40).unwrap(),
+    ] {
+        let c = fork(&init);
+        let t = thread(&c);
+        init.kill(init.pid_of(&c), sig).unwrap();
+        assert_eq!(t.state(), TaskState::Dead, "{sig}: every thread ends");
+        let info = reap(&init, &c);
+        assert_eq!(info.status.signaled(), Some(sig));
+        assert_eq!(info.status.core_dumped(), sig.dumps_core());
+    }
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn ignored_by_default_signals_are_dropped() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    for sig in [Signal::URG, Signal::WINCH] {
+        init.kill(init.pid_of(&c), sig).unwrap();
+    }
+    assert_eq!(c.state(), TaskState::Running);
+    assert!(
+        c.pending_signals().is_empty(),
+        "default-ignored signals are discarded"
+    );
+    c.set_sigchld(SigChld::Ignore);
+    init.kill(init.pid_of(&c), Signal::CHLD).unwrap();
+    assert!(c.pending_signals().is_empty(), "SIGCHLD ignored");
+    c.set_sigchld(SigChld::Default);
+    init.kill(init.pid_of(&c), Signal::CHLD).unwrap();
+    assert_eq!(c.pending_signals(), vec![Signal::CHLD]);
+    assert_eq!(c.dequeue_signal(), Some(Signal::CHLD));
+    assert!(c.pending_signals().is_empty());
+    c.exit(0);
+    reap(&init, &c);
+}
+
+#[test]
+fn stop_and_continue_both_modes() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    c.set_signal_hook(Some(Arc::new(|_| {
+        panic!("stop signals do not call the hook")
+    })));
+    for sig in [Signal::STOP, Signal::TSTP, Signal::TTIN, Signal::TTOU] {
+        init.kill(init.pid_of(&c), sig).unwrap();
+        assert_eq!(c.state(), TaskState::Stopped, "{sig} stops");
+        let info = init
+            .wait(WaitId::All, WaitOptions::STOPPED | WaitOptions::NOHANG)
+            .unwrap()
+            .unwrap();
+        assert_eq!(info.status.stopped(), Some(sig));
+        init.kill(init.pid_of(&c), Signal::CONT).unwrap();
+        assert_eq!(c.state(), TaskState::Running);
+    }
+    c.set_signal_hook(None);
+    init.kill(init.pid_of(&c), Signal::STOP).unwrap();
+    init.kill(init.pid_of(&c), Signal::KILL).unwrap();
+    assert_eq!(
+        reap(&init, &c).status.signaled(),
+        Some(Signal::KILL),
+        "SIGKILL ends a stopped task"
+    );
+}
+
+#[test]
+fn managed_task_gets_hook_and_pending_set() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    let t = thread(&c);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    for task in [&c, &t] {
+        let s = seen.clone();
+        task.set_signal_hook(Some(Arc::new(move |sig| s.lock().unwrap().push(sig))));
+    }
+    init.kill(init.pid_of(&c), Signal::TERM).unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![Signal::TERM, Signal::TERM],
+        "one hook call per thread"
+    );
+    assert_eq!(
+        c.state(),
+        TaskState::Running,
+        "a managed task lives until its runtime acts"
+    );
+    assert!(c.fatal_signal_pending() && t.fatal_signal_pending());
+    assert_eq!(
+        c.pending_signals(),
+        vec![Signal::KILL, Signal::TERM],
+        "thread SIGKILL + shared SIGTERM"
+    );
+    init.kill(init.pid_of(&c), Signal::USR1).unwrap();
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "a dying group takes no more signals"
+    );
+    t.exit(0);
+    c.exit_signaled(Signal::TERM);
+    assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::TERM));
+}
+
+#[test]
+fn kill_process_group_and_zero_and_minus_one() {
+    let sys = system();
+    let init = sys.init();
+    let leader = fork(&init);
+    let p = init.pid_of(&leader);
+    init.setpgid(p, 0).unwrap();
+    let a = fork(&leader);
+    let b = fork(&leader);
+    assert_eq!(a.getpgid(), leader.getpgid());
+    let outsider = fork(&init);
+    init.kill(-p, Signal::KILL).unwrap();
+    for t in [&a, &b] {
+        assert_eq!(
+            t.exit_status().and_then(|s| s.signaled()),
+            Some(Signal::KILL)
+        );
+        assert_eq!(
+            t.state(),
+            TaskState::Dead,
+            "orphaned by the leader's death, reaped by init"
+        );
+    }
+    assert_eq!(outsider.state(), TaskState::Running);
+    reap(&init, &leader);
+    assert_eq!(
+        init.kill(-p, Signal::KILL),
+        Err(Errno::ESRCH),
+        "the group is gone"
+    );
+
+    // kill(0): the caller's process group, caller included.
+    let g = fork(&init);
+    let gp = init.pid_of(&g);
+    init.setpgid(gp, 0).unwrap();
+    let m = fork(&g);
+    g.kill(0, Signal::TERM).unwrap();
+    assert!(
+        m.exit_status().is_some(),
+        "kill(0) reaches the caller's group"
+    );
+    assert_eq!(g.state(), TaskState::Zombie, "kill(0) includes the caller");
+    reap(&init, &g);
+
+    // kill(-1): everything visible but init and the caller.
+    let x = fork(&init);
+    x.kill(-1, Signal::KILL).unwrap();
+    assert_eq!(outsider.state(), TaskState::Zombie);
+    assert_eq!(x.state(), TaskState::Running, "kill(-1) skips the caller");
+    assert_eq!(init.state(), TaskState::Running, "and init");
+    reap(&init, &outsider);
+    assert_eq!(
+        x.kill(-1, Signal::KILL),
+        Err(Errno::ESRCH),
+        "nothing left to signal"
+    );
+    x.exit(0);
+    reap(&init, &x);
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn tgkill_rules() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    let t = thread(&c);
+    let tg = init.pid_of(&c);
+    let tid = init.pid_of(&t);
+    assert_eq!(init.tgkill(0, tid, Signal::USR1), Err(Errno::EINVAL));
+    assert_eq!(init.tgkill(tg, -1, Signal::USR1), Err(Errno::EINVAL));
+    assert_eq!(
+        init.tgkill(tg + 1000, tid, Signal::USR1),
+        Err(Errno::ESRCH),
+        "wrong tgid"
+    );
+    assert_eq!(
+        init.tgkill(tg, 5000, Signal::USR1),
+        Err(Errno::ESRCH),
+        "no such tid"
+    );
+    assert_eq!(init.tgkill(tg, tid, Signal::PROBE), Ok(()));
+    c.set_sigchld(SigChld::Default);
+    init.tgkill(tg, tid, Signal::CHLD).unwrap();
+    assert_eq!(
+        t.pending_signals(),
+        vec![Signal::CHLD],
+        "thread-directed: the thread's own set"
+    );
+    assert!(c.pending_signals().is_empty(), "not the other threads'");
+    init.tgkill(tg, tid, Signal::KILL).unwrap();
+    assert_eq!(
+        c.state(),
+        TaskState::Zombie,
+        "a fatal signal to a thread kills the group"
+    );
+    reap(&init, &c);
+}
+
+#[test]
+fn setpgid_and_setsid_rules() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let c = fork(&p);
+    assert_eq!(p.setpgid(0, -1), Err(Errno::EINVAL));
+    assert_eq!(p.setpgid(4000, 0), Err(Errno::ESRCH), "not self or child");
+    assert_eq!(
+        c.setpgid(c.ppid(), 0),
+        Err(Errno::ESRCH),
+        "a parent is not a child"
+    );
+    assert_eq!(
+        p.setpgid(p.pid_of(&c), 4000),
+        Err(Errno::EPERM),
+        "no such group in the session"
+    );
+    let sid = c.setsid().unwrap();
+    assert_eq!(sid, c.pid());
+    assert_eq!(c.getsid(), c.pid());
+    assert_eq!(c.getpgid(), c.pid());
+    assert_eq!(c.setsid(), Err(Errno::EPERM), "already a group leader");
+    assert_eq!(
+        p.setpgid(p.pid_of(&c), 0),
+        Err(Errno::EPERM),
+        "child in another session / session leader"
+    );
+    // The session id outlives the session leader while members use it.
+    let m = fork(&c);
+    let sid_pid = c.struct_pid().clone();
+    c.exit(0);
+    reap(&p, &c);
+    assert!(!sid_pid.is_freed(), "a pid used as sid stays allocated");
+    assert_eq!(m.getsid(), sid);
+    m.exit(0);
+    assert!(sid_pid.is_freed(), "freed with its last user");
+    p.exit(0);
+    reap(&init, &p);
+    assert_at_rest(&sys);
+}

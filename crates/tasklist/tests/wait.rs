@@ -1,0 +1,361 @@
+//! waitid(2)/wait4(2) rules (selftests: `pidfd/pidfd_wait.c`, `wait/`).
+
+mod common;
+use common::*;
+use std::time::Duration;
+use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions, WaitStatus};
+use uproc_tasklist::{ChildCode, CloneArgs, SigChld, TaskState, WaitId};
+
+#[test]
+fn invalid_options_are_einval() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    let bogus = WaitOptions::from_bits_retain(0x10);
+    assert_eq!(
+        init.wait(WaitId::All, WaitOptions::EXITED | bogus),
+        Err(Errno::EINVAL),
+        "Linux: unknown waitid options -> EINVAL"
+    );
+    assert_eq!(
+        init.wait(WaitId::All, WaitOptions::NOHANG),
+        Err(Errno::EINVAL),
+        "Linux: none of WEXITED|WSTOPPED|WCONTINUED -> EINVAL"
+    );
+    assert_eq!(
+        init.wait(WaitId::Pid(0), WaitOptions::EXITED),
+        Err(Errno::EINVAL),
+        "P_PID 0 -> EINVAL"
+    );
+    assert_eq!(
+        init.wait(WaitId::Pid(-3), WaitOptions::EXITED),
+        Err(Errno::EINVAL),
+        "P_PID < 0 -> EINVAL"
+    );
+    assert_eq!(
+        init.wait(WaitId::Pgid(-1), WaitOptions::EXITED),
+        Err(Errno::EINVAL),
+        "P_PGID < 0 -> EINVAL"
+    );
+    c.exit(0);
+    reap(&init, &c);
+}
+
+#[test]
+fn no_eligible_child_is_echild() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    assert_eq!(
+        c.wait(WaitId::All, WaitOptions::EXITED),
+        Err(Errno::ECHILD),
+        "no children -> ECHILD"
+    );
+    assert_eq!(
+        init.wait(WaitId::Pid(4000), WaitOptions::EXITED),
+        Err(Errno::ECHILD),
+        "unknown pid -> ECHILD"
+    );
+    let g = fork(&c);
+    assert_eq!(
+        init.wait(WaitId::Pid(init.pid_of(&g)), WaitOptions::EXITED),
+        Err(Errno::ECHILD),
+        "a grandchild is not a child -> ECHILD"
+    );
+    g.exit(0);
+    reap(&c, &g);
+    c.exit(0);
+    reap(&init, &c);
+}
+
+#[test]
+fn nohang_returns_none_and_reap_reports_status() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    assert_eq!(
+        init.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG),
+        Ok(None)
+    );
+    c.exit(7);
+    assert_eq!(c.state(), TaskState::Zombie);
+    let info = init
+        .wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG)
+        .unwrap()
+        .expect("zombie is ready");
+    assert_eq!(info.pid, init.pid_of(&c));
+    assert_eq!(info.status.exited(), Some(7));
+    assert_eq!(info.code, ChildCode::Exited);
+    assert_eq!(c.state(), TaskState::Dead);
+    assert_eq!(
+        init.wait(WaitId::All, WaitOptions::EXITED),
+        Err(Errno::ECHILD)
+    );
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn nowait_leaves_the_zombie() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    c.exit(3);
+    let pid = init.pid_of(&c);
+    let a = init
+        .wait(WaitId::Pid(pid), WaitOptions::EXITED | WaitOptions::NOWAIT)
+        .unwrap()
+        .unwrap();
+    assert_eq!(a.status.exited(), Some(3));
+    assert_eq!(
+        c.state(),
+        TaskState::Zombie,
+        "WNOWAIT leaves the child waitable"
+    );
+    let b = reap(&init, &c);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn killed_child_reports_signal_and_core() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    c.exit_signaled(Signal::ABRT);
+    let info = reap(&init, &c);
+    assert_eq!(info.status.signaled(), Some(Signal::ABRT));
+    assert!(info.status.core_dumped(), "SIGABRT dumps core");
+    assert_eq!(info.code, ChildCode::Dumped);
+    let c = fork(&init);
+    init.kill(init.pid_of(&c), Signal::TERM).unwrap();
+    let info = reap(&init, &c);
+    assert_eq!(info.status, WaitStatus::signaled_by(Signal::TERM, false));
+    assert_eq!(info.code, ChildCode::Killed);
+}
+
+#[test]
+fn stopped_and_continued_are_reported_once() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    let pid = init.pid_of(&c);
+    init.kill(pid, Signal::STOP).unwrap();
+    assert_eq!(c.state(), TaskState::Stopped);
+    let o = WaitOptions::STOPPED | WaitOptions::NOHANG;
+    let info = init
+        .wait(WaitId::Pid(pid), o)
+        .unwrap()
+        .expect("stop is reported");
+    assert_eq!(info.status.stopped(), Some(Signal::STOP));
+    assert_eq!(info.code, ChildCode::Stopped);
+    assert_eq!(
+        init.wait(WaitId::Pid(pid), o),
+        Ok(None),
+        "a stop is reported once"
+    );
+    init.kill(pid, Signal::CONT).unwrap();
+    assert_eq!(c.state(), TaskState::Running);
+    let o = WaitOptions::CONTINUED | WaitOptions::NOHANG;
+    let info = init
+        .wait(WaitId::Pid(pid), o)
+        .unwrap()
+        .expect("continue is reported");
+    assert!(info.status.continued());
+    assert_eq!(info.code, ChildCode::Continued);
+    assert_eq!(
+        init.wait(WaitId::Pid(pid), o),
+        Ok(None),
+        "a continue is reported once"
+    );
+    c.exit(0);
+    reap(&init, &c);
+}
+
+#[test]
+fn zombie_without_wexited_is_echild() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    c.exit(0);
+    assert_eq!(
+        init.wait(WaitId::All, WaitOptions::STOPPED | WaitOptions::NOHANG),
+        Err(Errno::ECHILD),
+        "Linux: wait_task_zombie without WEXITED leaves notask_error"
+    );
+    reap(&init, &c);
+}
+
+#[test]
+fn blocking_wait_is_woken_by_exit_from_another_thread() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    let c2 = c.clone();
+    let h = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        c2.exit(9);
+    });
+    let info = init
+        .wait(WaitId::All, WaitOptions::EXITED)
+        .unwrap()
+        .unwrap();
+    assert_eq!(info.status.exited(), Some(9));
+    h.join().unwrap();
+}
+
+#[test]
+fn blocking_wait_returns_eintr_on_fatal_signal() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let c = fork(&p);
+    p.set_signal_hook(Some(std::sync::Arc::new(|_| {})));
+    let p2 = p.clone();
+    let h = std::thread::spawn(move || p2.wait(WaitId::All, WaitOptions::EXITED));
+    std::thread::sleep(Duration::from_millis(50));
+    init.kill(init.pid_of(&p), Signal::KILL).unwrap();
+    assert_eq!(
+        h.join().unwrap(),
+        Err(Errno::EINTR),
+        "a fatal signal interrupts wait"
+    );
+    assert!(p.fatal_signal_pending());
+    p.exit_signaled(Signal::KILL);
+    reap(&init, &p);
+    // c was orphaned to init, which reaps orphans.
+    assert_eq!(c.state(), TaskState::Running);
+    c.exit(0);
+    assert_eq!(
+        c.state(),
+        TaskState::Dead,
+        "orphans of the runtime init are reaped"
+    );
+}
+
+#[test]
+fn threads_reap_each_others_children_unless_nothread() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let t = thread(&p);
+    let c = fork(&t);
+    assert_eq!(c.ppid(), p.pid(), "ppid is the tgid");
+    c.exit(1);
+    assert_eq!(
+        p.wait(
+            WaitId::All,
+            WaitOptions::EXITED | WaitOptions::NOTHREAD | WaitOptions::NOHANG
+        ),
+        Err(Errno::ECHILD),
+        "__WNOTHREAD: only the caller's own children"
+    );
+    let info = p.wait(WaitId::All, WaitOptions::EXITED).unwrap().unwrap();
+    assert_eq!(
+        info.status.exited(),
+        Some(1),
+        "a thread's child is the group's"
+    );
+    t.exit(0);
+    p.exit(0);
+    reap(&init, &p);
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn wclone_selects_clone_children() {
+    let sys = system();
+    let init = sys.init();
+    let c = init
+        .fork(&CloneArgs {
+            exit_signal: Some(Signal::USR1),
+            ..Default::default()
+        })
+        .unwrap();
+    c.exit(0);
+    let pid = init.pid_of(&c);
+    assert_eq!(
+        init.wait(WaitId::Pid(pid), WaitOptions::EXITED),
+        Err(Errno::ECHILD),
+        "a clone child needs __WCLONE or __WALL"
+    );
+    let info = init
+        .wait(WaitId::Pid(pid), WaitOptions::EXITED | WaitOptions::CLONE)
+        .unwrap();
+    assert!(info.is_some());
+    let d = init.fork(&CloneArgs::default()).unwrap();
+    d.exit(0);
+    let pid = init.pid_of(&d);
+    assert_eq!(
+        init.wait(WaitId::Pid(pid), WaitOptions::EXITED | WaitOptions::CLONE),
+        Err(Errno::ECHILD),
+        "__WCLONE skips SIGCHLD children"
+    );
+    assert!(
+        init.wait(WaitId::Pid(pid), WaitOptions::EXITED | WaitOptions::ALL)
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[test]
+fn wait_by_pgid() {
+    let sys = system();
+    let init = sys.init();
+    let a = fork(&init);
+    let b = fork(&init);
+    init.setpgid(init.pid_of(&a), 0).unwrap();
+    let pg = init.pid_of(&a);
+    b.exit(2);
+    a.exit(4);
+    let info = init
+        .wait(WaitId::Pgid(pg), WaitOptions::EXITED)
+        .unwrap()
+        .unwrap();
+    assert_eq!(info.pid, pg);
+    assert_eq!(
+        init.wait(WaitId::Pgid(pg), WaitOptions::EXITED),
+        Err(Errno::ECHILD),
+        "the pgid names no child any more"
+    );
+    let info = init
+        .wait(WaitId::Pgid(0), WaitOptions::EXITED)
+        .unwrap()
+        .unwrap();
+    assert_eq!(info.pid, init.pid_of(&b), "pgid 0 is the caller's group");
+    assert_at_rest(&sys);
+}
+
+#[test]
+fn ignore_sigchld_children_autoreap_and_wait_gets_echild() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    p.set_sigchld(SigChld::Ignore);
+    let c = fork(&p);
+    c.exit(0);
+    assert_eq!(
+        c.state(),
+        TaskState::Dead,
+        "SIG_IGN: the child is reaped at exit"
+    );
+    assert_eq!(p.wait(WaitId::All, WaitOptions::EXITED), Err(Errno::ECHILD));
+    assert!(
+        !p.pending_signals().contains(&Signal::CHLD),
+        "SIG_IGN: no SIGCHLD queued"
+    );
+    p.exit(0);
+    reap(&init, &p);
+}
+
+#[test]
+fn sigchld_queued_on_parent_at_child_exit() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let c = fork(&p);
+    c.exit(0);
+    assert!(p.pending_signals().contains(&Signal::CHLD));
+    let _ = CloneFlags::empty();
+    reap(&p, &c);
+    p.exit(0);
+    reap(&init, &p);
+}
