@@ -391,14 +391,21 @@ impl Task {
     /// # References
     /// [getppid(2)](https://man7.org/linux/man-pages/man2/getppid.2.html), `task_ppid_nr_ns`.
     pub fn ppid(&self) -> i32 {
-        let parent = self.0.group.sig.lock().real_parent.upgrade();
-        match parent {
-            Some(p) => {
-                let leader = p.leader_task().unwrap_or_else(|| p.clone());
-                leader.pid.nr_in(self.0.active_ns())
-            }
-            None => 0,
-        }
+        self.ppid_in(self.0.active_ns())
+    }
+
+    /// `task_ppid_nr_ns`: the parent's tgid as `ns` sees it, 0 when the task has no
+    /// parent (the runtime's init) or the parent is invisible from `ns`.
+    pub fn ppid_in(&self, ns: &PidNamespace) -> i32 {
+        self.parent().map_or(0, |p| p.0.pid.nr_in(ns))
+    }
+
+    /// The parent process (`real_parent`'s thread-group leader, or the parent thread
+    /// itself when its leader is gone); `None` for the runtime's init or once the parent
+    /// was released.
+    pub fn parent(&self) -> Option<Task> {
+        let parent = self.0.group.sig.lock().real_parent.upgrade()?;
+        Some(Task(parent.leader_task().unwrap_or(parent)))
     }
 
     /// Running, stopped, zombie or dead.

@@ -337,3 +337,25 @@ fn clone_parent_makes_a_sibling() {
     reap(&init, &p);
     let _ = Arc::strong_count(&sys);
 }
+
+#[test]
+fn parent_and_ppid_in_follow_reparenting() {
+    let sys = system();
+    let init = sys.init();
+    let mid = fork(&init);
+    let leaf = fork(&mid);
+    assert_eq!(leaf.parent(), Some(mid.clone()));
+    assert_eq!(leaf.ppid_in(sys.root_ns()), mid.pid());
+    assert_eq!(init.parent(), None, "the runtime init has no parent");
+    assert_eq!(init.ppid(), 0);
+    mid.exit(0);
+    assert_eq!(
+        leaf.parent(),
+        Some(init.clone()),
+        "Linux: an orphan is adopted by the namespace's child_reaper"
+    );
+    assert_eq!(leaf.ppid(), 1);
+    reap(&init, &mid);
+    leaf.exit(0);
+    assert_at_rest(&sys);
+}
