@@ -10,7 +10,8 @@ use uproc_abi::{Errno, Profile};
 
 use crate::Cgroup;
 use crate::controller::pids::PidsCounter;
-use crate::membership::{MemberSet, TaskResolver};
+use crate::members::MemberSet;
+use crate::membership::TaskResolver;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
 /// The cgroup v2 hierarchy of one runtime: its root, its tree, and the global

@@ -110,6 +110,7 @@ mod cgroup;
 mod controller;
 mod files;
 mod hierarchy;
+mod members;
 mod membership;
 mod sync;
 

@@ -10,7 +10,6 @@
 //! (and is killed with them), or sees the moved `kill_seq` at post_fork.
 
 use core::fmt;
-use std::collections::BTreeMap;
 
 use parking_lot::Mutex;
 use uproc_abi::Errno;
@@ -67,10 +66,6 @@ impl Attachable for Arc<CssLink> {
     }
 }
 
-/// A cgroup's task list (one css_set per cgroup in uproc), by link serial so that it
-/// lists in link order. Held weakly: a member set never keeps a task alive.
-pub(crate) type MemberSet = BTreeMap<u64, Weak<dyn CgroupMember>>;
-
 /// A successful [`Cgroup::can_fork`]: the new task is charged to the cgroup and its
 /// ancestors, and the cgroup cannot be removed until the fork completes
 /// ([`post_fork`](ForkCharge::post_fork)) or fails ([`cancel`](ForkCharge::cancel)).
@@ -115,6 +110,8 @@ pub struct CssLink {
 struct LinkState {
     /// The current cgroup (`task->cgroups`); changes on migration.
     cgroup: Arc<Node>,
+    /// This link's entry in `cgroup`'s member set (meaningful while linked).
+    key: usize,
     /// Still counted in the pids controller (until release).
     charged: bool,
 }
@@ -205,10 +202,10 @@ impl Cgroup {
                     pids::charge(dest.pids_levels_below(ca));
                     pids::uncharge(src.pids_levels_below(ca));
                 }
-                let m = src.members.lock().remove(&link.serial);
+                let m = src.members.lock().remove(st.key);
                 debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
                 if let Some(m) = m {
-                    dest.members.lock().insert(link.serial, m);
+                    st.key = dest.members.lock().insert(link.serial, m);
                 }
                 for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
                     n.nr_populated.fetch_add(1, Ordering::Release);
@@ -304,27 +301,30 @@ impl ForkCharge {
         let hier = &self.cg.hier;
         let node = &self.cg.node;
         let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
-        let link = Arc::new(CssLink {
-            hier: hier.clone(),
-            serial,
-            member: member.clone(),
-            linked: AtomicBool::new(true),
-            state: Mutex::new(LinkState {
-                cgroup: node.clone(),
-                charged: true,
-            }),
-        });
-        let killed = {
+        let (killed, key) = {
             let _css = hier.css_set_lock.lock();
             debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
             let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
-            node.members.lock().insert(serial, member);
+            let key = node.members.lock().insert(serial, member.clone());
             for n in node.ancestors() {
                 n.nr_populated.fetch_add(1, Ordering::Release);
             }
             node.nr_forking.fetch_sub(1, Ordering::AcqRel);
-            killed
+            (killed, key)
         };
+        // Built after the lock: nobody reaches the link before this returns it (the
+        // member set holds the task, not the link), and css_set_lock is held shorter.
+        let link = Arc::new(CssLink {
+            hier: hier.clone(),
+            serial,
+            member,
+            linked: AtomicBool::new(true),
+            state: Mutex::new(LinkState {
+                cgroup: node.clone(),
+                key,
+                charged: true,
+            }),
+        });
         if killed {
             tracing::debug!(path = %node.path(), "fork raced with cgroup.kill: child killed");
         }
@@ -355,6 +355,13 @@ impl CssLink {
         Cgroup::from_parts(self.hier.clone(), node)
     }
 
+    /// The id of the task's current cgroup: [`Cgroup::id`] of
+    /// [`cgroup`](CssLink::cgroup), without making a handle (what `pidfs_exit` records
+    /// at every reap).
+    pub fn cgroup_id(&self) -> u64 {
+        self.state.lock().cgroup.id
+    }
+
     /// The task this link belongs to.
     pub fn member(&self) -> Weak<dyn CgroupMember> {
         self.member.clone()
@@ -375,7 +382,8 @@ impl CssLink {
             return;
         }
         let node = &st.cgroup;
-        node.members.lock().remove(&self.serial);
+        let m = node.members.lock().remove(st.key);
+        debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
         for n in node.ancestors() {
             let old = n.nr_populated.fetch_sub(1, Ordering::Release);
             debug_assert!(old > 0, "populated count below zero");

@@ -12,6 +12,7 @@
 use crate::ino::InoCookie;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Weak};
 use uproc_pidns::Pid;
 
@@ -42,7 +43,34 @@ pub(crate) enum InoIndex {
 }
 
 /// One bucket of the `Linux70` table.
-type Bucket = Mutex<HashMap<u64, Weak<Pid>>>;
+type Bucket = Mutex<HashMap<u64, Weak<Pid>, BuildHasherDefault<InoHasher>>>;
+
+/// The hash of an ino inside a bucket: one multiply and a rotate, no SipHash.
+///
+/// Inos are not chosen by an adversary (they come from our own counter), so a keyed
+/// hash buys nothing. The product's top 6 bits chose the bucket ([`shard_of`]) and are
+/// the same for every key of a bucket, so the rotate moves them out of the way: the
+/// table's slot index comes from the product's well-mixed bits 32.., its control byte
+/// from bits 25..32.
+#[derive(Default)]
+pub(crate) struct InoHasher(u64);
+
+impl Hasher for InoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used for `u64` keys; a correct fallback for any other input.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(32);
+    }
+}
 
 /// Fibonacci hashing: inos from one batch are consecutive, so spread them over buckets.
 fn shard_of(ino: u64) -> usize {
@@ -57,7 +85,9 @@ impl InoIndex {
     pub(crate) fn sharded() -> InoIndex {
         InoIndex::Sharded {
             cookie: InoCookie::new(INO_BATCH),
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(HashMap::default()))
+                .collect(),
         }
     }
 

@@ -15,9 +15,10 @@
 //! newest kernel's in both profiles.
 
 use crate::namespace::{NsState, PidNamespace};
-use crate::pid::{Pid, Upid};
+use crate::pid::{Numbers, Pid, Upid};
 use crate::{MAX_PID_NS_LEVEL, RESERVED_PIDS};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use uproc_abi::{Errno, Profile};
 
 /// One reserved-but-unpublished number, kept for publish or rollback.
@@ -117,14 +118,23 @@ pub fn alloc_pid(
     }
     // The object is built before the lock; its numbers are filled in while it is still
     // private to this call.
-    let mut numbers = Vec::with_capacity(levels);
-    let mut outer_first: Vec<&Arc<PidNamespace>> = chain(ns).collect();
-    outer_first.reverse();
-    numbers.extend(outer_first.iter().map(|n| Upid {
-        nr: 0,
-        ns: Arc::clone(n),
-    }));
-    let mut pid = Arc::new(Pid::new(numbers.into_boxed_slice()));
+    // A root-namespace pid keeps its one number inline: the `Pid` is the only
+    // allocation. Deeper pids box theirs, outermost first.
+    let numbers = if levels == 1 {
+        Numbers::One(Upid {
+            nr: 0,
+            ns: Arc::clone(ns),
+        })
+    } else {
+        let mut v = Vec::with_capacity(levels);
+        v.extend(chain(ns).map(|n| Upid {
+            nr: 0,
+            ns: Arc::clone(n),
+        }));
+        v.reverse();
+        Numbers::Many(v.into_boxed_slice())
+    };
+    let mut pid = Arc::new(Pid::new(numbers));
 
     let map = ns.map();
     match map.profile() {
@@ -197,7 +207,8 @@ fn alloc_one_phase(
             };
             n += 1;
         }
-        if !ns.state.read().adding {
+        // pidmap_lock is held: `adding` cannot change under it.
+        if !ns.adding.load(Ordering::Acquire) {
             return Err(Errno::ENOMEM);
         }
         Ok(())
@@ -255,7 +266,7 @@ fn alloc_two_phase(
         fill_number(pid, r.level_from_inner, r.nr);
     }
     let g = map.pidmap_lock.lock();
-    if !ns.state.read().adding {
+    if !ns.adding.load(Ordering::Acquire) {
         // 6.18: `out_unlock` drops the lock, `out_free` retakes it for the rollback.
         drop(g);
         let _g = map.pidmap_lock.lock();
@@ -286,7 +297,8 @@ pub fn free_pid(pid: &Arc<Pid>) {
         return;
     }
     let map = pid.ns().map();
-    let mut wake: [Option<&Arc<PidNamespace>>; MAX_PID_NS_LEVEL as usize + 1] = [None; 33];
+    // Bit `i`: wake the reaper of `pid.numbers()[i].ns` (at most 33 levels).
+    let mut wake: u64 = 0;
     {
         let _g = map.pidmap_lock.lock();
         for (i, up) in pid.numbers().iter().enumerate() {
@@ -296,7 +308,7 @@ pub fn free_pid(pid: &Arc<Pid>) {
             // only a closed namespace (PIDNS_ADDING clear) reads 2 or 1, and 0 means the
             // reaper itself is gone, so it is not woken.
             if !st.adding && matches!(st.idr.allocated, 1 | 2) {
-                wake[i] = Some(&up.ns);
+                wake |= 1 << i;
             }
         }
         if map.profile() == Profile::Linux618 {
@@ -311,8 +323,10 @@ pub fn free_pid(pid: &Arc<Pid>) {
         }
     }
     if let Some(wakeup) = map.wakeup.get() {
-        for ns in wake.iter().flatten() {
-            wakeup(ns);
+        for (i, up) in pid.numbers().iter().enumerate() {
+            if wake & (1 << i) != 0 {
+                wakeup(&up.ns);
+            }
         }
     }
 }

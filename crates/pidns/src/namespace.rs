@@ -107,6 +107,11 @@ pub struct PidNamespace {
     map: Arc<PidMap>,
     pid_max: AtomicI32,
     pub(crate) state: RwLock<NsState>,
+    /// `NsState::adding`, mirrored: written with it (under `pidmap_lock` and the state
+    /// write lock), read without a lock by [`is_adding`](Self::is_adding) and by
+    /// `alloc_pid` (which holds `pidmap_lock`, so the flag cannot change under it).
+    /// It only ever goes from true to false.
+    pub(crate) adding: AtomicBool,
     has_reaper: AtomicBool,
     reaper: RwLock<Option<Weak<dyn Any + Send + Sync>>>,
 }
@@ -130,6 +135,7 @@ impl PidNamespace {
                 idr: Idr::default(),
                 adding: true,
             }),
+            adding: AtomicBool::new(true),
             has_reaper: AtomicBool::new(false),
             reaper: RwLock::new(None),
         })
@@ -224,11 +230,12 @@ impl PidNamespace {
     pub fn disable_pid_allocation(&self) {
         let _g = self.map.pidmap_lock.lock();
         self.state.write().adding = false;
+        self.adding.store(false, Ordering::Release);
     }
 
     /// Whether the namespace still accepts new pids (`PIDNS_ADDING`).
     pub fn is_adding(&self) -> bool {
-        self.state.read().adding
+        self.adding.load(Ordering::Acquire)
     }
 
     /// Sets `child_reaper` (the init). With `None`, the namespace is "reaper-less" again

@@ -40,15 +40,40 @@ impl fmt::Debug for Upid {
 /// # References
 /// `struct pid` in `include/linux/pid.h`; `pid_nr_ns` in `kernel/pid.c`.
 pub struct Pid {
-    numbers: Box<[Upid]>,
+    numbers: Numbers,
     ino: AtomicU64,
     freed: AtomicBool,
     pidfs: OnceLock<Attachment>,
     task: RwLock<Option<Weak<dyn Any + Send + Sync>>>,
 }
 
+/// A pid's numbers: inline for a root-namespace pid (the common case, so `alloc_pid`
+/// allocates only the `Pid` itself), boxed for a pid of a nested namespace.
+pub(crate) enum Numbers {
+    /// Level 0: the only number.
+    One(Upid),
+    /// Levels 1..=32: outermost first.
+    Many(Box<[Upid]>),
+}
+
+impl Numbers {
+    fn as_slice(&self) -> &[Upid] {
+        match self {
+            Numbers::One(u) => std::slice::from_ref(u),
+            Numbers::Many(b) => b,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Upid] {
+        match self {
+            Numbers::One(u) => std::slice::from_mut(u),
+            Numbers::Many(b) => b,
+        }
+    }
+}
+
 impl Pid {
-    pub(crate) fn new(numbers: Box<[Upid]>) -> Pid {
+    pub(crate) fn new(numbers: Numbers) -> Pid {
         Pid {
             numbers,
             ino: AtomicU64::new(0),
@@ -60,29 +85,36 @@ impl Pid {
 
     /// Every level's number, outermost (the root namespace, index 0) to innermost.
     pub fn numbers(&self) -> &[Upid] {
-        &self.numbers
+        self.numbers.as_slice()
     }
 
     /// The depth of the innermost namespace (`pid->level`).
     pub fn level(&self) -> u32 {
-        (self.numbers.len() - 1) as u32
+        (self.numbers().len() - 1) as u32
     }
 
     /// The number in the innermost namespace.
     pub fn nr(&self) -> i32 {
-        self.numbers[self.numbers.len() - 1].nr
+        self.innermost().nr
     }
 
     /// The innermost namespace (the one the pid was allocated in).
     pub fn ns(&self) -> &Arc<PidNamespace> {
-        &self.numbers[self.numbers.len() - 1].ns
+        &self.innermost().ns
+    }
+
+    fn innermost(&self) -> &Upid {
+        match &self.numbers {
+            Numbers::One(u) => u,
+            Numbers::Many(b) => &b[b.len() - 1],
+        }
     }
 
     /// `pid_nr_ns`: the number as `ns` sees it, 0 where invisible (a sibling branch or a
     /// deeper namespace).
     pub fn nr_in(&self, ns: &PidNamespace) -> i32 {
         let level = ns.level() as usize;
-        match self.numbers.get(level) {
+        match self.numbers().get(level) {
             Some(up) if std::ptr::eq(Arc::as_ptr(&up.ns), ns) => up.nr,
             _ => 0,
         }
@@ -91,7 +123,7 @@ impl Pid {
     /// The numbers outermost to innermost, as `/proc/PID/status` prints `NSpid` (from the
     /// root namespace; see [`Pid::nspid_from`] for a nested viewer).
     pub fn nspid(&self) -> Vec<i32> {
-        self.numbers.iter().map(|u| u.nr).collect()
+        self.numbers().iter().map(|u| u.nr).collect()
     }
 
     /// `NSpid` as a task in `ns` sees it: its own level and deeper, empty if invisible.
@@ -99,7 +131,7 @@ impl Pid {
         if self.nr_in(ns) == 0 {
             return Vec::new();
         }
-        self.numbers[ns.level() as usize..]
+        self.numbers()[ns.level() as usize..]
             .iter()
             .map(|u| u.nr)
             .collect()
@@ -112,8 +144,13 @@ impl Pid {
 
     /// Sets the pidfs inode number. Called once by pidfs from its publish hook.
     pub fn set_ino(&self, ino: u64) {
-        let old = self.ino.swap(ino, Ordering::AcqRel);
-        debug_assert!(old == 0 || old == ino, "pid ino assigned twice");
+        // Written once, by the publish hook, before the pid is shared: a store (not a
+        // swap) suffices.
+        debug_assert!(
+            matches!(self.ino.load(Ordering::Relaxed), 0) || self.ino() == ino,
+            "pid ino assigned twice"
+        );
+        self.ino.store(ino, Ordering::Release);
     }
 
     /// Whether [`free_pid`](crate::free_pid) has returned the numbers.
@@ -145,7 +182,7 @@ impl Pid {
 impl fmt::Debug for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pid")
-            .field("numbers", &self.numbers)
+            .field("numbers", &self.numbers())
             .field("ino", &self.ino())
             .field("freed", &self.is_freed())
             .finish()
@@ -154,6 +191,6 @@ impl fmt::Debug for Pid {
 
 impl Pid {
     pub(crate) fn numbers_mut(&mut self) -> &mut [Upid] {
-        &mut self.numbers
+        self.numbers.as_mut_slice()
     }
 }

@@ -213,91 +213,93 @@ pub(crate) fn do_notify_parent(t: &TaskInner, parent_children_held: bool) -> boo
 /// is dropped (`Linux70`) or under it (`Linux618`). Then, if `t` was the last thread of
 /// a delayed zombie leader, notify (and maybe reap) that leader.
 pub(crate) fn release_task(sys: &System, t: &Arc<TaskInner>) {
-    let mut cur = t.clone();
-    loop {
-        debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
-        let status = cur.exit_status();
-        uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup().id());
-        cur.released.store(true, Ordering::SeqCst);
-        if let Some(l) = cur.css_link() {
-            l.release();
-        }
-        let mut free = FreeList::default();
-        let mut next = None;
-        let mut notify_leader = None;
-        // Strong references dropped only after the locks (a drop may run a CssLink's
-        // release, which takes css_set_lock: never under tasklist_lock).
-        let mut unlinked: Option<Task> = None;
-        {
-            let mut tl = sys.tasklist_lock.write();
-            let g = &cur.group;
-            if cur.leader {
-                // __unhash_process: leave the parent's children list (rule 2).
-                let (parent, pgrp, session) = {
-                    let st = g.sig.lock();
-                    (
-                        st.real_parent.upgrade(),
-                        st.pgrp.clone(),
-                        st.session.clone(),
-                    )
-                };
-                if let Some(p) = parent {
-                    let mut ch = p.group.children.lock();
-                    if let Some(i) = ch.list.iter().position(|c| Arc::ptr_eq(&c.0, &cur)) {
-                        unlinked = Some(ch.list.remove(i));
-                    }
-                }
-                *cur.pid.task_slot().write() = None;
-                tl.put_pgrp(&pgrp, &mut free);
-                tl.put_session(&session, &mut free);
-            } else {
-                let leader = {
-                    let mut st = g.sig.lock();
-                    st.threads
-                        .retain(|w| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(&cur)));
-                    st.leader.upgrade()
-                };
-                *cur.pid.task_slot().write() = None;
-                if let Some(l) = leader {
-                    {
-                        let mut ths = l.threads.lock();
-                        if let Some(i) = ths.iter().position(|x| Arc::ptr_eq(&x.0, &cur)) {
-                            unlinked = Some(ths.remove(i));
-                        }
-                    }
-                    // The zap-leader check: the last thread of a delayed leader is gone.
-                    let ready = l.exit_state.load(Ordering::Acquire) == DELAYED && {
-                        let st = g.sig.lock();
-                        st.threads.is_empty() && !st.zapping
-                    };
-                    if ready {
-                        let status = final_status(&l);
-                        l.exit_code.store(status.raw(), Ordering::Release);
-                        l.exit_state.store(ZOMBIE, Ordering::Release);
-                        if do_notify_parent(&l, false) && claim(&l) {
-                            next = Some(l.clone());
-                        }
-                        notify_leader = Some((l, status));
-                    }
-                }
-            }
-            if !tl.in_use(&cur.pid) {
-                free.push(cur.pid.clone());
-            }
-            free.free_if_locked_profile(sys.cfg.profile);
-        }
-        free.free();
-        drop(unlinked);
-        tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
-        if let Some((l, status)) = notify_leader {
-            uproc_pidfs::do_notify_pidfd(&l.pid, status);
-        }
-        sys.process_zaps();
-        match next {
-            Some(n) => cur = n,
-            None => break,
-        }
+    let mut next = release_one(sys, t);
+    while let Some(n) = next {
+        next = release_one(sys, &n);
     }
+}
+
+/// One step of [`release_task`]: reaps `cur`; returns the delayed leader that became
+/// reapable (and was claimed) by it, if any.
+fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
+    debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
+    let status = cur.exit_status();
+    uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
+    cur.released.store(true, Ordering::SeqCst);
+    if let Some(l) = cur.css_link() {
+        l.release();
+    }
+    let mut free = FreeList::default();
+    let mut next = None;
+    let mut notify_leader = None;
+    // Strong references dropped only after the locks (a drop may run a CssLink's
+    // release, which takes css_set_lock: never under tasklist_lock).
+    let mut unlinked: Option<Task> = None;
+    {
+        let mut tl = sys.tasklist_lock.write();
+        let g = &cur.group;
+        if cur.leader {
+            // __unhash_process: leave the parent's children list (rule 2).
+            // detach_pid(PGID, SID) while the siglock is held anyway (it takes only
+            // `Pid::task_slot`, a leaf), so the two pids need no clone. If the pgrp is
+            // `cur`'s own pid, its slot is still set here: the `in_use` check below
+            // queues it.
+            let parent = {
+                let st = g.sig.lock();
+                tl.put_pgrp_session(&st.pgrp, &st.session, &mut free);
+                st.real_parent.upgrade()
+            };
+            if let Some(p) = parent {
+                let mut ch = p.group.children.lock();
+                if let Some(i) = ch.list.iter().position(|c| Arc::ptr_eq(&c.0, cur)) {
+                    unlinked = Some(ch.list.remove(i));
+                }
+            }
+            *cur.pid.task_slot().write() = None;
+        } else {
+            let leader = {
+                let mut st = g.sig.lock();
+                st.threads
+                    .retain(|w| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(cur)));
+                st.leader.upgrade()
+            };
+            *cur.pid.task_slot().write() = None;
+            if let Some(l) = leader {
+                {
+                    let mut ths = l.threads.lock();
+                    if let Some(i) = ths.iter().position(|x| Arc::ptr_eq(&x.0, cur)) {
+                        unlinked = Some(ths.remove(i));
+                    }
+                }
+                // The zap-leader check: the last thread of a delayed leader is gone.
+                let ready = l.exit_state.load(Ordering::Acquire) == DELAYED && {
+                    let st = g.sig.lock();
+                    st.threads.is_empty() && !st.zapping
+                };
+                if ready {
+                    let status = final_status(&l);
+                    l.exit_code.store(status.raw(), Ordering::Release);
+                    l.exit_state.store(ZOMBIE, Ordering::Release);
+                    if do_notify_parent(&l, false) && claim(&l) {
+                        next = Some(l.clone());
+                    }
+                    notify_leader = Some((l, status));
+                }
+            }
+        }
+        if !tl.in_use(&cur.pid) {
+            free.push(cur.pid.clone());
+        }
+        free.free_if_locked_profile(sys.cfg.profile);
+    }
+    free.free();
+    drop(unlinked);
+    tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
+    if let Some((l, status)) = notify_leader {
+        uproc_pidfs::do_notify_pidfd(&l.pid, status);
+    }
+    sys.process_zaps();
+    next
 }
 
 /// The status a leader reports: the group exit code if the group exited as a whole.

@@ -39,7 +39,8 @@ pub struct CloneArgs {
 /// The flags uproc knows; anything else is EINVAL.
 const KNOWN: CloneFlags = CloneFlags::all();
 
-fn validate(t: &TaskInner, args: &CloneArgs) -> Result<(), Errno> {
+/// Returns the caller's `pid_ns_for_children`, read once for the whole fork.
+fn validate(t: &TaskInner, args: &CloneArgs) -> Result<Arc<uproc_pidns::PidNamespace>, Errno> {
     let f = args.flags;
     if f.bits() & !KNOWN.bits() != 0 {
         return Err(Errno::EINVAL);
@@ -78,7 +79,7 @@ fn validate(t: &TaskInner, args: &CloneArgs) -> Result<(), Errno> {
         // Siblings of an init would be unreapable.
         return Err(Errno::EINVAL);
     }
-    Ok(())
+    Ok(for_children)
 }
 
 impl Task {
@@ -103,7 +104,7 @@ impl Task {
             return Err(Errno::ESRCH);
         }
         // 1. validate
-        validate(me, args)?;
+        let for_children = validate(me, args)?;
         let f = args.flags;
         let thread = f.contains(CloneFlags::THREAD);
         let parent_flag = f.contains(CloneFlags::PARENT);
@@ -114,7 +115,6 @@ impl Task {
             }
         }
         // 2. alloc_pid
-        let for_children = me.ns_for_children.lock().clone();
         let ns = if f.contains(CloneFlags::NEWPID) {
             for_children.new_child()?
         } else {
@@ -199,7 +199,8 @@ impl Task {
             cap_checkpoint_restore: AtomicBool::new(cap),
             hook: Mutex::new(None),
             css: OnceLock::new(),
-            fork_cgroup: charge.cgroup().clone(),
+            // `can_fork` charged `cg` itself: the handle moves here, no new clone.
+            fork_cgroup: cg,
             pidfd,
             name: Mutex::new(*me.name.lock()),
             threads: Mutex::new(Vec::new()),
@@ -220,13 +221,15 @@ impl Task {
         let weak: Weak<TaskInner> = Arc::downgrade(&child);
         let member: Weak<dyn CgroupMember> = weak;
         let pf = charge.post_fork(member);
-        let link = pf.link.clone();
+        let killed = pf.killed;
         let _ = child.css.set(pf.link);
-        if child.exiting.load(Ordering::SeqCst) {
-            link.task_dead();
-        }
-        if child.released.load(Ordering::SeqCst) {
-            link.release();
+        if let Some(link) = child.css.get() {
+            if child.exiting.load(Ordering::SeqCst) {
+                link.task_dead();
+            }
+            if child.released.load(Ordering::SeqCst) {
+                link.release();
+            }
         }
         // wake_up_new_task: from here on signals act on it directly.
         let (fatal, status) = {
@@ -243,14 +246,13 @@ impl Task {
             thread,
             "fork"
         );
-        let task = Task::from_inner(child.clone());
-        if pf.killed {
+        if killed {
             let _ = crate::signal::send_group(&child, Signal::KILL, None);
         } else if fatal {
             let status = status.unwrap_or(uproc_abi::WaitStatus::signaled_by(Signal::KILL, false));
             crate::exit::do_exit(&child, status);
         }
-        Ok(task)
+        Ok(Task::from_inner(child))
     }
 }
 
@@ -268,13 +270,21 @@ fn attach(
     if !child.pid.ns().is_adding() {
         return Err(Errno::ENOMEM);
     }
-    let (my_parent, pgrp, session, dying) = {
+    // One siglock round for everything read from the caller's group: its parent only
+    // for CLONE_PARENT, and its subreaper bits for the usual case where the new
+    // process's parent is the caller itself.
+    let (my_parent, pgrp, session, dying, my_sub) = {
         let st = me.group.sig.lock();
         (
-            st.real_parent.upgrade(),
+            if parent_flag {
+                st.real_parent.upgrade()
+            } else {
+                None
+            },
             st.pgrp.clone(),
             st.session.clone(),
             st.group_exit.is_some() || st.shared_pending.contains(Signal::KILL),
+            st.has_child_subreaper || st.is_subreaper,
         )
     };
     if dying
@@ -295,22 +305,19 @@ fn attach(
             l.threads.lock().push(Task::from_inner(child.clone()));
         }
     } else {
-        let rp = if parent_flag {
-            my_parent.ok_or(Errno::EINVAL)?
-        } else {
-            me.clone()
-        };
-        let has_sub = {
+        let (rp, has_sub) = if parent_flag {
+            let rp = my_parent.as_ref().ok_or(Errno::EINVAL)?;
             let ps = rp.group.sig.lock();
-            ps.has_child_subreaper || ps.is_subreaper
+            (rp, ps.has_child_subreaper || ps.is_subreaper)
+        } else {
+            (me, my_sub)
         };
-        tl.get_pgrp(&pgrp);
-        tl.get_session(&session);
+        tl.get_pgrp_session(&pgrp, &session);
         let init = child.pid.nr() == 1;
         {
             let mut cs = child.group.sig.lock();
             cs.leader = Arc::downgrade(child);
-            cs.real_parent = Arc::downgrade(&rp);
+            cs.real_parent = Arc::downgrade(rp);
             cs.pgrp = pgrp;
             cs.session = session;
             cs.has_child_subreaper = has_sub;

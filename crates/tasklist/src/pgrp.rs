@@ -10,6 +10,7 @@
 use crate::system::System;
 use crate::task::{Task, TaskInner, pid_task};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use uproc_abi::{Errno, Profile};
 use uproc_pidns::{Pid, free_pid};
@@ -17,7 +18,7 @@ use uproc_pidns::{Pid, free_pid};
 /// What `tasklist_lock` guards besides the tree shape: the pgrp/session usage table.
 #[derive(Default)]
 pub(crate) struct TaskList {
-    uses: HashMap<usize, PidUse>,
+    uses: HashMap<usize, PidUse, BuildHasherDefault<PtrHasher>>,
 }
 
 struct PidUse {
@@ -26,8 +27,40 @@ struct PidUse {
     session: u32,
 }
 
+impl PidUse {
+    fn used(&self) -> bool {
+        self.pgrp > 0 || self.session > 0
+    }
+}
+
 fn key(pid: &Arc<Pid>) -> usize {
     Arc::as_ptr(pid) as usize
+}
+
+/// The hash of a `Pid` address: one multiply and a rotate instead of SipHash (the keys
+/// are our own heap addresses, not attacker input). The product's high half, where the
+/// address bits are mixed, becomes the low half (the table's slot index); an address's
+/// always-zero alignment bits never reach it.
+#[derive(Default)]
+struct PtrHasher(u64);
+
+impl Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used for `usize` keys; a correct fallback for any other input.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(32);
+    }
 }
 
 /// Pids to free once the caller is done with `tasklist_lock` (`free_pids`), at most
@@ -77,6 +110,19 @@ impl TaskList {
         self.entry(pid).session += 1;
     }
 
+    /// `attach_pid` of both types, as fork does: one table lookup when the process
+    /// group and the session are the same pid (the common case).
+    pub(crate) fn get_pgrp_session(&mut self, pgrp: &Arc<Pid>, session: &Arc<Pid>) {
+        if Arc::ptr_eq(pgrp, session) {
+            let u = self.entry(pgrp);
+            u.pgrp += 1;
+            u.session += 1;
+        } else {
+            self.get_pgrp(pgrp);
+            self.get_session(session);
+        }
+    }
+
     fn entry(&mut self, pid: &Arc<Pid>) -> &mut PidUse {
         self.uses.entry(key(pid)).or_insert_with(|| PidUse {
             pid: pid.clone(),
@@ -87,25 +133,50 @@ impl TaskList {
 
     /// `detach_pid(PIDTYPE_PGID)`; queues the pid for freeing when nothing uses it.
     pub(crate) fn put_pgrp(&mut self, pid: &Arc<Pid>, free: &mut FreeList) {
-        if let Some(u) = self.uses.get_mut(&key(pid)) {
-            u.pgrp -= 1;
-        }
-        self.maybe_free(pid, free);
+        self.put(pid, 1, 0, free);
     }
 
     /// `detach_pid(PIDTYPE_SID)`.
     pub(crate) fn put_session(&mut self, pid: &Arc<Pid>, free: &mut FreeList) {
-        if let Some(u) = self.uses.get_mut(&key(pid)) {
-            u.session -= 1;
+        self.put(pid, 0, 1, free);
+    }
+
+    /// `detach_pid` of both types, as release does: [`put_pgrp`](Self::put_pgrp) then
+    /// [`put_session`](Self::put_session), with one table lookup when they are the same
+    /// pid.
+    pub(crate) fn put_pgrp_session(
+        &mut self,
+        pgrp: &Arc<Pid>,
+        session: &Arc<Pid>,
+        free: &mut FreeList,
+    ) {
+        if Arc::ptr_eq(pgrp, session) {
+            self.put(pgrp, 1, 1, free);
+        } else {
+            self.put_pgrp(pgrp, free);
+            self.put_session(session, free);
         }
-        self.maybe_free(pid, free);
+    }
+
+    /// Drops `pgrp` / `session` uses of `pid`; then drops the entry when unused and
+    /// queues the pid when no task is attached either. One lookup.
+    fn put(&mut self, pid: &Arc<Pid>, pgrp: u32, session: u32, free: &mut FreeList) {
+        let k = key(pid);
+        if let Some(u) = self.uses.get_mut(&k) {
+            u.pgrp -= pgrp;
+            u.session -= session;
+            if u.used() {
+                return;
+            }
+            let u = self.uses.remove(&k).expect("entry exists");
+            drop(u.pid);
+        }
+        Self::free_if_detached(pid, free);
     }
 
     /// Whether some process uses `pid` as its pgrp or session.
     pub(crate) fn in_use(&self, pid: &Arc<Pid>) -> bool {
-        self.uses
-            .get(&key(pid))
-            .is_some_and(|u| u.pgrp > 0 || u.session > 0)
+        self.uses.get(&key(pid)).is_some_and(PidUse::used)
     }
 
     /// Whether some process uses `pid` as its process group.
@@ -113,16 +184,7 @@ impl TaskList {
         self.uses.get(&key(pid)).is_some_and(|u| u.pgrp > 0)
     }
 
-    /// Drops the entry when unused, and queues the pid when no task is attached either.
-    pub(crate) fn maybe_free(&mut self, pid: &Arc<Pid>, free: &mut FreeList) {
-        let k = key(pid);
-        if let Some(u) = self.uses.get(&k) {
-            if u.pgrp > 0 || u.session > 0 {
-                return;
-            }
-            let u = self.uses.remove(&k).expect("entry exists");
-            drop(u.pid);
-        }
+    fn free_if_detached(pid: &Arc<Pid>, free: &mut FreeList) {
         if pid.task_slot().read().is_none() && !pid.is_freed() {
             free.push(pid.clone());
         }

@@ -104,6 +104,11 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
         post.zap = true;
         return;
     }
+    // Nothing to hand over: skip the reaper search (it has no side effects). The list
+    // only grows under `tasklist_lock` (write), which the caller holds.
+    if g.children.lock().list.is_empty() {
+        return;
+    }
     let Some(reaper) = find_new_reaper(t, ns) else {
         debug_assert!(false, "every namespace has a child reaper");
         return;

@@ -240,7 +240,10 @@ impl System {
     /// Namespace inits whose namespace may have emptied: finish their exit. Called
     /// with no lock held after pids were freed.
     pub(crate) fn process_zaps(&self) {
-        if !self.zap_check.swap(false, Ordering::AcqRel) {
+        // A plain load first: the flag is almost always clear, and a swap would write
+        // the shared line on every reap.
+        if !self.zap_check.load(Ordering::Acquire) || !self.zap_check.swap(false, Ordering::AcqRel)
+        {
             return;
         }
         let list: Vec<Task> = self.zapping.lock().clone();
@@ -290,7 +293,7 @@ impl PidfdBackend for System {
             pid: t.pid.nr_in(viewer),
             tgid: leader.pid.nr_in(viewer),
             ppid,
-            cgroupid: t.cgroup().id(),
+            cgroupid: t.cgroup_id(),
         })
     }
 }

@@ -274,6 +274,14 @@ impl TaskInner {
         }
     }
 
+    /// `cgroup().id()` without making a `Cgroup` handle.
+    pub(crate) fn cgroup_id(&self) -> u64 {
+        match self.css.get() {
+            Some(l) => l.cgroup_id(),
+            None => self.fork_cgroup.id(),
+        }
+    }
+
     /// The group's leader task (itself for a leader).
     pub(crate) fn leader_task(&self) -> Option<Arc<TaskInner>> {
         self.group.sig.lock().leader.upgrade()
