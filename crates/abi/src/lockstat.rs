@@ -35,10 +35,21 @@ struct Counter {
 }
 
 impl Counter {
+    /// Counts an acquisition that may race with others (shared rwlock readers).
     #[inline]
     fn bump(&self) {
         #[cfg(feature = "lockstat")]
         self.n.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an exclusive acquisition: the lock holder is the only writer, so a plain
+    /// load and store suffice (no read-modify-write on the hot path). Readers of the
+    /// count may see a slightly stale value, never a lost increment.
+    #[inline]
+    fn bump_exclusive(&self) {
+        #[cfg(feature = "lockstat")]
+        self.n
+            .store(self.n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     fn get(&self) -> u64 {
@@ -70,7 +81,7 @@ impl<T> NamedMutex<T> {
     #[inline]
     pub fn lock(&self) -> parking_lot::MutexGuard<'_, T> {
         let g = self.inner.lock();
-        self.count.bump();
+        self.count.bump_exclusive();
         g
     }
 
@@ -126,7 +137,7 @@ impl<T> NamedRwLock<T> {
     #[inline]
     pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, T> {
         let g = self.inner.write();
-        self.writes.bump();
+        self.writes.bump_exclusive();
         g
     }
 
