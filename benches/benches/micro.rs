@@ -33,6 +33,14 @@ fn ready(ns: &Arc<PidNamespace>) -> Arc<Pid> {
     init
 }
 
+/// A fresh runtime under `profile`, init only.
+fn runtime(profile: Profile) -> Runtime {
+    Runtime::builder()
+        .profile(profile)
+        .build()
+        .expect("runtime")
+}
+
 fn alloc_free_pid(c: &mut Criterion) {
     let mut g = c.benchmark_group("alloc_free_pid");
     for &profile in Profile::ALL {
@@ -64,10 +72,7 @@ fn alloc_free_pid(c: &mut Criterion) {
 fn pidfd_open_info(c: &mut Criterion) {
     let mut g = c.benchmark_group("pidfd_open_info");
     for &profile in Profile::ALL {
-        let rt = Runtime::builder()
-            .profile(profile)
-            .build()
-            .expect("runtime");
+        let rt = runtime(profile);
         let init = rt.init();
         let child = init.fork(&CloneArgs::default()).expect("fork");
         let pid = init.pid_of(&child);
@@ -89,10 +94,7 @@ fn pidfd_open_info(c: &mut Criterion) {
 fn cgroup_charge_uncharge(c: &mut Criterion) {
     let mut g = c.benchmark_group("cgroup_charge_uncharge");
     for &profile in Profile::ALL {
-        let rt = Runtime::builder()
-            .profile(profile)
-            .build()
-            .expect("runtime");
+        let rt = runtime(profile);
         let outer = rt.cgroup_root().mkdir("bench").expect("mkdir /bench");
         let cg = outer.mkdir("leaf").expect("mkdir /bench/leaf");
         outer.write("pids.max", "1000").expect("pids.max");
@@ -107,10 +109,7 @@ fn cgroup_charge_uncharge(c: &mut Criterion) {
 fn fork_exit_reap(c: &mut Criterion) {
     let mut g = c.benchmark_group("fork_exit_reap");
     for &profile in Profile::ALL {
-        let rt = Runtime::builder()
-            .profile(profile)
-            .build()
-            .expect("runtime");
+        let rt = runtime(profile);
         let init = rt.init();
         let parent = init.fork(&CloneArgs::default()).expect("fork parent");
         let args = CloneArgs::default();

@@ -11,7 +11,6 @@
 //! A failure at step n undoes steps n-1..2: cancel the charge, drop the pidfd, free the
 //! pid. A failed fork leaves nothing behind.
 
-use crate::signal::SigChld;
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{GroupState, RUNNING, Task, TaskInner, ThreadGroup};
 use std::sync::{Arc, OnceLock, Weak};
@@ -166,22 +165,7 @@ impl Task {
         let group = if thread {
             me.group.clone()
         } else {
-            Arc::new(ThreadGroup::new(GroupState {
-                leader: Weak::new(),
-                threads: Vec::new(),
-                nr_live: 1,
-                real_parent: Weak::new(),
-                shared_pending: Default::default(),
-                group_exit: None,
-                stopped: false,
-                sigchld: SigChld::Default,
-                is_subreaper: false,
-                has_child_subreaper: false,
-                unkillable: false,
-                zapping: false,
-                pgrp: pid.clone(),
-                session: pid.clone(),
-            }))
+            Arc::new(ThreadGroup::new(GroupState::new_process(&pid, false)))
         };
         let child = Arc::new(TaskInner {
             sys: me.sys.clone(),

@@ -4,7 +4,6 @@
 //! the reaper wakeup of `free_pid`).
 
 use crate::pgrp::TaskList;
-use crate::signal::SigChld;
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{Comm, GroupState, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task};
 use std::fmt;
@@ -80,22 +79,7 @@ impl System {
         let pid = alloc_pid(&root_ns, &[], false)?;
         let charge = cgroups.root().can_fork()?;
         let sys = Arc::new_cyclic(|weak: &Weak<System>| {
-            let group = Arc::new(ThreadGroup::new(GroupState {
-                leader: Weak::new(),
-                threads: Vec::new(),
-                nr_live: 1,
-                real_parent: Weak::new(),
-                shared_pending: Default::default(),
-                group_exit: None,
-                stopped: false,
-                sigchld: SigChld::Default,
-                is_subreaper: false,
-                has_child_subreaper: false,
-                unkillable: true,
-                zapping: false,
-                pgrp: pid.clone(),
-                session: pid.clone(),
-            }));
+            let group = Arc::new(ThreadGroup::new(GroupState::new_process(&pid, true)));
             let inner = Arc::new(TaskInner {
                 sys: weak.clone(),
                 pid: pid.clone(),

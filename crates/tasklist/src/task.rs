@@ -201,6 +201,30 @@ pub(crate) struct GroupState {
     pub(crate) session: Arc<Pid>,
 }
 
+impl GroupState {
+    /// The state of a new process whose first thread has `pid`: one live thread, its own
+    /// process group and session until attach inherits the parent's, default SIGCHLD
+    /// disposition. `unkillable` is `SIGNAL_UNKILLABLE` (the runtime's init).
+    pub(crate) fn new_process(pid: &Arc<Pid>, unkillable: bool) -> GroupState {
+        GroupState {
+            leader: Weak::new(),
+            threads: Vec::new(),
+            nr_live: 1,
+            real_parent: Weak::new(),
+            shared_pending: SigSet::default(),
+            group_exit: None,
+            stopped: false,
+            sigchld: SigChld::Default,
+            is_subreaper: false,
+            has_child_subreaper: false,
+            unkillable,
+            zapping: false,
+            pgrp: pid.clone(),
+            session: pid.clone(),
+        }
+    }
+}
+
 impl ThreadGroup {
     pub(crate) fn new(st: GroupState) -> ThreadGroup {
         ThreadGroup {
