@@ -6,16 +6,11 @@
 //!
 //! Run it: `cargo run -p uproc-examples --example 01_spawn_and_wait`
 
-use std::error::Error;
 use uproc::{Runtime, Spawn};
-
-/// Fails the example with a message when a check does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
-}
+use uproc_examples::{Lesson, ensure};
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
-pub fn check() -> Result<String, Box<dyn Error>> {
+pub fn check() -> Lesson {
     // A runtime is one simulated kernel: a root pid namespace with its init (pid 1),
     // a cgroup tree, and an executor that runs task bodies (one OS thread per task by
     // default).
@@ -64,15 +59,6 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     ))
 }
 
-/// Runs the example and prints what it showed.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    println!("{}", check()?);
-    Ok(())
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("FAILED: {e}");
-        std::process::exit(1);
-    }
+    uproc_examples::main(check);
 }

@@ -10,13 +10,8 @@
 //! `cx.signal_pending()`. If a fatal signal is pending when the body returns, the task
 //! dies of it, whatever the body returned.
 
-use std::error::Error;
 use uproc::{Runtime, Signal, Spawn, TaskCx};
-
-/// Fails the example with a message when a check does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
-}
+use uproc_examples::{Lesson, ensure};
 
 /// A body that works until a signal arrives (a real one would do work in the loop).
 fn until_signalled(cx: &TaskCx) -> i32 {
@@ -27,7 +22,7 @@ fn until_signalled(cx: &TaskCx) -> i32 {
 }
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
-pub fn check() -> Result<String, Box<dyn Error>> {
+pub fn check() -> Lesson {
     let rt = Runtime::builder().build()?;
 
     // 1. An early exit: `cx.exit(code)` unwinds the body (destructors run) and exits.
@@ -80,15 +75,6 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     ))
 }
 
-/// Runs the example and prints what it showed.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    println!("{}", check()?);
-    Ok(())
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("FAILED: {e}");
-        std::process::exit(1);
-    }
+    uproc_examples::main(check);
 }

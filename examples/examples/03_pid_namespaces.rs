@@ -5,17 +5,12 @@
 //! outside, the same tasks have ordinary pids. A task has one number per namespace
 //! level: its `NSpid` line (outermost first), as in `/proc/PID/status`.
 
-use std::error::Error;
 use std::sync::mpsc::channel;
 use uproc::{Runtime, Spawn};
-
-/// Fails the example with a message when a check does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
-}
+use uproc_examples::{Lesson, ensure};
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
-pub fn check() -> Result<String, Box<dyn Error>> {
+pub fn check() -> Lesson {
     let rt = Runtime::builder().build()?;
     let (report_tx, report_rx) = channel();
 
@@ -71,15 +66,6 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     ))
 }
 
-/// Runs the example and prints what it showed.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    println!("{}", check()?);
-    Ok(())
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("FAILED: {e}");
-        std::process::exit(1);
-    }
+    uproc_examples::main(check);
 }

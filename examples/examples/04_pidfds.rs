@@ -6,16 +6,11 @@
 //! forces that recycling with `set_tid` (clone3's "give me this pid", which needs
 //! `CAP_CHECKPOINT_RESTORE`), then waits for a task asynchronously through its pidfd.
 
-use std::error::Error;
 use uproc::{CloneArgs, Errno, InfoMask, Runtime, Signal, Spawn};
-
-/// Fails the example with a message when a check does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
-}
+use uproc_examples::{Lesson, ensure};
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
-pub fn check() -> Result<String, Box<dyn Error>> {
+pub fn check() -> Lesson {
     let rt = Runtime::builder().build()?;
     let init = rt.init();
 
@@ -92,15 +87,6 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     ))
 }
 
-/// Runs the example and prints what it showed.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    println!("{}", check()?);
-    Ok(())
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("FAILED: {e}");
-        std::process::exit(1);
-    }
+    uproc_examples::main(check);
 }

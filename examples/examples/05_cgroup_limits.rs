@@ -5,16 +5,11 @@
 //! cgroup (and its descendants); a fork beyond it fails with `EAGAIN`, and
 //! `pids.events` counts the rejections. `cgroup.kill` then ends every task inside.
 
-use std::error::Error;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use uproc::{Errno, Runtime, Signal, Spawn, TaskCx};
-
-/// Fails the example with a message when a check does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
-}
+use uproc_examples::{Lesson, ensure, eventually};
 
 /// What the bomb's tasks report.
 #[derive(Default)]
@@ -43,20 +38,8 @@ fn bomb(cx: &TaskCx, stats: Arc<Stats>) -> i32 {
     0
 }
 
-/// Polls `cond` for up to ten seconds.
-fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-        if Instant::now() > end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    true
-}
-
 /// Runs the example, checks what it observes, and returns a one-line summary.
-pub fn check() -> Result<String, Box<dyn Error>> {
+pub fn check() -> Lesson {
     let rt = Runtime::builder().build()?;
     // A cgroup for the bomb, limited to 10 tasks (like `echo 10 > pids.max`).
     let jail = rt.cgroup_root().mkdir("jail")?;
@@ -105,15 +88,6 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     ))
 }
 
-/// Runs the example and prints what it showed.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    println!("{}", check()?);
-    Ok(())
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("FAILED: {e}");
-        std::process::exit(1);
-    }
+    uproc_examples::main(check);
 }

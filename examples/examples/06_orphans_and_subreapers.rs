@@ -9,16 +9,11 @@
 //! This example drives tasks directly through the `Task` API (fork/exit/wait, no body),
 //! which is how an emulator or a runtime embeds uproc.
 
-use std::error::Error;
 use uproc::{CloneArgs, Runtime, TaskState, WaitId, WaitOptions};
-
-/// Fails the example with a message when a check does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
-}
+use uproc_examples::{Lesson, ensure, eventually};
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
-pub fn check() -> Result<String, Box<dyn Error>> {
+pub fn check() -> Lesson {
     let rt = Runtime::builder().build()?;
     let init = rt.init();
     let fork = |t: &uproc::Task| t.fork(&CloneArgs::default());
@@ -60,13 +55,8 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     init.wait(WaitId::Pid(parent2.pid()), WaitOptions::EXITED)?;
     ensure!(orphan.ppid() == 1, "the orphan's new parent is init");
     orphan.exit(0);
-    let mut tries = 0;
-    while orphan.state() != TaskState::Dead && tries < 1000 {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        tries += 1;
-    }
     ensure!(
-        orphan.state() == TaskState::Dead,
+        eventually(|| orphan.state() == TaskState::Dead),
         "init did not reap the orphan"
     );
 
@@ -81,15 +71,6 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     ))
 }
 
-/// Runs the example and prints what it showed.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    println!("{}", check()?);
-    Ok(())
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("FAILED: {e}");
-        std::process::exit(1);
-    }
+    uproc_examples::main(check);
 }

@@ -5,19 +5,14 @@
 //! costs a future, not a thread. `child.await` waits through the pidfd (no blocked
 //! thread) and reaps.
 
-use std::error::Error;
 use std::time::{Duration, Instant};
 use uproc::{Runtime, Spawn, tokio::TokioExecutor};
-
-/// Fails the example with a message when a check does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
-}
+use uproc_examples::{Failure, Lesson, ensure};
 
 const TASKS: i32 = 10_000;
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
-pub fn check() -> Result<String, Box<dyn Error>> {
+pub fn check() -> Lesson {
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -44,7 +39,7 @@ pub fn check() -> Result<String, Box<dyn Error>> {
         for c in children {
             sum += i64::from(c.await?.exited().ok_or("a job did not exit")?);
         }
-        Ok::<_, Box<dyn Error>>((sum, peak))
+        Ok::<_, Failure>((sum, peak))
     })?;
     let elapsed = start.elapsed();
 
@@ -62,15 +57,6 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     ))
 }
 
-/// Runs the example and prints what it showed.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    println!("{}", check()?);
-    Ok(())
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("FAILED: {e}");
-        std::process::exit(1);
-    }
+    uproc_examples::main(check);
 }

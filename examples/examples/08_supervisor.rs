@@ -7,15 +7,10 @@
 
 use crossbeam_channel::{Receiver, Select};
 use std::collections::HashMap;
-use std::error::Error;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use uproc::{Child, ExitEvent, Runtime, Spawn};
-
-/// Fails the example with a message when a check does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
-}
+use uproc_examples::{Lesson, ensure};
 
 /// Starts worker `id`: it fails (exit 1) until it has been started `id + 1` times.
 fn start(
@@ -32,7 +27,7 @@ fn start(
 }
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
-pub fn check() -> Result<String, Box<dyn Error>> {
+pub fn check() -> Lesson {
     let rt = Runtime::builder().build()?;
     let counters: Vec<Arc<AtomicU32>> = (0..3).map(|_| Arc::new(AtomicU32::new(0))).collect();
 
@@ -77,15 +72,6 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     ))
 }
 
-/// Runs the example and prints what it showed.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    println!("{}", check()?);
-    Ok(())
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("FAILED: {e}");
-        std::process::exit(1);
-    }
+    uproc_examples::main(check);
 }

@@ -7,18 +7,13 @@
 //! for these examples). Counts, unlike timings, are exact: here is what one
 //! fork + exit + reap costs in global lock acquisitions under each profile.
 
-use std::error::Error;
 use uproc::{CloneArgs, Profile, Runtime, WaitId, WaitOptions};
-
-/// Fails the example with a message when a check does not hold.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => { if !($cond) { return Err(format!($($msg)+).into()); } };
-}
+use uproc_examples::{Failure, Lesson, ensure};
 
 const CYCLES: u64 = 1_000;
 
 /// Acquisitions (write + read) of each named lock during `CYCLES` fork/exit/reap cycles.
-fn count(profile: Profile) -> Result<Vec<(&'static str, u64)>, Box<dyn Error>> {
+fn count(profile: Profile) -> Result<Vec<(&'static str, u64)>, Failure> {
     let rt = Runtime::builder().profile(profile).build()?;
     let init = rt.init();
     let before = rt.lock_stats();
@@ -36,7 +31,7 @@ fn count(profile: Profile) -> Result<Vec<(&'static str, u64)>, Box<dyn Error>> {
 }
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
-pub fn check() -> Result<String, Box<dyn Error>> {
+pub fn check() -> Lesson {
     ensure!(
         uproc::lockstat::ENABLED,
         "build with the `lockstat` feature to count locks"
@@ -66,15 +61,6 @@ pub fn check() -> Result<String, Box<dyn Error>> {
     Ok(format!("per fork+exit+reap: {}", lines.join(" | ")))
 }
 
-/// Runs the example and prints what it showed.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    println!("{}", check()?);
-    Ok(())
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("FAILED: {e}");
-        std::process::exit(1);
-    }
+    uproc_examples::main(check);
 }

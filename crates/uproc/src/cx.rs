@@ -1,7 +1,8 @@
 //! `TaskCx`: what a body knows about the task it runs as, and [`current()`].
 
+use crate::child::{Child, Tracker};
 use crate::runtime::Runtime;
-use crate::spawn::{Child, Spawn};
+use crate::spawn::Spawn;
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
@@ -30,12 +31,9 @@ use uproc_tasklist::Task;
 /// ```
 #[derive(Clone)]
 pub struct TaskCx {
-    inner: Arc<CxInner>,
-}
-
-struct CxInner {
-    rt: Runtime,
-    task: Task,
+    /// The task's shared facade state (runtime, task, parent, pidfd, kill flag): the
+    /// context is one of the handles on it, with the `Child` and the job.
+    tracker: Arc<Tracker>,
 }
 
 /// The unwinding payload of [`TaskCx::exit`]; caught by the body runner. Never seen by
@@ -43,20 +41,22 @@ struct CxInner {
 pub(crate) struct ExitRequest(pub(crate) i32);
 
 impl TaskCx {
-    pub(crate) fn new(rt: Runtime, task: Task) -> TaskCx {
-        TaskCx {
-            inner: Arc::new(CxInner { rt, task }),
-        }
+    pub(crate) fn from_tracker(tracker: Arc<Tracker>) -> TaskCx {
+        TaskCx { tracker }
+    }
+
+    pub(crate) fn tracker(&self) -> &Arc<Tracker> {
+        &self.tracker
     }
 
     /// The task this body runs as.
     pub fn task(&self) -> &Task {
-        &self.inner.task
+        &self.tracker.task
     }
 
     /// The runtime the task belongs to.
     pub fn runtime(&self) -> &Runtime {
-        &self.inner.rt
+        &self.tracker.rt
     }
 
     /// The task's pid in its own (innermost) pid namespace: `getpid(2)`.
@@ -64,7 +64,7 @@ impl TaskCx {
     /// # References
     /// [getpid(2)](https://man7.org/linux/man-pages/man2/getpid.2.html)
     pub fn pid(&self) -> i32 {
-        self.inner.task.pid()
+        self.tracker.task.pid()
     }
 
     /// The first pending signal, fatal ones first (the signal the task will die of:
@@ -76,7 +76,7 @@ impl TaskCx {
     /// # References
     /// `signal_pending()` / `fatal_signal_pending()` in `include/linux/sched/signal.h`.
     pub fn signal_pending(&self) -> Option<Signal> {
-        first_pending(&self.inner.task)
+        first_pending(&self.tracker.task)
     }
 
     /// Spawns a child task parented to this task (unless `spawn` names another parent)
@@ -86,9 +86,9 @@ impl TaskCx {
     where
         F: FnOnce(&TaskCx) -> i32 + Send + 'static,
     {
-        self.inner
+        self.tracker
             .rt
-            .spawn(spawn.default_parent(&self.inner.task), body)
+            .spawn(spawn.default_parent(&self.tracker.task), body)
     }
 
     /// Spawns an async child parented to this task. See
@@ -99,9 +99,9 @@ impl TaskCx {
         F: FnOnce(TaskCx) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = i32> + Send + 'static,
     {
-        self.inner
+        self.tracker
             .rt
-            .spawn_async(spawn.default_parent(&self.inner.task), body)
+            .spawn_async(spawn.default_parent(&self.tracker.task), body)
     }
 
     /// Ends the task now with exit code `code`, as `exit(3)` does: the body is unwound
@@ -123,7 +123,7 @@ impl TaskCx {
 impl fmt::Debug for TaskCx {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskCx")
-            .field("task", &self.inner.task)
+            .field("task", &self.tracker.task)
             .finish_non_exhaustive()
     }
 }
@@ -155,6 +155,12 @@ pub(crate) fn first_pending(task: &Task) -> Option<Signal> {
 
 /// The first pending fatal signal, if any.
 pub(crate) fn fatal_pending(task: &Task) -> Option<Signal> {
+    // Fast path (every body end): any fatal signal marks SIGKILL pending on the thread
+    // (`complete_signal`), so without it nothing fatal is pending and the pending sets
+    // need not be read.
+    if !task.fatal_signal_pending() {
+        return None;
+    }
     first_pending(task).filter(|s| is_fatal(*s))
 }
 

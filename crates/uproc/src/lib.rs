@@ -35,15 +35,71 @@
 //! - [`Runtime`]: one simulated kernel (root pid namespace, init, pidfs, cgroup
 //!   hierarchy, task list) plus an executor. Built with [`Runtime::builder`]: lock
 //!   [`Profile`], root `pid_max`, whether init reaps orphans, executor.
+//! - [`Spawn`] + [`Runtime::spawn`] / `Runtime::spawn_async`: fork a task **and** run a
+//!   body for it. The body gets a [`TaskCx`]; its return value is the exit code.
+//!   [`current()`] returns the context inside any body.
+//! - [`Child`]: the handle of a spawned task: `wait`, `try_wait`, `kill`, `pidfd`, and
+//!   `.await`.
 //! - [`Task`]: the embedding API, process-level and close to the syscalls: `fork`,
 //!   `exit`, `wait`, `kill`, `pidfd_open`, `setpgid`, `unshare_pid_ns`, ... A task
 //!   forked directly has no body: the caller drives it.
-//! - [`Spawn`] + [`Runtime::spawn`]: fork a task **and** run a body for it. The body
-//!   gets a [`TaskCx`]; its return value is the exit code. [`current()`] returns the
-//!   context inside any body.
-//! - [`Child`]: `wait`, `try_wait`, `kill`, `pidfd`, and `.await`.
 //! - [`PidFd`]: a handle on a process that holds the process, never its number.
 //! - [`Cgroup`]: `mkdir`, `write("pids.max", "10")`, `attach`, `kill`, `read`.
+//!
+//! ## Executors
+//!
+//! uproc does not schedule: `spawn` forks the task (the process-model part: pid,
+//! parent, cgroup charge, pidfd) and hands one *job* to an [`Executor`]: "run this
+//! body, then exit the task with what it returned, and reap it if its `Child` is gone".
+//!
+//! - [`ThreadExecutor`] (the default): one OS thread per body, the 1:1 model Linux
+//!   itself uses; [`ThreadExecutor::stack_size`] sets the threads' stacks.
+//! - `tokio::TokioExecutor` (feature `tokio`): synchronous bodies on tokio's blocking
+//!   pool. `Runtime::spawn_async` runs an `async` body as a tokio task, on the
+//!   executor's tokio runtime or else the caller's: 10,000 tasks are 10,000 futures.
+//! - Your own: implement the one-method [`Executor`] trait for any other green-thread
+//!   runtime. A job may run on any thread, at any later time; if the executor drops it
+//!   unrun (shutdown, no thread), the task ends killed by `SIGKILL`, and a body tokio
+//!   drops at shutdown ends the same way. Nothing leaks either way.
+//!
+//! [`current()`] works on every executor: it is set while the body runs (for an async
+//! body, while its future is polled, on whichever thread polls it).
+//!
+//! ## Managed and bare tasks: how signals arrive
+//!
+//! A task spawned with a body is **managed**: the facade installs a signal hook on it
+//! ([`Task::set_signal_hook`]). A fatal signal then does not end the task at once (its
+//! body is Rust code that cannot be stopped from outside): it is made pending, and
+//! the body ends cooperatively.
+//!
+//! - A synchronous body polls [`TaskCx::signal_pending`]. When it returns, a pending
+//!   fatal signal decides the status (killed by `SIGTERM`, ...) whatever it returned.
+//! - An async body is dropped at its next await point on `SIGKILL` (the hook wakes
+//!   it); it sees other signals through `signal_pending`, as a sync body does.
+//! - A task killed before its job starts never runs its body.
+//! - A panic ends the task as killed by `SIGABRT` (core dumped), and the runtime goes
+//!   on. [`TaskCx::exit`] ends a body early by unwinding (no panic message). Both need
+//!   `panic = "unwind"`.
+//!
+//! A task forked directly ([`Task::fork`]) is **bare**: no hook, so a fatal signal ends
+//! it at once, as in Linux; the caller that drives it observes the exit.
+//!
+//! ## Handles, waiting and detach-on-drop
+//!
+//! - [`Child::wait`] blocks until the task exits and reaps it (`waitid(P_PIDFD)` from
+//!   its parent), asleep on the task's own pidfd wait queue: no polling, no timer.
+//!   `child.await` does the same without blocking a thread: the job that runs the body
+//!   wakes it right after the exit.
+//! - A [`Child`] (or its unfinished `.await`) dropped unwaited **detaches** the task
+//!   (tokio's rule for detached tasks): the task is reaped as soon as its body ends, so
+//!   no zombie or pid outlives its use.
+//! - If the parent exits first, the task is reparented to the nearest subreaper, or
+//!   to init, which reaps the orphans it adopts ([`RuntimeBuilder::reap_orphans`], on by
+//!   default). The `Child` can no longer reap it; waiting returns its exit status once
+//!   it has exited and the adopter reaps it. Tasks a caller forks from `rt.init()`
+//!   stay the caller's to wait for, as with any parent.
+//! - [`Child::kill`] and every [`PidFd`] name the task itself, never its number: a
+//!   handle can never signal or wait for a task that reused the number.
 //!
 //! ## Profiles
 //!
@@ -56,69 +112,98 @@
 //! | `Linux618` | Linux before Dec 2025: `pidmap_lock` taken twice per fork, pid freed under `tasklist_lock` |
 //! | `Linux70` (default) | Linux 7.0: `pidmap_lock` once per fork, pidfs index outside it, pid freed after `tasklist_lock` |
 //!
-//! ## Executors
-//!
-//! uproc does not schedule: it hands each body to an [`Executor`]. The default
-//! [`ThreadExecutor`] runs each body on its own OS thread (the 1:1 model). With the
-//! `tokio` feature, `tokio::TokioExecutor` runs synchronous bodies on tokio's blocking
-//! pool and `Runtime::spawn_async` runs `async` bodies as tokio tasks (10,000 tasks are
-//! 10,000 futures). Any other green-thread runtime plugs in through the one-method
-//! [`Executor`] trait.
-//!
-//! ## Rules that go beyond Linux, because this is a library
-//!
-//! - A [`PidFd`] holds the pid object, never a number: an old handle can never signal
-//!   or wait for a task that reused the number.
-//! - Dropping handles never leaks. Orphans go up the reaper chain, and init reaps the
-//!   orphans reparented to it ([`RuntimeBuilder::reap_orphans`], on by default). Tasks
-//!   a caller forks from `rt.init()` stay the caller's to wait for, as with any parent.
-//!   A [`Child`] dropped unwaited is **detached**: the task is reaped when its body
-//!   ends (tokio's detached-task rule), so no zombie or pid outlives its use.
-//! - A panic in a body ends that task as killed by `SIGABRT` (the runtime goes on).
-//!   Signals reach a running body cooperatively: a synchronous body polls
-//!   [`TaskCx::signal_pending`]; if a fatal signal is pending when it returns, the task
-//!   ends killed by it. An async body is dropped at its next await point on `SIGKILL`.
-//! - [`TaskCx::exit`] ends a body early by unwinding (no panic message); panic
-//!   containment and `exit` need `panic = "unwind"`.
-//!
 //! ## Tracing
 //!
-//! Nothing here prints; everything observable goes through [`tracing`] events (cheap
-//! when no subscriber is installed; filter by target, e.g.
-//! `RUST_LOG=uproc=debug,uproc_tasklist=debug`). The events, by where they come from:
+//! Nothing here prints; everything observable goes through [`tracing`] (cheap when no
+//! subscriber is installed). Filter by target, e.g.
+//! `RUST_LOG=uproc=debug,uproc_tasklist=debug`. `pid` fields are numbers in the root
+//! namespace, in every crate.
 //!
-//! | target | level | message (fields) | when |
-//! |---|---|---|---|
-//! | `uproc` | debug | `spawn` (pid, ppid) | [`Runtime::spawn`] forked a task, before its body starts |
-//! | `uproc` | debug | `Child::kill` (pid) / `signal hook` (signal) | SIGKILL sent through a `Child`; a fatal signal reached a running body |
-//! | `uproc` | error | `task body panicked; task killed by SIGABRT` (pid, panic) | a body panicked |
-//! | `uproc` | warn | `job dropped without running; task killed` (pid) | an executor dropped a job (shutdown) |
-//! | `uproc` | trace | `detached task reaped` (pid, status) | a dropped `Child`'s task was reaped |
-//! | `uproc_tasklist::fork` | debug | fork (pid, flags) | every successful fork (`copy_process`) |
-//! | `uproc_tasklist::fork` | warn | `fork rejected: pids.max reached` (cgroup) | a limit hit |
-//! | `uproc_tasklist::exit` | debug | `exit` (pid, status, group_dead), `reap` (pid) | `do_exit` and `release_task` |
-//! | `uproc_tasklist::exit` | debug | `namespace init died: killing the namespace` (level) | `zap_pid_ns_processes` |
-//! | `uproc_tasklist::signal` | debug | `kill` (target_pid, sig) | every signal sent |
-//! | `uproc_tasklist::reparent` | debug | reparenting of orphans | `forget_original_parent` |
-//! | `uproc_cgroup::membership` | info/debug | `fork rejected by pids controller in <path>` | a pids.max hit (info the first time, as Linux logs once) |
-//! | `uproc_cgroup::membership` | info | `cgroup.kill` (path, tasks) | a `cgroup.kill` write |
-//! | `uproc_pidfs::state` | debug | `pidfs: do_notify_pidfd`, `pidfs: exit` (ino, nr, status) | pidfd readiness at exit and reap |
+//! The facade (target `uproc`):
 //!
-//! The sub-crates' messages are theirs; their `target` is their module path.
+//! | kind | level | name or message | fields | when |
+//! |---|---|---|---|---|
+//! | span | debug | `task` | `pid` | around every body (each poll of an async one): the body's own events nest in it |
+//! | event | debug | `runtime built` | `profile`, `pid_max` | [`RuntimeBuilder::build`] |
+//! | event | debug | `spawn` | `pid`, `ppid`, `name` | a task was forked for a body, before the body starts |
+//! | event | debug | `signal hook` | `pid`, `signal` | a signal reached a managed task |
+//! | event | debug | `Child::kill` | `pid` | [`Child::kill`] |
+//! | event | error | `task body panicked; task killed by SIGABRT` | `pid`, `panic` | a body panicked |
+//! | event | warn | `job dropped without running; task killed` | `pid` | an executor dropped a job |
+//! | event | error | `ThreadExecutor: thread creation failed; task killed` | `error` | no thread for a body |
+//! | event | trace | `detached task reaped` | `pid`, `status` | a detached task was reaped |
+//! | event | error | `cannot start reaper thread; zombie kept` | `pid`, `error` | a detached leader whose threads run needs a helper thread and none could start |
+//!
+//! The sub-crates (their `target` is their module path, e.g. `uproc_tasklist::fork`):
+//!
+//! | crate | level | message | fields | when |
+//! |---|---|---|---|---|
+//! | tasklist | debug | `fork` | `pid`, `ppid`, `thread` | every successful fork (`copy_process`) |
+//! | tasklist | warn | `fork rejected: pids.max reached` | `cgroup` | a pids limit hit at fork |
+//! | tasklist | warn | `fork rejected: pid namespace full` | `level` | `alloc_pid` found no free number |
+//! | tasklist | debug | `exit` | `pid`, `status`, `group_dead` | `do_exit` |
+//! | tasklist | debug | `reap` | `pid` | `release_task` |
+//! | tasklist | debug | `reparent` | `child`, `reaper` | an orphan got a new parent (`forget_original_parent`) |
+//! | tasklist | debug | `namespace init died: killing the namespace` | `level` | `zap_pid_ns_processes` |
+//! | tasklist | debug | `kill` | `target_pid`, `sig` | every signal sent |
+//! | tasklist | debug | `system created` | `profile`, `pid_max` | a task list was built |
+//! | pidns | debug | `alloc_pid: namespace full` | `level`, `pid_max` | no free pid number |
+//! | pidfs | debug | `pidfs: pidfd opened` (`(stale)`, `by handle`) | `ino`, `nr`, `flags` | a pidfd was made |
+//! | pidfs | debug | `pidfs: do_notify_pidfd` | `ino`, `nr`, `status` | a task's pidfds became readable (exit) |
+//! | pidfs | debug | `pidfs: exit` / `pidfs: exit, marked dead` | `ino`, `nr`, `status`, `cgroupid` | reap: exit info recorded, or the pid marked dead |
+//! | cgroup | info, then debug | `fork rejected by pids controller in <path>` | `path` | a pids.max hit (info the first time, as Linux logs once) |
+//! | cgroup | info | `cgroup.kill` | `path`, `tasks` | a `cgroup.kill` write |
+//! | cgroup | debug | `cgroup created` / `cgroup removed` / `pids.max set` / `tasks migrated` | `path`, ... | control operations |
 //!
 //! ## Introspection
 //!
 //! [`Runtime::ps`] lists tasks as [`ProcInfo`] (pid, ppid, tgid, state, cgroup, name,
-//! NSpid) from the root namespace, [`Runtime::ps_in`] from any namespace, and
-//! [`Runtime::pstree`] renders the tree (`pstree -p` style, see [`ps::pstree`]).
-//! [`Task::status`] prints `/proc/PID/status` lines.
+//! NSpid) from the root namespace, [`Runtime::ps_in`] from any namespace (a namespace
+//! init's parent reads 0 there), and [`Runtime::pstree`] renders the tree (`pstree -p`
+//! style, see [`ps::pstree`]). Listing reads the task list only, as reading `/proc`
+//! does: it opens no pidfd. [`Task::status`] prints `/proc/PID/status` lines.
+//!
+//! ## The tutorial
+//!
+//! The `examples/` package of the repository teaches uproc in reading order; each
+//! example checks its own results, and `cargo run -p uproc-examples --bin tour` runs
+//! them all:
+//!
+//! | example | teaches |
+//! |---|---|
+//! | `01_spawn_and_wait` | a runtime, a body as a task, waiting for its exit code |
+//! | `02_exit_status_and_signals` | exited vs killed: `cx.exit`, a panic as SIGABRT, SIGKILL, SIGTERM |
+//! | `03_pid_namespaces` | a container-like init is pid 1; NSpid; `ps` from inside |
+//! | `04_pidfds` | a recycled pid cannot be hit through an old pidfd; async waits |
+//! | `05_cgroup_limits` | a fork bomb contained by `pids.max`, ended by `cgroup.kill` |
+//! | `06_orphans_and_subreapers` | orphans go to the nearest subreaper, else to init |
+//! | `07_tokio_10k_tasks` | 10,000 async tasks as processes on tokio |
+//! | `08_supervisor` | restarting failed children from pidfd exit events |
+//! | `09_lock_profiles` | one workload under each lock profile, with lock counts |
+//!
+//! ## Inside the facade: who holds what
+//!
+//! ```text
+//!  Child ──Arc──┐                      ┌── Task (the task list's) ── signal hook ──Weak──┐
+//!  TaskCx ─Arc──┼──> Tracker { rt, task, parent, pidfd, flags, status, kill, waiter } <─┘
+//!  JobGuard ─Arc┘        (the job: runs the body, exits the task, reaps if detached)
+//! ```
+//!
+//! One `Tracker` per spawned task holds what its handles share; the hook holds it
+//! weakly, so a task never keeps its own tracker alive. `flags` (atomic) records
+//! "detached" and "exited"; the side that sets the second bit reaps. Two leaf mutexes:
+//! `kill`'s waker slot (the async body's waker, for `SIGKILL`) and `waiter` (an
+//! awaiting `Child`'s waker); no other lock is taken under them, and wakers are woken
+//! and dropped after they are released. `status` is set once, at reap. See the crate's
+//! `IMPLEMENTATION.md` for the protocol and the alternatives rejected.
 //!
 //! ## Cargo features
 //!
-//! - `tokio`: [`tokio::TokioExecutor`](crate::tokio) and `Runtime::spawn_async`.
+//! - `tokio`: `tokio::TokioExecutor` and `Runtime::spawn_async`.
 //! - `lockstat`: count global lock acquisitions ([`Runtime::lock_stats`]).
 #![forbid(unsafe_code)]
 
+mod child;
 mod cx;
 mod executor;
 pub mod ps;
@@ -127,11 +212,12 @@ mod spawn;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
+pub use child::{Child, ChildFuture};
 pub use cx::{TaskCx, current};
 pub use executor::{Executor, ThreadExecutor};
 pub use ps::ProcInfo;
 pub use runtime::{Runtime, RuntimeBuilder};
-pub use spawn::{Child, ChildFuture, Spawn};
+pub use spawn::Spawn;
 
 pub use uproc_abi::lockstat::LockStat;
 pub use uproc_abi::{

@@ -3,9 +3,8 @@
 use crate::runtime::Runtime;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use uproc_abi::{InfoMask, PidfdFlags};
 use uproc_pidns::PidNamespace;
-use uproc_tasklist::{Task, TaskState};
+use uproc_tasklist::{System, Task, TaskState};
 
 /// One line of `ps`: a task as one pid namespace sees it.
 ///
@@ -30,24 +29,31 @@ pub struct ProcInfo {
     pub nspid: Vec<i32>,
 }
 
-/// The ids of `t` as `ns` sees them, through a `PIDFD_GET_INFO` on a pidfd prepared in
-/// `ns` (pidfs computes pid, tgid and ppid for a viewer namespace).
-fn info_in(rt: &Runtime, t: &Task, ns: &Arc<PidNamespace>) -> Option<ProcInfo> {
+/// The ids of `t` as `ns` sees them, read from the task list itself: `pid_nr_ns` for
+/// the pid and tgid, `task_ppid_nr_ns` ([`Task::ppid_in`]) for the parent. Nothing is
+/// opened: listing a task does not register it with pidfs (no pidfd is made), as
+/// reading `/proc/PID/status` does not.
+///
+/// # References
+/// `proc_pid_status` / `task_state` in `fs/proc/array.c`.
+fn info_in(sys: &System, t: &Task, ns: &PidNamespace) -> Option<ProcInfo> {
     let pid = t.struct_pid();
     let nr = pid.nr_in(ns);
     if nr == 0 {
         return None;
     }
-    let fd = rt
-        .system()
-        .pidfs()
-        .pidfd_prepare(ns, Arc::clone(pid), PidfdFlags::THREAD)
-        .ok()?;
-    let info = fd.info(InfoMask::PID).ok()?;
+    // A leader (or a lone task) is its own thread group; a thread's tgid is its
+    // leader's number, found in the thread's own namespace and renumbered for `ns`.
+    let tgid = if t.is_thread_group_leader() {
+        nr
+    } else {
+        sys.find_task(&t.pid_ns(), t.tgid())
+            .map_or(0, |leader| leader.struct_pid().nr_in(ns))
+    };
     Some(ProcInfo {
         pid: nr,
-        ppid: info.ppid,
-        tgid: info.tgid,
+        ppid: t.ppid_in(ns),
+        tgid,
         state: t.state(),
         cgroup: t.cgroup().path(),
         name: t.name(),
@@ -56,11 +62,11 @@ fn info_in(rt: &Runtime, t: &Task, ns: &Arc<PidNamespace>) -> Option<ProcInfo> {
 }
 
 pub(crate) fn ps_in(rt: &Runtime, ns: &Arc<PidNamespace>) -> Vec<ProcInfo> {
-    let mut v: Vec<ProcInfo> = rt
-        .system()
+    let sys = rt.system();
+    let mut v: Vec<ProcInfo> = sys
         .tasks()
         .iter()
-        .filter_map(|t| info_in(rt, t, ns))
+        .filter_map(|t| info_in(sys, t, ns))
         .collect();
     v.sort_by_key(|p| p.pid);
     v

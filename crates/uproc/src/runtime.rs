@@ -1,9 +1,10 @@
 //! `Runtime` and `RuntimeBuilder`: one simulated "kernel" plus the executor its task
 //! bodies run on.
 
+use crate::child::Child;
 use crate::cx::TaskCx;
 use crate::executor::{DynExecutor, Executor, ThreadExecutor};
-use crate::spawn::{Child, Spawn, launch};
+use crate::spawn::{Spawn, launch};
 use std::fmt;
 use std::sync::Arc;
 use uproc_abi::lockstat::LockStat;

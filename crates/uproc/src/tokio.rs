@@ -9,15 +9,15 @@
 //!   future is dropped at its next await point and the task ends killed by `SIGKILL`;
 //!   other signals are seen through [`TaskCx::signal_pending`].
 
+use crate::child::Child;
 use crate::cx::{self, TaskCx};
 use crate::executor::Executor;
 use crate::runtime::Runtime;
-use crate::spawn::{Child, KillFlag, Outcome, Spawn, launch};
-use std::future::Future;
+use crate::spawn::{Outcome, Spawn, launch, may_start, task_span};
+use std::future::{Future, poll_fn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, Waker};
 use tokio::runtime::Handle;
 use uproc_abi::Errno;
 
@@ -64,40 +64,66 @@ impl Executor for TokioExecutor {
     }
 }
 
-/// An async body under uproc's rules: `current()` set while polled, dropped on SIGKILL,
-/// panics contained.
-struct Managed<Fut> {
-    fut: Option<Pin<Box<Fut>>>,
-    cx: TaskCx,
-    kill: Arc<KillFlag>,
+/// Polls an async body under uproc's rules: `current()` set while it is polled, dropped
+/// (in place: `Pin::set`) at its next poll after `SIGKILL`, panics contained.
+///
+/// The kill flag learns the task's waker once (tokio gives a task one waker for its
+/// life; a different one is registered again), so a poll costs one waker comparison
+/// and one atomic load on top of the body's own poll: no lock, no allocation.
+fn poll_managed<Fut: Future<Output = i32>>(
+    tcx: &TaskCx,
+    span: &tracing::Span,
+    mut fut: Pin<&mut Option<Fut>>,
+    registered: &mut Option<Waker>,
+    cx: &mut Context<'_>,
+) -> Poll<Outcome> {
+    let kill = &tcx.tracker().kill;
+    if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+        kill.register(cx.waker());
+        *registered = Some(cx.waker().clone());
+    }
+    if kill.is_killed() {
+        // SIGKILL: drop the body here, at the await point it is parked on.
+        fut.set(None);
+        return Poll::Ready(Outcome::Killed);
+    }
+    let Some(body) = fut.as_mut().as_pin_mut() else {
+        return Poll::Ready(Outcome::Killed);
+    };
+    let _span = span.enter();
+    let _enter = cx::enter(tcx);
+    let outcome = match catch_unwind(AssertUnwindSafe(|| body.poll(cx))) {
+        Ok(Poll::Pending) => return Poll::Pending,
+        Ok(Poll::Ready(code)) => Outcome::Code(code),
+        Err(p) => Outcome::from_unwind(tcx.task(), p),
+    };
+    fut.set(None);
+    Poll::Ready(outcome)
 }
 
-impl<Fut: Future<Output = i32>> Future for Managed<Fut> {
-    type Output = Outcome;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
-        let this = &mut *self;
-        if this.kill.register(cx.waker()) {
-            // SIGKILL: drop the body here, at the await point it is parked on.
-            this.fut = None;
-            return Poll::Ready(Outcome::Killed);
+/// Builds the body's future (with `current()` set, in case `body` reads it eagerly)
+/// and runs it to its outcome. The future lives in place in the tokio task: no box.
+async fn run_body<F, Fut>(tcx: &TaskCx, body: F) -> Outcome
+where
+    F: FnOnce(TaskCx) -> Fut,
+    Fut: Future<Output = i32>,
+{
+    if !may_start(tcx.task()) {
+        return Outcome::NotRun;
+    }
+    let span = task_span(tcx.task());
+    let fut = {
+        let _span = span.enter();
+        let _enter = cx::enter(tcx);
+        catch_unwind(AssertUnwindSafe(|| body(tcx.clone())))
+    };
+    match fut {
+        Ok(fut) => {
+            let mut fut = pin!(Some(fut));
+            let mut registered = None;
+            poll_fn(|cx| poll_managed(tcx, &span, fut.as_mut(), &mut registered, cx)).await
         }
-        let Some(fut) = this.fut.as_mut() else {
-            return Poll::Ready(Outcome::Killed);
-        };
-        let _enter = cx::enter(&this.cx);
-        let r = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
-        match r {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(code)) => {
-                this.fut = None;
-                Poll::Ready(Outcome::Code(code))
-            }
-            Err(p) => {
-                this.fut = None;
-                Poll::Ready(Outcome::from_unwind(this.cx.task(), p))
-            }
-        }
+        Err(p) => Outcome::from_unwind(tcx.task(), p),
     }
 }
 
@@ -129,35 +155,12 @@ impl Runtime {
         Fut: Future<Output = i32> + Send + 'static,
     {
         let handle = self.tokio_handle().ok_or(Errno::EINVAL)?;
-        let launched = launch(self, s)?;
-        let (child, tcx, kill, complete) = launched.into_parts();
-        let task = tcx.task().clone();
+        let (child, guard) = launch(self, s)?.split();
+        // The guard ends the task as killed if tokio drops this task unfinished
+        // (runtime shutdown).
         drop(handle.spawn(async move {
-            let alive = matches!(
-                task.state(),
-                uproc_tasklist::TaskState::Running | uproc_tasklist::TaskState::Stopped
-            );
-            let outcome = if alive {
-                // Build the future with `current()` set, in case `body` reads it eagerly.
-                let fut = {
-                    let _enter = cx::enter(&tcx);
-                    catch_unwind(AssertUnwindSafe(|| body(tcx.clone())))
-                };
-                match fut {
-                    Ok(fut) => {
-                        Managed {
-                            fut: Some(Box::pin(fut)),
-                            cx: tcx,
-                            kill,
-                        }
-                        .await
-                    }
-                    Err(p) => Outcome::from_unwind(&task, p),
-                }
-            } else {
-                Outcome::Killed
-            };
-            complete(outcome);
+            let outcome = run_body(guard.cx(), body).await;
+            guard.complete(outcome);
         }));
         Ok(child)
     }

@@ -4,7 +4,10 @@
 mod common;
 
 use std::sync::mpsc::channel;
-use uproc::{Runtime, Spawn, TaskState};
+use uproc::{
+    CloneArgs, CloneFlags, Errno, FileHandle, PidfdFlags, Runtime, Spawn, TaskState, WaitId,
+    WaitOptions,
+};
 
 #[test]
 fn ps_shows_a_running_task_with_its_ppid_cgroup_and_name() {
@@ -132,4 +135,99 @@ fn pstree_renders_siblings_with_box_drawing() {
         "init(1)─┬─a(2)─┬─c(4)\n        │      └─d(5)\n        ├─b(3)\n        └─e(6)\n"
     );
     assert_eq!(uproc::ps::pstree(&procs(&[(1, 0, "init")])), "init(1)\n");
+}
+
+#[test]
+fn ps_opens_no_pidfd_for_the_tasks_it_lists() {
+    let rt = Runtime::new().unwrap();
+    let init = rt.init();
+    // Two bare tasks (forked without CLONE_PIDFD): nothing has registered them with pidfs.
+    let listed = init.fork(&CloneArgs::default()).unwrap();
+    let opened = init.fork(&CloneArgs::default()).unwrap();
+    let _fd = init.pidfd_open(opened.pid(), PidfdFlags::empty()).unwrap();
+    assert_eq!(rt.ps().len(), 3);
+    assert_eq!(rt.ps_in(&init.pid_ns()).len(), 3);
+    let handle = |t: &uproc::Task| {
+        FileHandle::from_bytes(FileHandle::TYPE_KERNFS, &t.struct_pid().ino().to_le_bytes())
+            .unwrap()
+    };
+    assert_eq!(
+        rt.open_by_handle(&init, &handle(&listed), PidfdFlags::empty())
+            .unwrap_err(),
+        Errno::ESTALE,
+        "reading /proc makes no pidfd: a pid that never had one does not decode"
+    );
+    assert!(
+        rt.open_by_handle(&init, &handle(&opened), PidfdFlags::empty())
+            .is_ok(),
+        "a pid that had a pidfd decodes (the control)"
+    );
+    for t in [&listed, &opened] {
+        t.exit(0);
+        init.wait(WaitId::Pid(t.pid()), WaitOptions::EXITED)
+            .unwrap();
+    }
+}
+
+#[test]
+fn ps_numbers_a_thread_and_its_parent_as_each_namespace_sees_them() {
+    let rt = Runtime::new().unwrap();
+    let init = rt.init();
+    let cinit = init
+        .fork(&CloneArgs {
+            flags: CloneFlags::NEWPID,
+            ..Default::default()
+        })
+        .unwrap();
+    let thread = cinit
+        .fork(&CloneArgs {
+            flags: CloneFlags::THREAD | CloneFlags::SIGHAND | CloneFlags::VM,
+            ..Default::default()
+        })
+        .unwrap();
+    let kid = cinit.fork(&CloneArgs::default()).unwrap();
+    let ids = |ps: &[uproc::ProcInfo], t: &uproc::Task, ns: &uproc::PidNamespace| {
+        let nr = t.struct_pid().nr_in(ns);
+        let p = ps.iter().find(|p| p.pid == nr).expect("listed");
+        (p.pid, p.tgid, p.ppid)
+    };
+    let inside = rt.ps_in(&cinit.pid_ns());
+    let ns = cinit.pid_ns();
+    assert_eq!(
+        inside.len(),
+        3,
+        "the container's init, its thread, its child"
+    );
+    assert_eq!(
+        ids(&inside, &cinit, &ns),
+        (1, 1, 0),
+        "a namespace init's parent is invisible inside: PPid 0"
+    );
+    assert_eq!(
+        ids(&inside, &thread, &ns),
+        (2, 1, 0),
+        "a thread: its own pid, its leader's tgid, the group's parent (invisible)"
+    );
+    assert_eq!(ids(&inside, &kid, &ns), (3, 3, 1), "the child of pid 1");
+    let root = init.pid_ns();
+    let outside = rt.ps();
+    let c = cinit.struct_pid().nr_in(&root);
+    assert_eq!(
+        ids(&outside, &cinit, &root),
+        (c, c, 1),
+        "from the root the container init is an ordinary child of init"
+    );
+    assert_eq!(
+        ids(&outside, &thread, &root),
+        (thread.struct_pid().nr_in(&root), c, 1)
+    );
+    assert_eq!(ids(&outside, &kid, &root).2, c);
+    kid.exit(0);
+    cinit
+        .wait(WaitId::Pid(kid.pid()), WaitOptions::EXITED)
+        .unwrap();
+    thread.exit(0);
+    cinit.exit(0);
+    init.wait(WaitId::Pid(c), WaitOptions::EXITED).unwrap();
+    assert_eq!(rt.ps().len(), 1);
 }

@@ -5,17 +5,24 @@
 mod common;
 
 use common::wait_until;
-use uproc::{CloneArgs, Errno, Runtime, Spawn, TaskState, WaitId, WaitOptions};
+use std::sync::mpsc::channel;
+use uproc::{CloneArgs, Errno, Runtime, Spawn, Task, TaskState, WaitId, WaitOptions};
 
-#[test]
-fn orphans_reparented_to_init_are_reaped_automatically() {
-    let rt = Runtime::builder().reap_orphans(true).build().unwrap();
+/// init -> p -> g, then p exits and init reaps it: g is an orphan (reparented to init).
+fn orphan_of_init(rt: &Runtime) -> (Task, Task) {
     let init = rt.init();
     let p = init.fork(&CloneArgs::default()).unwrap();
     let g = p.fork(&CloneArgs::default()).unwrap();
     p.exit(0);
     init.wait(WaitId::Pid(p.pid()), WaitOptions::EXITED)
         .unwrap();
+    (init, g)
+}
+
+#[test]
+fn orphans_reparented_to_init_are_reaped_automatically() {
+    let rt = Runtime::builder().reap_orphans(true).build().unwrap();
+    let (init, g) = orphan_of_init(&rt);
     assert_eq!(
         g.ppid(),
         1,
@@ -33,12 +40,7 @@ fn orphans_reparented_to_init_are_reaped_automatically() {
 #[test]
 fn orphans_stay_zombies_for_the_caller_when_reap_orphans_is_off() {
     let rt = Runtime::builder().reap_orphans(false).build().unwrap();
-    let init = rt.init();
-    let p = init.fork(&CloneArgs::default()).unwrap();
-    let g = p.fork(&CloneArgs::default()).unwrap();
-    p.exit(0);
-    init.wait(WaitId::Pid(p.pid()), WaitOptions::EXITED)
-        .unwrap();
+    let (init, g) = orphan_of_init(&rt);
     g.exit(3);
     std::thread::sleep(std::time::Duration::from_millis(20));
     assert_eq!(g.state(), TaskState::Zombie, "nobody reaps it");
@@ -87,6 +89,144 @@ fn a_spawned_orphan_is_reaped_by_init_and_its_child_handle_still_reports_the_sta
         "status from the pidfd's exit info"
     );
     assert!(wait_until(5, || rt.ps().len() == 1));
+}
+
+/// A subreaper body that forks a parent, whose body forks the returned grandchild and
+/// exits: the grandchild is adopted by the subreaper. The grandchild exits with 6 when
+/// `go` is sent; the subreaper reaps it when `reap` is sent and reports what its own
+/// wait saw on `reaped`.
+struct Adoption {
+    sub: uproc::Child,
+    orphan: uproc::Child,
+    go: std::sync::mpsc::Sender<()>,
+    reap: std::sync::mpsc::Sender<()>,
+    reaped: std::sync::mpsc::Receiver<uproc::WaitStatus>,
+}
+
+fn adoption(rt: &Runtime) -> Adoption {
+    let (orphan_tx, orphan_rx) = channel();
+    let (go, go_rx) = channel::<()>();
+    let (reap, reap_rx) = channel::<()>();
+    let (reaped_tx, reaped) = channel();
+    let sub = rt
+        .spawn(Spawn::new().name("subreaper"), move |cx| {
+            cx.task().set_child_subreaper(true);
+            let parent = cx
+                .spawn(Spawn::new().name("parent"), move |cx| {
+                    let g = cx
+                        .spawn(Spawn::new().name("orphan"), move |_| {
+                            go_rx.recv().unwrap();
+                            6
+                        })
+                        .unwrap();
+                    orphan_tx.send(g).unwrap();
+                    0
+                })
+                .unwrap();
+            assert_eq!(parent.wait().unwrap().exited(), Some(0));
+            // The subreaper reaps its adopted orphan, as a service manager does.
+            reap_rx.recv().unwrap();
+            let info = cx
+                .task()
+                .wait(WaitId::All, WaitOptions::EXITED)
+                .unwrap()
+                .unwrap();
+            reaped_tx.send(info.status).unwrap();
+            0
+        })
+        .unwrap();
+    let orphan = orphan_rx.recv().unwrap();
+    assert!(
+        wait_until(5, || orphan.task().ppid() == sub.pid()),
+        "the orphan is reparented to the nearest subreaper"
+    );
+    Adoption {
+        sub,
+        orphan,
+        go,
+        reap,
+        reaped,
+    }
+}
+
+#[test]
+fn a_child_adopted_by_a_subreaper_wakes_at_its_exit_with_the_status_and_leaves_the_reap_to_the_adopter()
+ {
+    let rt = Runtime::new().unwrap();
+    let a = adoption(&rt);
+    let fd = a.orphan.pidfd();
+    let orphan = a.orphan.task().clone();
+    let waiter = std::thread::spawn(move || a.orphan.wait());
+    assert!(
+        wait_until(5, || fd.waiter_counts().0 == 1),
+        "Child::wait sleeps on the orphan's own pidfd wait queue"
+    );
+    a.go.send(()).unwrap();
+    let st = waiter.join().unwrap().unwrap();
+    assert_eq!(
+        st.exited(),
+        Some(6),
+        "the adopted child's real exit status, not ECHILD"
+    );
+    assert_eq!(
+        (orphan.state(), orphan.ppid()),
+        (TaskState::Zombie, a.sub.pid()),
+        "only its new parent may reap it: still the subreaper's zombie"
+    );
+    a.reap.send(()).unwrap();
+    assert_eq!(
+        a.reaped.recv().unwrap().exited(),
+        Some(6),
+        "the subreaper reaps it with the same status"
+    );
+    assert_eq!(a.sub.wait().unwrap().exited(), Some(0));
+    assert_eq!(orphan.state(), TaskState::Dead);
+    assert_eq!(rt.ps().len(), 1, "nothing left");
+}
+
+#[test]
+fn waiting_for_an_adopted_child_its_adopter_already_reaped_returns_the_pidfs_exit_info() {
+    let rt = Runtime::new().unwrap();
+    let a = adoption(&rt);
+    a.go.send(()).unwrap();
+    a.reap.send(()).unwrap();
+    assert_eq!(a.reaped.recv().unwrap().exited(), Some(6));
+    assert!(a.orphan.pidfd().poll().hangup, "reaped by its adopter");
+    assert_eq!(
+        a.orphan.try_wait().unwrap().map(|s| s.exited()),
+        Some(Some(6)),
+        "try_wait: the status from the pidfd's exit info (PIDFD_INFO_EXIT)"
+    );
+    assert_eq!(a.orphan.wait().unwrap().exited(), Some(6));
+    assert_eq!(a.sub.wait().unwrap().exited(), Some(0));
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn awaiting_a_child_adopted_by_a_subreaper_returns_its_status() {
+    let t = common::tokio_rt();
+    let rt = Runtime::new().unwrap();
+    let Adoption {
+        sub,
+        orphan,
+        go,
+        reap,
+        reaped,
+    } = adoption(&rt);
+    let st = t.block_on(async move {
+        let orphan = tokio::spawn(orphan.into_future());
+        tokio::task::yield_now().await;
+        go.send(()).unwrap();
+        orphan.await.unwrap()
+    });
+    assert_eq!(
+        st.unwrap().exited(),
+        Some(6),
+        "the real status through .await"
+    );
+    reap.send(()).unwrap();
+    assert_eq!(reaped.recv().unwrap().exited(), Some(6));
+    assert_eq!(sub.wait().unwrap().exited(), Some(0));
 }
 
 /// Spawns `n` short tasks and drops every `Child`; retries on EAGAIN (pid space full

@@ -45,13 +45,7 @@ fn exit_code_keeps_only_the_low_byte() {
 #[test]
 fn try_wait_is_none_while_running_then_the_status() {
     let rt = Runtime::new().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let child = rt
-        .spawn(Spawn::new(), move |_| {
-            rx.recv().unwrap();
-            5
-        })
-        .unwrap();
+    let (child, tx) = common::gated(&rt, 5);
     assert_eq!(
         child.try_wait(),
         Ok(None),
@@ -65,6 +59,22 @@ fn try_wait_is_none_while_running_then_the_status() {
     // Later calls (and wait) repeat the status; nothing is reaped twice.
     assert_eq!(child.wait().unwrap().exited(), Some(5));
     assert_eq!(rt.ps().len(), 1);
+}
+
+#[test]
+fn wait_sleeps_on_the_tasks_pidfd_until_the_body_ends() {
+    let rt = Runtime::new().unwrap();
+    let (child, tx) = common::gated(&rt, 8);
+    let fd = child.pidfd();
+    let waiter = std::thread::spawn(move || child.wait());
+    assert!(
+        wait_until(10, || fd.waiter_counts().0 == 1),
+        "the waiter is asleep on this pid's wait queue (pid->wait_pidfd)"
+    );
+    tx.send(()).unwrap();
+    assert_eq!(waiter.join().unwrap().unwrap().exited(), Some(8));
+    assert_eq!(fd.waiter_counts(), (0, 0), "nobody waits any more");
+    assert!(fd.poll().hangup, "reaped by the wait");
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //!
 //! `cargo run -p uproc-examples --bin tour` — exits non-zero if any example fails.
 
-use std::error::Error;
 use std::time::Instant;
+use uproc_examples::Lesson;
 
 macro_rules! examples {
     ($($modname:ident => $file:literal,)*) => {
@@ -13,7 +13,7 @@ macro_rules! examples {
             mod $modname;
         )*
         /// (name, check function) in reading order.
-        const EXAMPLES: &[(&str, fn() -> Result<String, Box<dyn Error>>)] = &[
+        const EXAMPLES: &[(&str, fn() -> Lesson)] = &[
             $((stringify!($modname), $modname::check),)*
         ];
     };

@@ -15,6 +15,18 @@ pub fn wait_until(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+/// Spawns a body that waits for a message on the returned sender, then exits `code`.
+pub fn gated(rt: &uproc::Runtime, code: i32) -> (uproc::Child, std::sync::mpsc::Sender<()>) {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let child = rt
+        .spawn(uproc::Spawn::new(), move |_| {
+            rx.recv().unwrap();
+            code
+        })
+        .unwrap();
+    (child, tx)
+}
+
 /// A multi-thread tokio runtime for the async tests.
 #[cfg(feature = "tokio")]
 pub fn tokio_rt() -> tokio::runtime::Runtime {

@@ -1,0 +1,411 @@
+//! [`Child`] (the handle of a spawned task), `.await` on it ([`ChildFuture`]), and the
+//! per-task [`Tracker`] that decides who reaps.
+//!
+//! # Who reaps a spawned task
+//!
+//! A spawned task is an ordinary child of its parent (by default `rt.init()`): it
+//! becomes a zombie when its body ends, until it is reaped. [`Child::wait`],
+//! [`Child::try_wait`] and `.await` reap it through its parent
+//! (`waitid(P_PIDFD, fd, WEXITED | WNOHANG)` from the parent). A [`Child`] dropped
+//! unwaited **detaches** the task (tokio's detached-task rule): a per-task flag word
+//! records "detached" and "body finished"; whichever of the two events comes second
+//! reaps the zombie, so no zombie and no pid outlives its use.
+//!
+//! If the parent exited first, the task was reparented up the reaper chain and is no
+//! longer this `Child`'s to reap: init reaps it (`reap_orphans`) or the subreaper that
+//! adopted it does. Waiting then reports its exit status once it has exited (the status
+//! pidfs records at reap, `PIDFD_INFO_EXIT`, or before that the task's own final
+//! status) and leaves the reap to the adopter.
+//!
+//! # How a wait sleeps
+//!
+//! Every wait is event-driven; nothing sleeps on a timer. A blocking wait sleeps on the
+//! task's own pidfd wait queue (`pid->wait_pidfd`: [`PidFd::wait_readable`] with no
+//! deadline), which only this task's exit or reap wakes, then reaps with `WNOHANG`.
+//! `.await` is woken by the job that runs the body, right after it exits the task
+//! (one waker slot in the tracker, as a `JoinHandle` has), then reaps; if the task is
+//! not reapable then, it registers its waker on the pidfd's queue
+//! ([`PidFd::readable`]). Sleeping in
+//! the parent's own `wait` instead would wake on every child of the parent (init has
+//! them all), and a waiter that loses a race for the zombie to another waiter of the
+//! parent would sleep there until some other child changes state.
+
+use crate::runtime::Runtime;
+use crate::spawn::{KillFlag, Outcome, root_pid};
+use parking_lot::Mutex;
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+use uproc_abi::{Errno, Signal, WaitOptions, WaitStatus};
+use uproc_pidfs::{PidFd, Readable};
+use uproc_tasklist::{Task, WaitId};
+
+const DETACHED: u8 = 1;
+const EXITED: u8 = 2;
+
+/// Everything the handles of one spawned task share: the body's context (runtime and
+/// task), the parent that reaps it, its pidfd, the detach flags, the status once
+/// reaped, and the kill flag the signal hook raises. One allocation per task; the
+/// [`TaskCx`](crate::TaskCx), the [`Child`] and the job's guard are `Arc`s of it.
+pub(crate) struct Tracker {
+    pub(crate) rt: Runtime,
+    pub(crate) task: Task,
+    parent: Task,
+    pidfd: PidFd,
+    flags: AtomicU8,
+    status: OnceLock<WaitStatus>,
+    pub(crate) kill: KillFlag,
+    /// The waker of a `ChildFuture` waiting for the job to report the exit.
+    waiter: Mutex<Option<Waker>>,
+}
+
+/// What a non-blocking reap attempt found.
+enum Reap {
+    /// Reaped (by us, or the status of a task reaped or adopted elsewhere).
+    Done(WaitStatus),
+    /// Still the parent's child and not reapable: running, or a zombie another waiter
+    /// of the parent claimed a moment ago.
+    NotYet,
+    /// Not (or no longer) the parent's child, and not exited yet.
+    NotOurs,
+}
+
+impl Tracker {
+    pub(crate) fn new(rt: Runtime, task: Task, parent: Task, pidfd: PidFd) -> Arc<Tracker> {
+        Arc::new(Tracker {
+            rt,
+            task,
+            parent,
+            pidfd,
+            flags: AtomicU8::new(0),
+            status: OnceLock::new(),
+            kill: KillFlag::default(),
+            waiter: Mutex::new(None),
+        })
+    }
+
+    fn record(&self, s: WaitStatus) -> WaitStatus {
+        *self.status.get_or_init(|| s)
+    }
+
+    fn try_reap(&self) -> Result<Reap, Errno> {
+        if let Some(s) = self.status.get() {
+            return Ok(Reap::Done(*s));
+        }
+        let opts = WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::ALL;
+        match self.parent.wait(WaitId::PidFd(&self.pidfd), opts) {
+            Ok(Some(info)) => Ok(Reap::Done(self.record(info.status))),
+            Ok(None) => Ok(Reap::NotYet),
+            Err(Errno::ECHILD) => match self.status_elsewhere() {
+                Some(s) => Ok(Reap::Done(self.record(s))),
+                None => Ok(Reap::NotOurs),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The status of a task that is not the parent's to reap (reparented when the
+    /// parent exited, or reaped by another waiter): the exit info pidfs recorded at
+    /// reap, or, once the pidfd is readable (the task exited), the task's final status
+    /// (the same one its reaper gets).
+    fn status_elsewhere(&self) -> Option<WaitStatus> {
+        self.pidfd.exit_status().or_else(|| {
+            if self.pidfd.poll().readable {
+                self.task.exit_status()
+            } else {
+                None
+            }
+        })
+    }
+
+    /// `Child::wait`. See the module docs: sleeps on this pid's own wait queue until
+    /// the task exits, then reaps it (or reports it, if it is no longer ours).
+    fn wait_blocking(&self) -> Result<WaitStatus, Errno> {
+        let mut exited = false;
+        loop {
+            match self.try_reap()? {
+                Reap::Done(s) => return Ok(s),
+                Reap::NotYet | Reap::NotOurs if !exited => {
+                    // Returns at once if the task already exited. No deadline
+                    // (`Duration::MAX` overflows it, so the condvar wait is untimed):
+                    // `do_notify_pidfd` at exit is the only wake-up.
+                    exited = self.pidfd.wait_readable(Duration::MAX);
+                }
+                Reap::NotYet | Reap::NotOurs => {
+                    // Exited, still listed, not reapable: another waiter of the parent
+                    // claimed the zombie between our scan and our claim and is releasing
+                    // it now (release_task). Its reap sends no event we could sleep on
+                    // (the pidfd is readable already), so let it run; the next try sees
+                    // the task gone and reads its status from pidfs.
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// The job's last step: exit the task, wake an awaiting `ChildFuture`, or reap the
+    /// task if the `Child` is gone.
+    pub(crate) fn finish(self: &Arc<Self>, outcome: Outcome) {
+        // The task list drops the signal hook at exit; the hook holds only a `Weak`.
+        outcome.exit(&self.task);
+        let prev = self.flags.fetch_or(EXITED, Ordering::AcqRel);
+        if prev & DETACHED != 0 {
+            self.reap_detached();
+            return;
+        }
+        // Set EXITED before taking the slot: a future that stored its waker and then
+        // read the flags either saw EXITED or is woken here.
+        let waker = self.waiter.lock().take();
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Whether the job reported the exit; if not, `w` is woken when it does.
+    fn exited_or_register(&self, w: &Waker) -> bool {
+        if self.flags.load(Ordering::Acquire) & EXITED != 0 {
+            return true;
+        }
+        let old = {
+            let mut slot = self.waiter.lock();
+            match &*slot {
+                Some(old) if old.will_wake(w) => None,
+                _ => slot.replace(w.clone()),
+            }
+        };
+        drop(old); // outside the lock: dropping a waker may run foreign code
+        self.flags.load(Ordering::Acquire) & EXITED != 0
+    }
+
+    fn detach(self: &Arc<Self>) {
+        let prev = self.flags.fetch_or(DETACHED, Ordering::AcqRel);
+        if prev & EXITED != 0 {
+            self.reap_detached();
+        }
+    }
+
+    fn reap_detached(self: &Arc<Self>) {
+        match self.try_reap() {
+            Ok(Reap::Done(s)) => {
+                tracing::trace!(target: "uproc", pid = root_pid(&self.task), status = %s, "detached task reaped")
+            }
+            Ok(Reap::NotYet) => {
+                // A leader whose threads still run is not reapable yet: wait for it on
+                // a helper thread (rare: only bodies that fork CLONE_THREAD tasks).
+                let me = Arc::clone(self);
+                let spawned = std::thread::Builder::new()
+                    .name("uproc-reaper".into())
+                    .spawn(move || {
+                        let _ = me.wait_blocking();
+                    });
+                if let Err(e) = spawned {
+                    tracing::error!(target: "uproc", pid = root_pid(&self.task), error = %e, "cannot start reaper thread; zombie kept");
+                }
+            }
+            Ok(Reap::NotOurs) | Err(_) => {}
+        }
+    }
+}
+
+/// The handle [`Runtime::spawn`](crate::Runtime::spawn) returns: wait for, poll, or kill
+/// the task, or `.await` its exit status.
+///
+/// Dropping it unwaited **detaches** the task: it is reaped as soon as its body ends
+/// (see the crate docs), so no zombie outlives it.
+///
+/// ```
+/// use uproc::{Runtime, Spawn, Signal};
+/// let rt = Runtime::builder().build()?;
+/// let child = rt.spawn(Spawn::new(), |cx| {
+///     while cx.signal_pending().is_none() {
+///         std::thread::yield_now();
+///     }
+///     0
+/// })?;
+/// child.kill()?;
+/// assert_eq!(child.wait()?.signaled(), Some(Signal::KILL));
+/// # Ok::<(), uproc::Errno>(())
+/// ```
+pub struct Child {
+    tracker: Arc<Tracker>,
+    handled: bool,
+}
+
+impl Child {
+    pub(crate) fn new(tracker: Arc<Tracker>) -> Child {
+        Child {
+            tracker,
+            handled: false,
+        }
+    }
+
+    /// The task's pid as its parent sees it.
+    pub fn pid(&self) -> i32 {
+        self.tracker.parent.pid_of(&self.tracker.task)
+    }
+
+    /// The task.
+    pub fn task(&self) -> &Task {
+        &self.tracker.task
+    }
+
+    /// The task's pidfd (the `CLONE_PIDFD` handle): it names this task forever, never a
+    /// recycled number.
+    pub fn pidfd(&self) -> PidFd {
+        self.tracker.pidfd.clone()
+    }
+
+    /// Waits for the task to exit and reaps it: `waitid(P_PIDFD, fd, WEXITED)` from the
+    /// parent. Blocks this thread, asleep on the task's own pidfd wait queue until it
+    /// exits (use `.await` in async code).
+    ///
+    /// If the parent exited first, the task was reparented to a reaper (init or a
+    /// subreaper) and is not this handle's to reap: `wait` returns the task's exit
+    /// status once it has exited, and the adopter reaps it.
+    ///
+    /// # References
+    /// [waitid(2)](https://man7.org/linux/man-pages/man2/waitid.2.html) with `P_PIDFD`.
+    pub fn wait(mut self) -> Result<WaitStatus, Errno> {
+        self.handled = true;
+        self.tracker.wait_blocking()
+    }
+
+    /// Reaps the task if it has exited: `waitid(.., WEXITED | WNOHANG)`. `Ok(None)`
+    /// while it runs. After `Some`, later calls return the same status.
+    pub fn try_wait(&self) -> Result<Option<WaitStatus>, Errno> {
+        match self.tracker.try_reap()? {
+            Reap::Done(s) => Ok(Some(s)),
+            Reap::NotYet | Reap::NotOurs => Ok(None),
+        }
+    }
+
+    /// Sends `SIGKILL` through the pidfd (`pidfd_send_signal`). A sync body sees it in
+    /// [`TaskCx::signal_pending`](crate::TaskCx::signal_pending); an async body is dropped at its next await point.
+    /// `ESRCH` once the task was reaped.
+    ///
+    /// # References
+    /// [pidfd_send_signal(2)](https://man7.org/linux/man-pages/man2/pidfd_send_signal.2.html)
+    pub fn kill(&self) -> Result<(), Errno> {
+        tracing::debug!(target: "uproc", pid = root_pid(&self.tracker.task), "Child::kill");
+        self.tracker.pidfd.send_signal(Signal::KILL)
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if !self.handled {
+            self.tracker.detach();
+        }
+    }
+}
+
+impl fmt::Debug for Child {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Child")
+            .field("task", &self.tracker.task)
+            .field("status", &self.tracker.status.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of `child.await`: no thread is blocked and nothing polls on a timer.
+///
+/// It first waits for the job that runs the body to report the exit (the job wakes it
+/// right after `do_exit`, as a tokio `JoinHandle` is woken), then reaps with `WNOHANG`.
+/// If the task is not reapable then (a leader whose threads still run, or a task
+/// adopted by another reaper), it registers its waker on the task's pidfd
+/// ([`PidFd::readable`]) and reaps when the task list reports the exit.
+pub struct ChildFuture {
+    child: Child,
+    /// The job reported the exit (or the task must be watched through its pidfd).
+    job_done: bool,
+    readable: Option<Readable>,
+    done: bool,
+}
+
+impl Drop for ChildFuture {
+    /// A future dropped before completion detaches the task, as a dropped `Child` does.
+    fn drop(&mut self) {
+        if !self.done {
+            self.child.tracker.detach();
+        }
+    }
+}
+
+impl fmt::Debug for ChildFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChildFuture")
+            .field("child", &self.child)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Future for ChildFuture {
+    type Output = Result<WaitStatus, Errno>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let tracker = &this.child.tracker;
+        if !this.job_done {
+            if !tracker.exited_or_register(cx.waker()) {
+                return Poll::Pending;
+            }
+            this.job_done = true;
+        }
+        loop {
+            // Whether the pidfd reported the exit during this poll.
+            let exited = match this.readable.as_mut() {
+                Some(r) => match Pin::new(r).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(()) => {
+                        this.readable = None;
+                        true
+                    }
+                },
+                None => false,
+            };
+            match tracker.try_reap() {
+                Err(e) => {
+                    this.done = true;
+                    return Poll::Ready(Err(e));
+                }
+                Ok(Reap::Done(s)) => {
+                    this.done = true;
+                    return Poll::Ready(Ok(s));
+                }
+                Ok(Reap::NotYet | Reap::NotOurs) => {}
+            }
+            if !exited {
+                // Sleep until the exit wakes this pid's waiters (`Readable` checks
+                // readiness under the pidfs lock as it registers: no lost wake-up).
+                this.readable = Some(tracker.pidfd.readable());
+                continue;
+            }
+            // Another waiter of the parent is releasing the zombie it claimed between
+            // our scan and our claim (see `Tracker::wait_blocking`): come back once it
+            // is done.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+    }
+}
+
+impl IntoFuture for Child {
+    type Output = Result<WaitStatus, Errno>;
+    type IntoFuture = ChildFuture;
+
+    /// `child.await`: the exit status, reaping the task.
+    fn into_future(mut self) -> ChildFuture {
+        self.handled = true;
+        ChildFuture {
+            child: self,
+            job_done: false,
+            readable: None,
+            done: false,
+        }
+    }
+}
