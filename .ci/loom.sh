@@ -9,6 +9,7 @@ for t in crates/*/tests/loom_*.rs; do
   [ -e "$t" ] || continue
   crate=$(basename "$(dirname "$(dirname "$t")")")
   name=$(basename "$t" .rs)
-  echo "--- loom: uproc-$crate $name"
-  cargo test --release --locked -p "uproc-$crate" --test "$name"
+  pkg="uproc-$crate"; [ "$crate" = uproc ] && pkg=uproc
+  echo "--- loom: $pkg $name"
+  cargo test --release --locked -p "$pkg" --test "$name"
 done

@@ -30,22 +30,18 @@
 //! them all), and a waiter that loses a race for the zombie to another waiter of the
 //! parent would sleep there until some other child changes state.
 
+use crate::latch::ExitLatch;
 use crate::runtime::Runtime;
 use crate::spawn::{KillFlag, Outcome, root_pid};
-use parking_lot::Mutex;
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use uproc_abi::{Errno, Signal, WaitOptions, WaitStatus};
 use uproc_pidfs::{PidFd, Readable};
 use uproc_tasklist::{Task, WaitId};
-
-const DETACHED: u8 = 1;
-const EXITED: u8 = 2;
 
 /// Everything the handles of one spawned task share: the body's context (runtime and
 /// task), the parent that reaps it, its pidfd, the detach flags, the status once
@@ -56,11 +52,9 @@ pub(crate) struct Tracker {
     pub(crate) task: Task,
     parent: Task,
     pidfd: PidFd,
-    flags: AtomicU8,
+    latch: ExitLatch,
     status: OnceLock<WaitStatus>,
     pub(crate) kill: KillFlag,
-    /// The waker of a `ChildFuture` waiting for the job to report the exit.
-    waiter: Mutex<Option<Waker>>,
 }
 
 /// What a non-blocking reap attempt found.
@@ -81,10 +75,9 @@ impl Tracker {
             task,
             parent,
             pidfd,
-            flags: AtomicU8::new(0),
+            latch: ExitLatch::new(),
             status: OnceLock::new(),
             kill: KillFlag::default(),
-            waiter: Mutex::new(None),
         })
     }
 
@@ -152,38 +145,18 @@ impl Tracker {
     pub(crate) fn finish(self: &Arc<Self>, outcome: Outcome) {
         // The task list drops the signal hook at exit; the hook holds only a `Weak`.
         outcome.exit(&self.task);
-        let prev = self.flags.fetch_or(EXITED, Ordering::AcqRel);
-        if prev & DETACHED != 0 {
+        if self.latch.exit() {
             self.reap_detached();
-            return;
-        }
-        // Set EXITED before taking the slot: a future that stored its waker and then
-        // read the flags either saw EXITED or is woken here.
-        let waker = self.waiter.lock().take();
-        if let Some(w) = waker {
-            w.wake();
         }
     }
 
     /// Whether the job reported the exit; if not, `w` is woken when it does.
     fn exited_or_register(&self, w: &Waker) -> bool {
-        if self.flags.load(Ordering::Acquire) & EXITED != 0 {
-            return true;
-        }
-        let old = {
-            let mut slot = self.waiter.lock();
-            match &*slot {
-                Some(old) if old.will_wake(w) => None,
-                _ => slot.replace(w.clone()),
-            }
-        };
-        drop(old); // outside the lock: dropping a waker may run foreign code
-        self.flags.load(Ordering::Acquire) & EXITED != 0
+        self.latch.exited_or_register(w)
     }
 
     fn detach(self: &Arc<Self>) {
-        let prev = self.flags.fetch_or(DETACHED, Ordering::AcqRel);
-        if prev & EXITED != 0 {
+        if self.latch.detach() {
             self.reap_detached();
         }
     }

@@ -206,9 +206,11 @@
 mod child;
 mod cx;
 mod executor;
+mod latch;
 pub mod ps;
 mod runtime;
 mod spawn;
+mod sync;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
@@ -237,4 +239,11 @@ pub use uproc_tasklist::{
 /// The lock-statistics vocabulary (`LockStat`, whether counting is compiled in).
 pub mod lockstat {
     pub use uproc_abi::lockstat::{ENABLED, LockStat};
+}
+
+/// The facade's lock-free handshake, exposed for the loom model only.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model {
+    pub use crate::latch::ExitLatch;
 }

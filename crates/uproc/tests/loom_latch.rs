@@ -1,0 +1,54 @@
+//! Loom model of `ExitLatch`, the handshake between a spawned task's job and its
+//! `Child`: a detached task is reaped exactly once, and an awaiting future is never
+//! left asleep after the exit.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p uproc --test loom_latch --release`.
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread;
+use std::task::{Wake, Waker};
+use uproc::loom_model::ExitLatch;
+
+#[test]
+fn detached_task_is_reaped_exactly_once() {
+    loom::model(|| {
+        let latch = Arc::new(ExitLatch::new());
+        let l2 = latch.clone();
+        let job = thread::spawn(move || l2.exit());
+        let child_dropped = latch.detach();
+        let job_reaps = job.join().unwrap();
+        assert!(
+            child_dropped ^ job_reaps,
+            "exactly one side reaps (child: {child_dropped}, job: {job_reaps})"
+        );
+    });
+}
+
+struct CountWake(AtomicUsize);
+
+impl Wake for CountWake {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn awaiting_future_sees_exit_or_is_woken() {
+    loom::model(|| {
+        let latch = Arc::new(ExitLatch::new());
+        let l2 = latch.clone();
+        let job = thread::spawn(move || {
+            assert!(!l2.exit(), "nobody detached");
+        });
+        let count = std::sync::Arc::new(CountWake(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let ready = latch.exited_or_register(&waker);
+        job.join().unwrap();
+        assert!(
+            ready || count.0.load(Ordering::SeqCst) == 1,
+            "a registered future that did not see the exit must have been woken"
+        );
+    });
+}
