@@ -306,8 +306,11 @@ impl ForkCharge {
             debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
             let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
             let key = node.members.lock().insert(serial, member.clone());
+            // Every writer of `nr_populated` holds css_set_lock: a load and a store
+            // suffice (no read-modify-write per level).
             for n in node.ancestors() {
-                n.nr_populated.fetch_add(1, Ordering::Release);
+                let v = n.nr_populated.load(Ordering::Relaxed);
+                n.nr_populated.store(v + 1, Ordering::Release);
             }
             node.nr_forking.fetch_sub(1, Ordering::AcqRel);
             (killed, key)
@@ -378,15 +381,20 @@ impl CssLink {
         let _css = self.hier.css_set_lock.lock();
         // Rule: css_set_lock -> link state -> member set.
         let st = self.state.lock();
-        if !self.linked.swap(false, Ordering::AcqRel) {
+        // `linked` is only ever cleared here, with the state lock held: a load and a
+        // store decide it as a swap would.
+        if !self.linked.load(Ordering::Relaxed) {
             return;
         }
+        self.linked.store(false, Ordering::Release);
         let node = &st.cgroup;
         let m = node.members.lock().remove(st.key);
         debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
+        // Written only under css_set_lock (held): load and store.
         for n in node.ancestors() {
-            let old = n.nr_populated.fetch_sub(1, Ordering::Release);
+            let old = n.nr_populated.load(Ordering::Relaxed);
             debug_assert!(old > 0, "populated count below zero");
+            n.nr_populated.store(old - 1, Ordering::Release);
         }
     }
 
@@ -398,14 +406,13 @@ impl CssLink {
         if self.linked.load(Ordering::Acquire) {
             self.task_dead();
         }
-        let node = {
-            let mut st = self.state.lock();
-            if !std::mem::replace(&mut st.charged, false) {
-                return;
-            }
-            st.cgroup.clone()
-        };
-        pids::uncharge(node.pids_levels());
+        let mut st = self.state.lock();
+        if !std::mem::replace(&mut st.charged, false) {
+            return;
+        }
+        // Uncharged under the state lock (plain atomics, no lock taken): no clone of
+        // the cgroup handle just to release it after.
+        pids::uncharge(st.cgroup.pids_levels());
     }
 
     /// Whether the task is linked (between post_fork and task_dead).

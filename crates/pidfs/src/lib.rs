@@ -8,8 +8,8 @@
 //!   and the link to the task list ([`PidfdBackend`]). It is the runtime's
 //!   [`PidfsHooks`](uproc_pidns::PidfsHooks): `alloc_pid` calls `add_pid` (assign the
 //!   ino, insert), `free_pid` calls `remove_pid` (`pidfs_add_pid`, `pidfs_remove_pid`).
-//! - The per-pid state (`pid->attr` + `pid->wait_pidfd`) in [`Pid::pidfs_slot`]:
-//!   registration or the dead mark, exited flag and status, exit info recorded at reap,
+//! - The per-pid state (`pid->attr` + `pid->wait_pidfd`) in [`Pid::pidfs_slot`], and
+//!   the dead mark (`PIDFS_PID_DEAD`) in [`Pid::pidfs_flags`]: registration, exited flag and status, exit info recorded at reap,
 //!   and the waiters (a condvar for blocking waits, wakers for futures, channels for
 //!   subscribers). See `state.rs` for the race rule between the first open and exit.
 //! - [`PidFd`]: an open pidfd. It holds the `Arc<Pid>` and the shared per-pid state,

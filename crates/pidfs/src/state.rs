@@ -2,39 +2,45 @@
 //! [`Pid::pidfs_slot`], and the two calls tasklist makes on exit and reap:
 //! [`do_notify_pidfd`] and [`pidfs_exit`].
 //!
-//! # The slot
+//! # The slot and the flag word
 //!
-//! The slot is a `OnceLock` holding one of:
-//! - the shared [`Dead`] marker (`PIDFS_PID_DEAD`): the pid was reaped before anyone
-//!   asked for a pidfd; no pidfd can be made for it. Installing it allocates nothing.
-//! - an `Arc<PidState>`: created by the first attempt to make a pidfd, shared with
-//!   every [`PidFd`](crate::PidFd) of the pid, so exit info outlives the `Pid`'s numbers
-//!   for as long as any handle lives.
+//! The slot is a `OnceLock` holding an `Arc<PidState>`, created by the first attempt to
+//! make a pidfd and shared with every [`PidFd`](crate::PidFd) of the pid, so exit info
+//! outlives the `Pid`'s numbers for as long as any handle lives.
+//!
+//! `PIDFS_PID_DEAD` (the pid was reaped: no pidfd can be made for it any more) is a bit
+//! of [`Pid::pidfs_flags`], set by `pidfs_exit` with one `fetch_or`; an opener that
+//! created or found the slot sets [`OPENED`] with one `fetch_or` too. Marking a pid dead
+//! therefore allocates nothing and touches no shared object (an earlier version
+//! installed a shared `Arc` marker in the slot: a `Once` round and a refcount on one
+//! global cache line per reap).
 //!
 //! # Race rule: an exit racing with the first open is never lost
 //!
-//! The opener creates the slot BEFORE it asks the backend for the task's state, and
-//! `do_notify_pidfd` / `pidfs_exit` update the slot whenever it exists. So either the
-//! exit's notification ran after the slot existed (and the slot has the flag), or it ran
-//! before, and then the backend query that follows the slot's creation already sees the
-//! exited task. Registration (`Registration::Registered`) and the dead mark are decided
-//! under the slot mutex: an open that registers after `pidfs_exit` marked the state dead
-//! fails with ESRCH, and a `pidfs_exit` after registration records exit info.
+//! The opener creates the slot, then `fetch_or(OPENED)`; `pidfs_exit` does
+//! `fetch_or(DEAD)`, then looks at the slot. Both are read-modify-writes of one word, so
+//! one comes first: if the opener's did, its slot is visible to `pidfs_exit` (acquire
+//! on the word), which updates the state under the slot mutex; if `pidfs_exit`'s did,
+//! the opener reads DEAD and fails with ESRCH. As before, the slot exists before the
+//! backend is asked for the task's state, and `do_notify_pidfd` updates the slot
+//! whenever it exists, so an exit's notification is seen either in the slot or in the
+//! backend answer. Registration (`Registration::Registered`) and the dead mark are
+//! decided under the slot mutex: an open that registers after `pidfs_exit` marked the
+//! state dead fails with ESRCH, and a `pidfs_exit` after registration records exit info.
 
 use crate::ExitEvent;
 use crossbeam_channel::Sender;
 use parking_lot::{Condvar, Mutex};
-use std::any::Any;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::Waker;
 use uproc_abi::WaitStatus;
 use uproc_pidns::Pid;
 
-/// `PIDFS_PID_DEAD`: put in the slot of a pid reaped without ever having had a pidfd.
-#[derive(Debug)]
-struct Dead;
-
-static DEAD: LazyLock<Arc<dyn Any + Send + Sync>> = LazyLock::new(|| Arc::new(Dead));
+/// `PIDFS_PID_DEAD` in [`Pid::pidfs_flags`]: `pidfs_exit` ran; no pidfd can be made.
+pub(crate) const DEAD: u8 = 1;
+/// In [`Pid::pidfs_flags`]: an opener created (or found) the slot.
+pub(crate) const OPENED: u8 = 2;
 
 /// Whether a pidfd was ever made for the pid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +49,8 @@ pub(crate) enum Registration {
     Pending,
     /// A pidfd was created (`pidfs_register_pid`): exit info will be recorded.
     Registered,
-    /// Reaped before any pidfd was created (`PIDFS_PID_DEAD`).
+    /// Reaped while an open was between creating the slot and registering
+    /// (`PIDFS_PID_DEAD` seen by `pidfs_register_pid`): the open fails with ESRCH.
     Dead,
 }
 
@@ -123,12 +130,21 @@ impl PidState {
         }
     }
 
-    /// The state of `pid`, created if the slot is empty; `None` if the pid is marked dead.
+    /// The state of `pid`, created if the slot is empty; `None` if the pid is marked dead
+    /// (before or while the slot was being created: see the race rule above).
     pub(crate) fn get_or_create(pid: &Pid) -> Option<Arc<PidState>> {
+        let flags = pid.pidfs_flags();
+        if flags.load(Ordering::Acquire) & DEAD != 0 {
+            return None;
+        }
         let any = pid
             .pidfs_slot()
             .get_or_init(|| Arc::new(PidState::new()))
             .clone();
+        // Release: a `pidfs_exit` whose fetch_or comes later sees the slot.
+        if flags.fetch_or(OPENED, Ordering::AcqRel) & DEAD != 0 {
+            return None;
+        }
         any.downcast::<PidState>().ok()
     }
 
@@ -217,16 +233,18 @@ pub fn do_notify_pidfd(pid: &Pid, status: WaitStatus) {
     wake.run(pid.ino());
 }
 
-/// `pidfs_exit`, from `release_task` (reap): for a pid that ever had a pidfd, record
-/// the exit info `{status, cgroupid}` (poll becomes readable + hangup,
-/// `PIDFD_INFO_EXIT` available) and wake its waiters; for any other pid, mark it dead
-/// so no pidfd can be created for it afterwards. Allocates nothing.
+/// `pidfs_exit`, from `release_task` (reap): mark the pid dead so no pidfd can be
+/// created for it afterwards, and for a pid that ever had a pidfd, record the exit info
+/// `{status, cgroupid}` (poll becomes readable + hangup, `PIDFD_INFO_EXIT` available)
+/// and wake its waiters. Allocates nothing; for a pid that never had a pidfd it is one
+/// atomic `fetch_or`.
 ///
 /// # References
 /// `pidfs_exit` in `fs/pidfs.c`.
 pub fn pidfs_exit(pid: &Pid, status: WaitStatus, cgroupid: u64) {
-    let slot = pid.pidfs_slot().get_or_init(|| Arc::clone(&DEAD));
-    let Some(state) = slot.downcast_ref::<PidState>() else {
+    // Acquire: an opener whose fetch_or(OPENED) came first made its slot visible.
+    pid.pidfs_flags().fetch_or(DEAD, Ordering::AcqRel);
+    let Some(state) = PidState::get(pid) else {
         tracing::debug!(ino = pid.ino(), nr = pid.nr(), "pidfs: exit, marked dead");
         return;
     };

@@ -194,6 +194,21 @@ fn alloc_one_phase(
     }; MAX_PID_NS_LEVEL as usize + 1];
     let mut n = 0;
     let _g = ns.map().pidmap_lock.lock();
+    if ns.parent().is_none() {
+        // One level (the common case): reserve, check and publish under one
+        // acquisition of the namespace's state lock instead of two.
+        let mut st = ns.state.write();
+        reset_cursor_if_first(&mut st);
+        let nr = reserve_level(ns, &mut st, set_tid.first().copied(), pid_max[0])?;
+        // pidmap_lock is held: `adding` cannot change under it.
+        if !ns.adding.load(Ordering::Acquire) {
+            st.idr.remove(nr);
+            return Err(Errno::ENOMEM);
+        }
+        fill_number(pid, 0, nr);
+        st.idr.publish(nr, Arc::clone(pid));
+        return Ok(());
+    }
     let result = (|| {
         for (i, level_ns) in chain(ns).enumerate() {
             let mut st = level_ns.state.write();

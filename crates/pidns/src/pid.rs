@@ -4,7 +4,7 @@ use crate::PidNamespace;
 use parking_lot::RwLock;
 use std::any::Any;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 /// A type-erased object another crate hangs on a pid (pidfs state, the attached task).
@@ -34,6 +34,7 @@ impl fmt::Debug for Upid {
 /// - `ino`: the pidfs inode number, written once by pidfs before the pid is returned
 ///   from [`alloc_pid`](crate::alloc_pid); 0 means never published.
 /// - [`pidfs_slot`](Pid::pidfs_slot): pidfs's per-pid state (`pid->attr`, `wait_pidfd`).
+/// - [`pidfs_flags`](Pid::pidfs_flags): pidfs's flag bits (`PIDFS_PID_DEAD`).
 /// - [`task_slot`](Pid::task_slot): the task attached as `PIDTYPE_PID` (`pid->tasks`),
 ///   written by tasklist under its tasklist lock.
 ///
@@ -43,6 +44,7 @@ pub struct Pid {
     numbers: Numbers,
     ino: AtomicU64,
     freed: AtomicBool,
+    pidfs_flags: AtomicU8,
     pidfs: OnceLock<Attachment>,
     task: RwLock<Option<Weak<dyn Any + Send + Sync>>>,
 }
@@ -78,6 +80,7 @@ impl Pid {
             numbers,
             ino: AtomicU64::new(0),
             freed: AtomicBool::new(false),
+            pidfs_flags: AtomicU8::new(0),
             pidfs: OnceLock::new(),
             task: RwLock::new(None),
         }
@@ -171,6 +174,13 @@ impl Pid {
     /// tasklist lock and downcasts on read).
     pub fn task_slot(&self) -> &RwLock<Option<Weak<dyn Any + Send + Sync>>> {
         &self.task
+    }
+
+    /// pidfs's per-pid flag bits (`PIDFS_PID_DEAD` and the like), owned and interpreted
+    /// by pidfs; 0 for a new pid. A flag word next to the slot lets pidfs mark a pid
+    /// reaped with one atomic instruction instead of installing a marker in the slot.
+    pub fn pidfs_flags(&self) -> &AtomicU8 {
+        &self.pidfs_flags
     }
 
     /// The attached task, if one is attached and alive.

@@ -86,8 +86,11 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
 pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mut PostExit) {
     let g = &t.group;
     let ns = t.active_ns();
-    let is_init = child_reaper(ns).is_some_and(|r| Arc::ptr_eq(&r.group, g));
-    if is_init && ns.level() > 0 {
+    // Only a nested namespace's init is handled apart (the root's init hands its
+    // children on like anyone): for the root namespace, skip the reaper lookup (a
+    // read lock and a `Weak::upgrade` on the namespace's shared cache lines).
+    let is_init = ns.level() > 0 && child_reaper(ns).is_some_and(|r| Arc::ptr_eq(&r.group, g));
+    if is_init {
         // find_child_reaper -> zap_pid_ns_processes: the init keeps its children; they
         // autoreap from now on, and the zombies among them are reaped now.
         {

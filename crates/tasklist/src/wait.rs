@@ -60,6 +60,11 @@ pub struct WaitInfo {
 
 enum Target {
     All,
+    /// `P_PID` by number: the child whose pid reads `n` in the waiter's namespace.
+    /// Matched on the children's own numbers instead of a `find_pid` lookup: a child
+    /// on the list keeps its numbers (they are freed only after `release_task` took
+    /// it off), so the two agree, and the wait reads no namespace-wide lock.
+    Nr(i32),
     Pid(Arc<Pid>),
     Pgrp(Arc<Pid>),
 }
@@ -115,13 +120,13 @@ impl Task {
         let mut nohang = opts.contains(WaitOptions::NOHANG);
         let mut eagain = false;
         let ns = self.0.active_ns();
-        let target = match which {
+        let mut target = match which {
             WaitId::All => Target::All,
             WaitId::Pid(n) => {
                 if n <= 0 {
                     return Err(Errno::EINVAL);
                 }
-                Target::Pid(ns.find_pid(n).ok_or(Errno::ECHILD)?)
+                Target::Nr(n)
             }
             WaitId::Pgid(n) => {
                 if n < 0 {
@@ -162,6 +167,14 @@ impl Task {
             if self.0.exiting.load(Ordering::Acquire) || self.0.fatal_signal_pending() {
                 return Err(Errno::EINTR);
             }
+            // Before sleeping, pin a by-number target to the child's `Pid`, as Linux's
+            // `do_wait` holds `find_get_pid(n)` for the whole wait: a number recycled
+            // by a new child while this waiter sleeps must not match.
+            if let Target::Nr(n) = target {
+                if let Some(c) = guard.list.iter().find(|c| c.0.pid.nr_in(ns) == n) {
+                    target = Target::Pid(c.0.pid.clone());
+                }
+            }
             g.wait_chldexit.wait(&mut guard);
         }
     }
@@ -176,6 +189,11 @@ fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptio
         let ci = &c.0;
         match target {
             Target::All => {}
+            Target::Nr(n) => {
+                if ci.pid.nr_in(ns) != *n {
+                    continue;
+                }
+            }
             Target::Pid(p) => {
                 if !Arc::ptr_eq(&ci.pid, p) {
                     continue;
