@@ -166,10 +166,7 @@ fn nonblock_flag_is_reported() {
             .pidfd_open(&w.root, pid.nr(), PidfdFlags::NONBLOCK)
             .unwrap();
         assert!(nb.is_nonblocking(), "PIDFD_NONBLOCK sets O_NONBLOCK");
-        let b = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::empty())
-            .unwrap();
+        let b = w.open(&pid);
         assert!(!b.is_nonblocking());
     });
 }
@@ -179,14 +176,8 @@ fn two_opens_share_the_ino_but_not_the_file() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let a = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::empty())
-            .unwrap();
-        let b = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::empty())
-            .unwrap();
+        let a = w.open(&pid);
+        let b = w.open(&pid);
         assert_eq!(a.ino(), b.ino(), "all pidfds of one pid share one inode");
         assert_ne!(a, b, "two opens are two open files");
         let c = a.clone();
@@ -247,10 +238,7 @@ fn exit_racing_with_the_first_open_is_not_lost() {
         *w.fake.on_task_state.lock() = Some(Box::new(|pid| {
             do_notify_pidfd(pid, WaitStatus::exited_with(9));
         }));
-        let fd = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::empty())
-            .unwrap();
+        let fd = w.open(&pid);
         assert!(
             fd.poll().readable,
             "the racing exit is recorded in the slot"

@@ -22,10 +22,7 @@ fn default_scope_is_the_thread_group() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::empty())
-            .unwrap();
+        let fd = w.open(&pid);
         fd.send_signal(Signal::USR1).unwrap();
         assert_eq!(
             last_signal(&w),
@@ -78,10 +75,7 @@ fn two_scopes_are_einval() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::empty())
-            .unwrap();
+        let fd = w.open(&pid);
         for flags in [
             PidfdSignalFlags::THREAD | PidfdSignalFlags::THREAD_GROUP,
             PidfdSignalFlags::THREAD_GROUP | PidfdSignalFlags::PROCESS_GROUP,
@@ -105,10 +99,7 @@ fn unknown_flag_bits_are_einval() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::empty())
-            .unwrap();
+        let fd = w.open(&pid);
         let bad = PidfdSignalFlags::from_bits_retain(1 << 3);
         assert_eq!(
             fd.send_signal_with(Signal::TERM, bad).unwrap_err(),
@@ -128,10 +119,7 @@ fn zombie_accepts_signals_silently() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::empty())
-            .unwrap();
+        let fd = w.open(&pid);
         w.exit(&pid, WaitStatus::exited_with(0));
         assert_eq!(
             fd.send_signal(Signal::KILL),
@@ -147,10 +135,7 @@ fn reaped_task_is_esrch() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::empty())
-            .unwrap();
+        let fd = w.open(&pid);
         w.kill_and_reap(&pid, WaitStatus::exited_with(0));
         assert_eq!(
             fd.send_signal(Signal::TERM).unwrap_err(),

@@ -7,9 +7,9 @@ use parking_lot::Mutex;
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Arc;
-use uproc_abi::{Errno, Profile, Signal, WaitStatus};
+use uproc_abi::{Errno, PidfdFlags, Profile, Signal, WaitStatus};
 use uproc_pidfs::{
-    PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds, do_notify_pidfd, pidfs_exit,
+    PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds, do_notify_pidfd, pidfs_exit,
 };
 use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid, free_pid};
 
@@ -196,6 +196,13 @@ impl World {
     }
 
     /// Exit then reap.
+    /// `pidfd_open(pid, 0)` from the root namespace, which must succeed.
+    pub fn open(&self, pid: &Pid) -> PidFd {
+        self.pidfs
+            .pidfd_open(&self.root, pid.nr(), PidfdFlags::empty())
+            .expect("pidfd_open of a live task")
+    }
+
     pub fn kill_and_reap(&self, pid: &Arc<Pid>, status: WaitStatus) {
         self.exit(pid, status);
         self.reap(pid, status, 7);
