@@ -138,19 +138,20 @@ pub struct Report {
     pub started_unix: u64,
 }
 
-fn fmt_rate(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.0}")
-    } else {
-        "-".to_string()
+/// `x` with `decimals` digits, or `missing` when it is absent or not finite.
+fn finite_or(x: Option<f64>, decimals: usize, missing: &str) -> String {
+    match x {
+        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
+        _ => missing.to_string(),
     }
 }
 
+fn fmt_rate(x: f64) -> String {
+    finite_or(Some(x), 0, "-")
+}
+
 fn fmt_ratio(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v.is_finite() => format!("{v:.2}"),
-        _ => "-".to_string(),
-    }
+    finite_or(x, 2, "-")
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` for a Unix time (Howard Hinnant's civil-from-days).
@@ -395,15 +396,11 @@ impl Report {
 }
 
 fn json_num(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.3}")
-    } else {
-        "null".to_string()
-    }
+    finite_or(Some(x), 3, "null")
 }
 
 fn json_opt(x: Option<f64>) -> String {
-    x.map_or("null".to_string(), json_num)
+    finite_or(x, 3, "null")
 }
 
 /// Escapes `s` for a JSON string body.

@@ -5,12 +5,11 @@ mod common;
 use common::{World, both};
 use std::sync::Arc;
 use uproc_abi::{Errno, OpenFlags, PidfdFlags, WaitStatus};
-use uproc_pidfs::{FileHandle, PidFd, pidfs_exit};
+use uproc_pidfs::{FileHandle, pidfs_exit};
 
-fn open(w: &World, pid: &Arc<uproc_pidns::Pid>) -> PidFd {
-    w.pidfs
-        .pidfd_prepare(&w.root, pid.clone(), PidfdFlags::empty())
-        .unwrap()
+/// A pidfs handle naming `ino`.
+fn handle(ino: u64) -> FileHandle {
+    FileHandle::from_bytes(FileHandle::TYPE_KERNFS, &ino.to_le_bytes()).unwrap()
 }
 
 fn raw(bits: u32) -> PidfdFlags {
@@ -22,7 +21,7 @@ fn handle_is_eight_le_bytes_of_the_ino_with_type_kernfs() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         let h = fd.file_handle();
         assert_eq!(h.handle_type(), 0xfe, "FILEID_KERNFS");
         assert_eq!(h.ino(), fd.ino());
@@ -65,11 +64,8 @@ fn live_task_reopens_with_the_same_ino() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
-        let again = w
-            .pidfs
-            .open_by_handle(&w.root, &fd.file_handle(), PidfdFlags::empty())
-            .unwrap();
+        let fd = w.open(&pid);
+        let again = w.open_handle(&fd.file_handle()).unwrap();
         assert_eq!(again.ino(), fd.ino());
         assert!(Arc::ptr_eq(again.pid(), &pid));
         assert_ne!(again, fd, "a new open file");
@@ -81,11 +77,9 @@ fn zombie_still_decodes() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.exit(&pid, WaitStatus::exited_with(0));
-        let again = w
-            .pidfs
-            .open_by_handle(&w.root, &fd.file_handle(), PidfdFlags::empty());
+        let again = w.open_handle(&fd.file_handle());
         assert!(
             again.is_ok(),
             "Linux: a zombie (exited, not reaped) still decodes"
@@ -99,23 +93,19 @@ fn reaped_task_does_not_decode() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.exit(&pid, WaitStatus::exited_with(0));
         // Reaped, numbers not yet freed (still in the index).
         pidfs_exit(&pid, WaitStatus::exited_with(0), 7);
         assert_eq!(
-            w.pidfs
-                .open_by_handle(&w.root, &fd.file_handle(), PidfdFlags::empty())
-                .unwrap_err(),
+            w.open_handle(&fd.file_handle()).unwrap_err(),
             Errno::ESTALE,
             "Linux: PIDFS_ATTR_BIT_EXIT set -> no fd"
         );
         w.fake.tasks.lock().remove(&pid.ino());
         uproc_pidns::free_pid(&pid);
         assert_eq!(
-            w.pidfs
-                .open_by_handle(&w.root, &fd.file_handle(), PidfdFlags::empty())
-                .unwrap_err(),
+            w.open_handle(&fd.file_handle()).unwrap_err(),
             Errno::ESTALE,
             "freed: the ino is gone from the index"
         );
@@ -127,13 +117,8 @@ fn unknown_ino_is_estale() {
     both(|p| {
         let w = World::new(p);
         w.spawn();
-        let h = FileHandle::from_bytes(0xfe, &999_999u64.to_le_bytes()).unwrap();
-        assert_eq!(
-            w.pidfs
-                .open_by_handle(&w.root, &h, PidfdFlags::empty())
-                .unwrap_err(),
-            Errno::ESTALE
-        );
+        let h = handle(999_999u64);
+        assert_eq!(w.open_handle(&h).unwrap_err(), Errno::ESTALE);
     });
 }
 
@@ -142,11 +127,9 @@ fn pid_that_never_had_a_pidfd_does_not_decode() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let h = FileHandle::from_bytes(0xfe, &pid.ino().to_le_bytes()).unwrap();
+        let h = handle(pid.ino());
         assert_eq!(
-            w.pidfs
-                .open_by_handle(&w.root, &h, PidfdFlags::empty())
-                .unwrap_err(),
+            w.open_handle(&h).unwrap_err(),
             Errno::ESTALE,
             "Linux: attr == NULL -> no fd"
         );
@@ -160,11 +143,9 @@ fn marked_dead_pid_does_not_decode() {
         let pid = w.spawn();
         w.exit(&pid, WaitStatus::exited_with(0));
         pidfs_exit(&pid, WaitStatus::exited_with(0), 7);
-        let h = FileHandle::from_bytes(0xfe, &pid.ino().to_le_bytes()).unwrap();
+        let h = handle(pid.ino());
         assert_eq!(
-            w.pidfs
-                .open_by_handle(&w.root, &h, PidfdFlags::empty())
-                .unwrap_err(),
+            w.open_handle(&h).unwrap_err(),
             Errno::ESTALE,
             "Linux: attr == PIDFS_PID_DEAD -> no fd"
         );
@@ -183,7 +164,7 @@ fn failed_open_does_not_make_a_pid_decodable() {
                 .unwrap_err(),
             Errno::ENOENT
         );
-        let h = FileHandle::from_bytes(0xfe, &t.ino().to_le_bytes()).unwrap();
+        let h = handle(t.ino());
         assert_eq!(
             w.pidfs
                 .open_by_handle(&w.root, &h, PidfdFlags::THREAD)
@@ -202,7 +183,7 @@ fn pid_invisible_from_the_caller_does_not_decode() {
         let b = w.root.new_child().unwrap();
         let in_a = w.spawn_in(&a, Some(&parent));
         w.spawn_in(&b, Some(&parent));
-        let fd = open(&w, &in_a);
+        let fd = w.open(&in_a);
         assert_eq!(
             w.pidfs
                 .open_by_handle(&b, &fd.file_handle(), PidfdFlags::empty())
@@ -212,7 +193,7 @@ fn pid_invisible_from_the_caller_does_not_decode() {
         );
         assert_eq!(
             w.pidfs
-                .open_by_handle(&a, &open(&w, &parent).file_handle(), PidfdFlags::empty())
+                .open_by_handle(&a, &w.open(&parent).file_handle(), PidfdFlags::empty())
                 .unwrap_err(),
             Errno::ESTALE,
             "an ancestor's pid is invisible from a child namespace"
@@ -222,11 +203,7 @@ fn pid_invisible_from_the_caller_does_not_decode() {
                 .open_by_handle(&a, &fd.file_handle(), PidfdFlags::empty())
                 .is_ok()
         );
-        assert!(
-            w.pidfs
-                .open_by_handle(&w.root, &fd.file_handle(), PidfdFlags::empty())
-                .is_ok()
-        );
+        assert!(w.open_handle(&fd.file_handle()).is_ok());
     });
 }
 
@@ -235,7 +212,7 @@ fn open_flags_are_validated() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let h = open(&w, &pid).file_handle();
+        let h = w.open(&pid).file_handle();
         for ok in [
             OpenFlags::empty(),
             OpenFlags::WRONLY,
@@ -259,7 +236,7 @@ fn open_flags_are_validated() {
             );
         }
         // Flags are checked before the handle is decoded.
-        let unknown = FileHandle::from_bytes(0xfe, &777_777u64.to_le_bytes()).unwrap();
+        let unknown = handle(777_777u64);
         assert_eq!(
             w.pidfs
                 .open_by_handle(&w.root, &unknown, raw(o_creat))
@@ -274,7 +251,7 @@ fn excl_and_nonblock_become_pidfd_flags() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let h = open(&w, &pid).file_handle();
+        let h = w.open(&pid).file_handle();
         let bits = OpenFlags::EXCL | OpenFlags::NONBLOCK | OpenFlags::CLOEXEC | OpenFlags::RDWR;
         let fd = w
             .pidfs

@@ -4,13 +4,7 @@ mod common;
 
 use common::{World, both};
 use uproc_abi::{Errno, InfoMask, PidfdFlags, WaitStatus};
-use uproc_pidfs::{PIDFD_INFO_SUPPORTED, PidFd, pidfs_exit};
-
-fn open(w: &World, pid: &std::sync::Arc<uproc_pidns::Pid>) -> PidFd {
-    w.pidfs
-        .pidfd_prepare(&w.root, pid.clone(), PidfdFlags::empty())
-        .unwrap()
-}
+use uproc_pidfs::{PIDFD_INFO_SUPPORTED, pidfs_exit};
 
 #[test]
 fn pid_fields_are_in_the_openers_namespace() {
@@ -59,10 +53,7 @@ fn thread_reports_its_group_tgid() {
         let w = World::new(p);
         let leader = w.spawn();
         let t = w.spawn_thread(&leader);
-        let fd = w
-            .pidfs
-            .pidfd_open(&w.root, t.nr(), PidfdFlags::THREAD)
-            .unwrap();
+        let fd = w.open_thread(&t);
         let i = fd.info(InfoMask::PID).unwrap();
         assert_eq!((i.pid, i.tgid), (t.nr(), leader.nr()));
     });
@@ -74,7 +65,7 @@ fn cgroupid_only_when_asked() {
         let w = World::new(p);
         let pid = w.spawn();
         w.with_task(&pid, |t| t.cgroupid = 99);
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         let i = fd.info(InfoMask::CGROUPID).unwrap();
         assert!(i.mask.contains(InfoMask::CGROUPID));
         assert_eq!(i.cgroupid, 99);
@@ -89,7 +80,7 @@ fn zombie_reports_no_exit() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.exit(&pid, WaitStatus::exited_with(5));
         let i = fd.info(InfoMask::PID | InfoMask::EXIT).unwrap();
         assert!(
@@ -110,7 +101,7 @@ fn reaped_without_exit_is_esrch() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.kill_and_reap(&pid, WaitStatus::exited_with(5));
         assert_eq!(
             fd.info(InfoMask::PID).unwrap_err(),
@@ -130,7 +121,7 @@ fn reaped_with_exit_gives_only_the_snapshot() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         let st = uproc_abi::WaitStatus::signaled_by(uproc_abi::Signal::KILL, false);
         w.exit(&pid, st);
         w.reap(&pid, st, 1234);
@@ -159,7 +150,7 @@ fn reaped_exit_info_survives_free_pid_while_handle_lives() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.kill_and_reap(&pid, WaitStatus::exited_with(42));
         assert!(pid.is_freed());
         drop(pid);
@@ -175,7 +166,7 @@ fn supported_mask_lists_known_bits() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         let i = fd.info(InfoMask::SUPPORTED_MASK).unwrap();
         assert!(i.mask.contains(InfoMask::SUPPORTED_MASK));
         assert_eq!(i.supported_mask, PIDFD_INFO_SUPPORTED);
@@ -193,7 +184,7 @@ fn unknown_mask_bits_are_ignored() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         let i = fd
             .info(InfoMask::PID | InfoMask::from_bits_retain(1 << 40))
             .unwrap();
@@ -228,7 +219,7 @@ fn tgid_reading_zero_is_esrch() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.with_task(&pid, |t| t.hide_tgid = true);
         assert_eq!(
             fd.info(InfoMask::PID).unwrap_err(),
@@ -243,7 +234,7 @@ fn reaped_but_exit_info_missing_gives_empty_answer_with_exit() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         // Detached before pidfs_exit ran: no task, no exit info yet.
         w.fake.tasks.lock().remove(&pid.ino());
         let i = fd.info(InfoMask::EXIT).unwrap();

@@ -15,12 +15,6 @@ use uproc_pidfs::{PidFd, Readiness};
 
 const LONG: Duration = Duration::from_secs(30);
 
-fn open(w: &World, pid: &Arc<uproc_pidns::Pid>) -> PidFd {
-    w.pidfs
-        .pidfd_prepare(&w.root, pid.clone(), PidfdFlags::empty())
-        .unwrap()
-}
-
 #[derive(Default)]
 struct CountingWaker(AtomicUsize);
 
@@ -47,7 +41,7 @@ fn running_task_is_not_readable() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         assert_eq!(
             fd.poll(),
             Readiness::default(),
@@ -65,7 +59,7 @@ fn exited_task_is_readable_without_hangup() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.exit(&pid, WaitStatus::exited_with(0));
         assert_eq!(
             fd.poll(),
@@ -84,7 +78,7 @@ fn reaped_task_is_readable_with_hangup() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.kill_and_reap(&pid, WaitStatus::exited_with(0));
         assert_eq!(
             fd.poll(),
@@ -103,7 +97,7 @@ fn delayed_group_leader_is_not_readable_until_its_threads_exit() {
         let w = World::new(p);
         let leader = w.spawn();
         let thread = w.spawn_thread(&leader);
-        let fd = open(&w, &leader);
+        let fd = w.open(&leader);
         let tfd = w
             .pidfs
             .pidfd_prepare(&w.root, leader.clone(), PidfdFlags::THREAD)
@@ -137,7 +131,7 @@ fn pidfd_to_an_already_delayed_leader_is_not_readable() {
         let leader = w.spawn();
         let _thread = w.spawn_thread(&leader);
         w.exit_delayed_leader(&leader, WaitStatus::exited_with(0));
-        let fd = open(&w, &leader);
+        let fd = w.open(&leader);
         assert!(!fd.poll().readable);
     });
 }
@@ -147,7 +141,7 @@ fn wait_readable_is_woken_by_the_exit() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         let fd2 = fd.clone();
         let t = std::thread::spawn(move || fd2.wait_readable(LONG));
         while fd.waiter_counts().0 == 0 {
@@ -174,7 +168,7 @@ fn blocking_rounds(p: Profile, rounds: usize) {
     });
     for _ in 0..rounds {
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         tx.send(fd.clone()).unwrap();
         while fd.waiter_counts().0 == 0 {
             std::thread::yield_now();
@@ -228,7 +222,7 @@ fn async_rounds(p: Profile, rounds: usize) {
     rt.block_on(async {
         for _ in 0..rounds {
             let pid = w.spawn();
-            let fd = open(&w, &pid);
+            let fd = w.open(&pid);
             let polls = Arc::new(AtomicUsize::new(0));
             let fut = Counted {
                 inner: fd.readable(),
@@ -270,7 +264,7 @@ fn exit_wakes_only_the_target_pids_wakers() {
         let w = World::new(p);
         let a = w.spawn();
         let b = w.spawn();
-        let (fa, fb) = (open(&w, &a), open(&w, &b));
+        let (fa, fb) = (w.open(&a), w.open(&b));
         let (ca, wa) = counting();
         let mut others = Vec::new();
         let mut fut_a = fa.readable();
@@ -310,7 +304,7 @@ fn repolling_replaces_the_futures_waker() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         let (c1, w1) = counting();
         let (c2, w2) = counting();
         let mut f = fd.readable();
@@ -337,7 +331,7 @@ fn dropping_a_pending_future_unregisters_it() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         let (_c, wk) = counting();
         let mut f = fd.readable();
         assert!(poll_once(&mut f, &wk).is_pending());
@@ -352,7 +346,7 @@ fn future_on_an_exited_pid_is_ready_at_once() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.exit(&pid, WaitStatus::exited_with(0));
         let (c, wk) = counting();
         let mut f = fd.readable();
@@ -371,7 +365,7 @@ fn reap_without_a_prior_notify_wakes_waiters() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         let (c, wk) = counting();
         let mut f = fd.readable();
         assert!(poll_once(&mut f, &wk).is_pending());
@@ -392,7 +386,7 @@ fn subscriber_gets_one_event_at_exit() {
         let w = World::new(p);
         let a = w.spawn();
         let b = w.spawn();
-        let (fa, fb) = (open(&w, &a), open(&w, &b));
+        let (fa, fb) = (w.open(&a), w.open(&b));
         let (ra, rb) = (fa.subscribe(), fb.subscribe());
         assert!(ra.try_recv().is_err(), "nothing before the exit");
         w.exit(&a, WaitStatus::exited_with(3));
@@ -418,7 +412,7 @@ fn subscriber_after_exit_gets_the_event_at_once() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         w.kill_and_reap(&pid, WaitStatus::exited_with(8));
         let ev = fd
             .subscribe()
@@ -452,7 +446,7 @@ fn dropped_subscriber_does_not_disturb_the_exit() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = open(&w, &pid);
+        let fd = w.open(&pid);
         drop(fd.subscribe());
         let r = fd.subscribe();
         w.exit(&pid, WaitStatus::exited_with(1));

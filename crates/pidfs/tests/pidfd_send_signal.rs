@@ -37,10 +37,7 @@ fn thread_pidfd_defaults_to_the_thread() {
         let w = World::new(p);
         let leader = w.spawn();
         let t = w.spawn_thread(&leader);
-        let fd = w
-            .pidfs
-            .pidfd_open(&w.root, t.nr(), PidfdFlags::THREAD)
-            .unwrap();
+        let fd = w.open_thread(&t);
         fd.send_signal(Signal::USR2).unwrap();
         assert_eq!(
             last_signal(&w),
@@ -55,10 +52,7 @@ fn explicit_scope_overrides_the_default() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let fd = w
-            .pidfs
-            .pidfd_open(&w.root, pid.nr(), PidfdFlags::THREAD)
-            .unwrap();
+        let fd = w.open_thread(&pid);
         for (flag, scope) in [
             (PidfdSignalFlags::THREAD, SignalScope::Thread),
             (PidfdSignalFlags::THREAD_GROUP, SignalScope::ThreadGroup),

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions};
-use uproc_tasklist::{CloneArgs, SigChld, System, SystemConfig, TaskState, WaitId};
+use uproc_tasklist::{CloneArgs, SigChld, TaskState, WaitId};
 
 #[test]
 fn exit_is_idempotent_and_zombie_until_reaped() {
@@ -65,11 +65,7 @@ fn orphans_go_to_runtime_init_which_reaps_them() {
 
 #[test]
 fn without_reap_orphans_init_must_wait_for_orphans() {
-    let sys = System::new(SystemConfig {
-        reap_orphans: false,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = system_without_orphan_reaping();
     let init = sys.init();
     let p = fork(&init);
     let c = fork(&p);
@@ -250,11 +246,7 @@ fn autoreap_when_parent_ignores_or_nocldwait() {
 
 #[test]
 fn clone_autoreap_child_is_never_a_zombie_even_after_reparent() {
-    let sys = System::new(SystemConfig {
-        reap_orphans: false,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = system_without_orphan_reaping();
     let init = sys.init();
     let c = fork_flags(&init, CloneFlags::AUTOREAP);
     c.exit(0);

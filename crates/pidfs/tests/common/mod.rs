@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use uproc_abi::{Errno, PidfdFlags, Profile, Signal, WaitStatus};
 use uproc_pidfs::{
-    PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds, do_notify_pidfd, pidfs_exit,
+    FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds, do_notify_pidfd,
+    pidfs_exit,
 };
 use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid, free_pid};
 
@@ -196,11 +197,26 @@ impl World {
     }
 
     /// Exit then reap.
-    /// `pidfd_open(pid, 0)` from the root namespace, which must succeed.
-    pub fn open(&self, pid: &Pid) -> PidFd {
+    /// A pidfd for `pid` (any level) viewed from the root namespace
+    /// (`pidfd_prepare`: the checks of pidfd_open after the lookup), which must succeed.
+    pub fn open(&self, pid: &Arc<Pid>) -> PidFd {
         self.pidfs
-            .pidfd_open(&self.root, pid.nr(), PidfdFlags::empty())
-            .expect("pidfd_open of a live task")
+            .pidfd_prepare(&self.root, pid.clone(), PidfdFlags::empty())
+            .expect("pidfd of a live task")
+    }
+
+    /// A `PIDFD_THREAD` pidfd for `pid` viewed from the root namespace, which must
+    /// succeed.
+    pub fn open_thread(&self, pid: &Arc<Pid>) -> PidFd {
+        self.pidfs
+            .pidfd_prepare(&self.root, pid.clone(), PidfdFlags::THREAD)
+            .expect("PIDFD_THREAD pidfd of a live thread")
+    }
+
+    /// `open_by_handle_at(h, 0)` from the root namespace.
+    pub fn open_handle(&self, h: &FileHandle) -> Result<PidFd, Errno> {
+        self.pidfs
+            .open_by_handle(&self.root, h, PidfdFlags::empty())
     }
 
     pub fn kill_and_reap(&self, pid: &Arc<Pid>, status: WaitStatus) {

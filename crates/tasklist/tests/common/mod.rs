@@ -17,6 +17,15 @@ pub fn system_with(profile: Profile) -> Arc<System> {
     .expect("valid config")
 }
 
+/// A default system whose init leaves reparented orphans for the caller to wait for.
+pub fn system_without_orphan_reaping() -> Arc<System> {
+    System::new(SystemConfig {
+        reap_orphans: false,
+        ..SystemConfig::default()
+    })
+    .expect("valid config")
+}
+
 pub fn fork(t: &Task) -> Task {
     t.fork(&CloneArgs::default()).expect("plain fork succeeds")
 }
