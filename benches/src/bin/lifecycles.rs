@@ -1,0 +1,40 @@
+//! `lifecycles PROFILE N`: runs exactly N bookkeeping life cycles (fork, exit, reap) of
+//! one parent under PROFILE, for instruction counting. Instructions per life cycle are
+//! deterministic where wall time is not:
+//!
+//! ```sh
+//! cargo build --release -p uproc-benches --bin lifecycles
+//! for n in 10000 20000; do
+//!   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!     target/release/lifecycles linux70 $n 2>&1 | grep refs
+//! done   # (refs at 20000 - refs at 10000) / 10000 = instructions per life cycle
+//! ```
+
+use uproc::{CloneArgs, Profile, Runtime};
+use uproc_benches::load::cycle_none;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(profile), Some(n)) = (
+        args.get(1).and_then(|p| p.parse::<Profile>().ok()),
+        args.get(2).and_then(|n| n.parse::<u64>().ok()),
+    ) else {
+        eprintln!("usage: lifecycles linux618|linux70 N");
+        std::process::exit(2);
+    };
+    let rt = Runtime::builder()
+        .profile(profile)
+        .build()
+        .expect("runtime");
+    let parent = rt
+        .init()
+        .fork(&CloneArgs::default())
+        .expect("fork the parent");
+    let clone_args = CloneArgs::default();
+    for i in 0..n {
+        if let Err(e) = cycle_none(&parent, &clone_args) {
+            eprintln!("lifecycles: cycle {i}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
