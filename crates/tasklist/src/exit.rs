@@ -13,12 +13,12 @@
 //! DEAD    --release_task-----------------------------------> (detached, pid freed)
 //! ```
 
-use crate::pgrp::FreeList;
+use crate::pgrp::{DetachedIds, FreeList, detach_leader};
 use crate::reparent;
 use crate::signal::SigChld;
 use crate::sync::Ordering;
 use crate::system::System;
-use crate::task::{DEAD, DELAYED, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE};
+use crate::task::{Children, DEAD, DELAYED, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE};
 use std::sync::Arc;
 use uproc_abi::{Signal, WaitStatus};
 
@@ -123,12 +123,17 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 }
 
 /// `exit_notify`: reparent the children, become a zombie (or autoreap), notify the
-/// parent. One `tasklist_lock` (write) acquisition.
+/// parent. `Linux*`: one `tasklist_lock` (write) acquisition around it all. `Scalable`:
+/// the reparenting takes the dying group's and its reaper's `children` locks
+/// (`reparent.rs`); the zombie transition, the parent's notification and the autoreap
+/// decision are one critical section under the parent group's `children` lock (and the
+/// exiting group's siglock for the delayed-leader decision), so a waiter, a reparent
+/// and a concurrent release of the group's last thread each see either all of it or
+/// none.
 fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitStatus) {
     let mut post = PostExit::default();
     {
-        // Rule 1: tasklist_lock first; children locks and siglocks inside.
-        let _tl = sys.tasklist_lock.write();
+        let _tl = sys.tasklist_write_hot();
         if group_dead {
             reparent::forget_original_parent(sys, t, &mut post);
         } else {
@@ -139,14 +144,25 @@ fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitS
             t.exit_state.store(DEAD, Ordering::Release);
             post.notify_self = true;
             post.release_self = true;
-        } else if post.zap || !thread_group_empty(&t.group) {
-            t.exit_state.store(DELAYED, Ordering::Release);
         } else {
-            t.exit_state.store(ZOMBIE, Ordering::Release);
-            post.notify_self = true;
-            if do_notify_parent(t, false) && claim(t) {
-                post.release_self = true;
-            }
+            t.with_parent_children(|parent| {
+                // Rule 3: the group's siglock inside the parent's children lock. The
+                // release of the group's last thread checks for DELAYED under the same
+                // siglock: exactly one of the two makes the leader reportable.
+                let delayed = {
+                    let st = t.group.sig.lock();
+                    let delayed = post.zap || !st.threads.is_empty();
+                    let state = if delayed { DELAYED } else { ZOMBIE };
+                    t.exit_state.store(state, Ordering::Release);
+                    delayed
+                };
+                if !delayed {
+                    post.notify_self = true;
+                    if do_notify_parent(t, parent) && claim(t) {
+                        post.release_self = true;
+                    }
+                }
+            });
         }
     }
     if post.notify_self {
@@ -171,17 +187,20 @@ pub(crate) fn claim(t: &TaskInner) -> bool {
 }
 
 /// `do_notify_parent`: the leader `t` became a reportable zombie. Queue its exit signal
-/// on the parent (SIGCHLD unless the parent ignores it) and wake the parent's waiters.
+/// on `parent` (SIGCHLD unless the parent ignores it) and wake the parent's waiters.
 /// Returns whether `t` autoreaps (parent ignores SIGCHLD or set `SA_NOCLDWAIT`, or
-/// `t` has `autoreap`). The caller holds `tasklist_lock` (write), and the parent's
-/// `children` lock iff `parent_children_held` (rule 2: under the write lock any
-/// children locks; siglocks are leaves).
-pub(crate) fn do_notify_parent(t: &TaskInner, parent_children_held: bool) -> bool {
-    let parent = t.group.sig.lock().real_parent.upgrade();
+/// `t` has `autoreap`, or there is no parent). The caller holds the `children` lock of
+/// `parent`'s group (the one [`TaskInner::with_parent_children`] or a reparent holds),
+/// so the wakeup cannot be lost and the decision is made in the same critical section
+/// as the zombie transition; this takes `parent`'s siglock (rule 3).
+pub(crate) fn do_notify_parent(
+    t: &TaskInner,
+    parent: Option<(&Arc<TaskInner>, &mut Children)>,
+) -> bool {
     let sig = t.exit_signal.load(Ordering::Acquire);
     let mut autoreap = t.group.autoreap.load(Ordering::Acquire);
     match parent {
-        Some(p) => {
+        Some((p, _held)) => {
             {
                 let mut ps = p.group.sig.lock();
                 if sig == Signal::CHLD.raw() {
@@ -197,11 +216,7 @@ pub(crate) fn do_notify_parent(t: &TaskInner, parent_children_held: bool) -> boo
                     ps.shared_pending.insert(s);
                 }
             }
-            if parent_children_held {
-                p.group.wait_chldexit.notify_all();
-            } else {
-                p.group.wake_waiters();
-            }
+            p.group.wait_chldexit.notify_all();
         }
         None => autoreap = true,
     }
@@ -209,9 +224,10 @@ pub(crate) fn do_notify_parent(t: &TaskInner, parent_children_held: bool) -> boo
 }
 
 /// `release_task`: reap `t` (already DEAD). pidfs exit info, pids uncharge, detach
-/// under `tasklist_lock` (write, one acquisition), free the pid numbers after the lock
-/// is dropped (`Linux70`) or under it (`Linux618`). Then, if `t` was the last thread of
-/// a delayed zombie leader, notify (and maybe reap) that leader.
+/// (`Linux*`: under one `tasklist_lock` (write) acquisition), free the pid numbers
+/// after the locks are dropped (`Linux70`, `Scalable`) or under `tasklist_lock`
+/// (`Linux618`). Then, if `t` was the last thread of a delayed zombie leader, notify
+/// (and maybe reap) that leader.
 pub(crate) fn release_task(sys: &System, t: &Arc<TaskInner>) {
     let mut next = release_one(sys, t);
     while let Some(n) = next {
@@ -221,6 +237,12 @@ pub(crate) fn release_task(sys: &System, t: &Arc<TaskInner>) {
 
 /// One step of [`release_task`]: reaps `cur`; returns the delayed leader that became
 /// reapable (and was claimed) by it, if any.
+///
+/// A leader leaves its parent group's list under that group's `children` lock
+/// ([`TaskInner::with_parent_children`]: a concurrent reparent may have moved it); a
+/// thread leaves its group's thread list under the siglock, where it also decides
+/// whether it was the last thread of a delayed leader (rule 3: the siglock is dropped
+/// before the leader's parent's `children` lock is taken for the notification).
 fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
     let status = cur.exit_status();
@@ -233,37 +255,40 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     let mut next = None;
     let mut notify_leader = None;
     // Strong references dropped only after the locks (a drop may run a CssLink's
-    // release, which takes css_set_lock: never under tasklist_lock).
+    // release, which takes css_set_lock, or free a pid: never under our locks).
     let mut unlinked: Option<Task> = None;
+    let mut ids = DetachedIds::default();
     {
-        let mut tl = sys.tasklist_lock.write();
+        let _tl = sys.tasklist_write_hot();
         let g = &cur.group;
         if cur.leader {
-            // __unhash_process: leave the parent's children list (rule 2).
-            // detach_pid(PGID, SID) while the siglock is held anyway (it takes only
-            // `Pid::task_slot`, a leaf), so the two pids need no clone. If the pgrp is
-            // `cur`'s own pid, its slot is still set here: the `in_use` check below
-            // queues it.
-            let parent = {
-                let st = g.sig.lock();
-                tl.put_pgrp_session(&st.pgrp, &st.session, &mut free);
-                st.real_parent.upgrade()
-            };
-            if let Some(p) = parent {
-                let mut ch = p.group.children.lock();
-                if let Some(i) = ch.list.iter().position(|c| Arc::ptr_eq(&c.0, cur)) {
-                    unlinked = Some(ch.list.remove(i));
+            // __unhash_process: detach_pid(PGID, SID, PID), then leave the parent's
+            // children list.
+            ids = detach_leader(&mut g.sig.lock(), &cur.pid, &mut free);
+            cur.with_parent_children(|parent| {
+                if let Some((_, ch)) = parent {
+                    if let Some(i) = ch.list.iter().position(|c| Arc::ptr_eq(&c.0, cur)) {
+                        unlinked = Some(ch.list.remove(i));
+                    }
                 }
-            }
+            });
             *cur.pid.task_slot().write() = None;
         } else {
-            let leader = {
+            let (leader, last_of_delayed) = {
                 let mut st = g.sig.lock();
                 st.threads
                     .retain(|w| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(cur)));
-                st.leader.upgrade()
+                let leader = st.leader.upgrade();
+                // The zap-leader check: the last thread of a delayed leader is gone.
+                let ready = st.threads.is_empty()
+                    && !st.zapping
+                    && leader
+                        .as_ref()
+                        .is_some_and(|l| l.exit_state.load(Ordering::Acquire) == DELAYED);
+                (leader, ready)
             };
             *cur.pid.task_slot().write() = None;
+            free.push(cur.pid.clone());
             if let Some(l) = leader {
                 {
                     let mut ths = l.threads.lock();
@@ -271,28 +296,20 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
                         unlinked = Some(ths.remove(i));
                     }
                 }
-                // The zap-leader check: the last thread of a delayed leader is gone.
-                let ready = l.exit_state.load(Ordering::Acquire) == DELAYED && {
-                    let st = g.sig.lock();
-                    st.threads.is_empty() && !st.zapping
-                };
-                if ready {
+                if last_of_delayed {
                     let status = final_status(&l);
                     l.exit_code.store(status.raw(), Ordering::Release);
-                    l.exit_state.store(ZOMBIE, Ordering::Release);
-                    if do_notify_parent(&l, false) && claim(&l) {
+                    if make_reportable(&l) {
                         next = Some(l.clone());
                     }
                     notify_leader = Some((l, status));
                 }
             }
         }
-        if !tl.in_use(&cur.pid) {
-            free.push(cur.pid.clone());
-        }
         free.free_if_locked_profile(sys.cfg.profile);
     }
     free.free();
+    drop(ids);
     drop(unlinked);
     tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
     if let Some((l, status)) = notify_leader {
@@ -300,6 +317,18 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     }
     sys.process_zaps();
     next
+}
+
+/// A delayed leader `l` becomes a reportable zombie: DELAYED -> ZOMBIE, notify its
+/// parent, all under the parent group's `children` lock. Returns whether the caller
+/// claimed it for release (autoreap). The caller decided, under `l`'s siglock, that
+/// it is the one to do this (and holds no lock of this crate but, under `Linux*`,
+/// `tasklist_lock`).
+fn make_reportable(l: &Arc<TaskInner>) -> bool {
+    l.with_parent_children(|parent| {
+        l.exit_state.store(ZOMBIE, Ordering::Release);
+        do_notify_parent(l, parent) && claim(l)
+    })
 }
 
 /// The status a leader reports: the group exit code if the group exited as a whole.
@@ -347,15 +376,18 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     if ns.nr_allocated() > 1 {
         return false;
     }
-    let mut release = false;
     let status;
-    {
-        let _tl = sys.tasklist_lock.write();
+    let release = {
+        let _tl = sys.tasklist_write_hot();
         if l.exit_state.load(Ordering::Acquire) != DELAYED {
             return true;
         }
         {
+            // `zapping` is the claim: cleared once, by whoever finishes.
             let mut st = l.group.sig.lock();
+            if !st.zapping {
+                return true;
+            }
             if !st.threads.is_empty() || ns.nr_allocated() > 1 {
                 return false;
             }
@@ -363,11 +395,8 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
         }
         status = final_status(l);
         l.exit_code.store(status.raw(), Ordering::Release);
-        l.exit_state.store(ZOMBIE, Ordering::Release);
-        if do_notify_parent(l, false) && claim(l) {
-            release = true;
-        }
-    }
+        make_reportable(l)
+    };
     tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
     uproc_pidfs::do_notify_pidfd(&l.pid, status);
     if release {

@@ -165,7 +165,7 @@ impl Task {
         let group = if thread {
             me.group.clone()
         } else {
-            Arc::new(ThreadGroup::new(GroupState::new_process(&pid, false)))
+            Arc::new(ThreadGroup::new(GroupState::new_process(false)))
         };
         let child = Arc::new(TaskInner {
             sys: me.sys.clone(),
@@ -242,8 +242,20 @@ impl Task {
     }
 }
 
-/// Step 5 of fork: checks that must be made under the lock, then the attach. Takes
-/// `tasklist_lock` (write) once; inside it, children locks and siglocks (rules 1-3).
+/// Step 5 of fork: checks that must be made in the attach's critical section, then the
+/// attach. Under the `Linux*` profiles inside `tasklist_lock` (write), once; under
+/// `Scalable` with the per-process locks alone:
+///
+/// - a thread attaches under its group's siglock, the lock group death
+///   (`nr_live`, `group_exit`) is decided under, so it joins a live group or fails;
+/// - a process attaches under its parent group's `children` lock (then siglocks one at
+///   a time, rules 2-3): a parent group that died has closed its list in the same
+///   critical section that handed its children on, so the child is either handed on
+///   with the others or not attached at all (EINTR). A `CLONE_PARENT` fork whose
+///   parent closed its list was reparented meanwhile and retries with the new parent.
+///   The parent's subreaper bits are read under the same lock, so a concurrent
+///   `PR_SET_CHILD_SUBREAPER` walk (which reads the list after marking the parent)
+///   either marks the new child or is seen by it.
 fn attach(
     sys: &crate::system::System,
     me: &Arc<TaskInner>,
@@ -252,37 +264,17 @@ fn attach(
     parent_flag: bool,
     autoreap: bool,
 ) -> Result<(), Errno> {
-    let mut tl = sys.tasklist_lock.write();
+    let _tl = sys.tasklist_write_hot();
     if !child.pid.ns().is_adding() {
         return Err(Errno::ENOMEM);
-    }
-    // One siglock round for everything read from the caller's group: its parent only
-    // for CLONE_PARENT, and its subreaper bits for the usual case where the new
-    // process's parent is the caller itself.
-    let (my_parent, pgrp, session, dying, my_sub) = {
-        let st = me.group.sig.lock();
-        (
-            if parent_flag {
-                st.real_parent.upgrade()
-            } else {
-                None
-            },
-            st.pgrp.clone(),
-            st.session.clone(),
-            st.group_exit.is_some() || st.shared_pending.contains(Signal::KILL),
-            st.has_child_subreaper || st.is_subreaper,
-        )
-    };
-    if dying
-        || me.exiting.load(Ordering::Acquire)
-        || me.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
-    {
-        return Err(Errno::EINTR);
     }
     let weak_any = TaskInner::as_any_weak(child);
     if thread {
         let leader = {
             let mut st = me.group.sig.lock();
+            if caller_dying(me, &st) || st.nr_live == 0 {
+                return Err(Errno::EINTR);
+            }
             st.threads.push(Arc::downgrade(child));
             st.nr_live += 1;
             st.leader.upgrade()
@@ -290,22 +282,60 @@ fn attach(
         if let Some(l) = leader {
             l.threads.lock().push(Task::from_inner(child.clone()));
         }
+        *child.pid.task_slot().write() = Some(weak_any);
+        return Ok(());
+    }
+    let mut rp = if parent_flag {
+        me.group.sig.lock().real_parent.upgrade()
     } else {
-        let (rp, has_sub) = if parent_flag {
-            let rp = my_parent.as_ref().ok_or(Errno::EINVAL)?;
-            let ps = rp.group.sig.lock();
-            (rp, ps.has_child_subreaper || ps.is_subreaper)
-        } else {
-            (me, my_sub)
+        Some(me.clone())
+    };
+    loop {
+        let p = rp.take().ok_or(Errno::EINVAL)?;
+        let mut ch = p.group.children.lock();
+        // One siglock round for everything read from the caller's group.
+        let (now_parent, ids, dying, my_sub) = {
+            let st = me.group.sig.lock();
+            (
+                if parent_flag {
+                    st.real_parent.upgrade()
+                } else {
+                    None
+                },
+                st.ids.clone(),
+                caller_dying(me, &st),
+                st.has_child_subreaper || st.is_subreaper,
+            )
         };
-        tl.get_pgrp_session(&pgrp, &session);
+        if parent_flag
+            && !now_parent
+                .as_ref()
+                .is_some_and(|n| Arc::ptr_eq(&n.group, &p.group))
+        {
+            // Reparented between the read and the lock: retry with the new parent.
+            drop(ch);
+            rp = now_parent;
+            continue;
+        }
+        if dying || ch.closed {
+            // A closed list with the caller still its member: the caller's own group
+            // died (a CLONE_PARENT caller would have been handed on already).
+            return Err(Errno::EINTR);
+        }
+        let ids = ids.ok_or(Errno::EINTR)?;
+        let rp = now_parent.unwrap_or_else(|| p.clone());
+        let has_sub = if parent_flag {
+            let ps = rp.group.sig.lock();
+            ps.has_child_subreaper || ps.is_subreaper
+        } else {
+            my_sub
+        };
         let init = child.pid.nr() == 1;
         {
             let mut cs = child.group.sig.lock();
             cs.leader = Arc::downgrade(child);
-            cs.real_parent = Arc::downgrade(rp);
-            cs.pgrp = pgrp;
-            cs.session = session;
+            cs.real_parent = Arc::downgrade(&rp);
+            cs.ids = Some(ids);
             cs.has_child_subreaper = has_sub;
             cs.unkillable = init;
         }
@@ -313,12 +343,17 @@ fn attach(
             child.pid.ns().set_child_reaper(Some(weak_any.clone()));
         }
         child.group.autoreap.store(autoreap, Ordering::Release);
-        rp.group
-            .children
-            .lock()
-            .list
-            .push(Task::from_inner(child.clone()));
+        ch.list.push(Task::from_inner(child.clone()));
+        *child.pid.task_slot().write() = Some(weak_any);
+        return Ok(());
     }
-    *child.pid.task_slot().write() = Some(weak_any);
-    Ok(())
+}
+
+/// The caller cannot fork any more: its group is exiting or a fatal signal is pending
+/// (EINTR). `st` is the caller's group state (its siglock held).
+fn caller_dying(me: &TaskInner, st: &crate::task::GroupState) -> bool {
+    st.group_exit.is_some()
+        || st.shared_pending.contains(Signal::KILL)
+        || me.exiting.load(Ordering::Acquire)
+        || me.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
 }

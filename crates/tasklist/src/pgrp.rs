@@ -3,34 +3,128 @@
 //!
 //! A pid used as a process-group or session id stays allocated while any process uses
 //! it that way, even after the task it named was reaped (Linux frees a `struct pid`'s
-//! numbers only when no task is attached to it under any type). uproc keeps a usage
-//! table under `tasklist_lock`: a pid is freed when it has neither a task attached
-//! (`task_slot`) nor a pgrp/session user.
+//! numbers only when no task is attached to it under any type). uproc counts the uses
+//! without a global table, so that a fork (which inherits its parent's process group
+//! and session) and a reap touch no lock shared by other processes:
+//!
+//! ```text
+//! GroupState.ids ──Arc──> ProcessIds { pgrp ──Arc──> PidUse{pid, state}, session ──Arc──> PidUse }
+//!                          (shared by every process with the same pair)
+//! leader's GroupState.own_use ──Weak──> the PidUse of its own pid, if it is a pgrp/sid
+//! ```
+//!
+//! - A fork clones its parent's `Arc<ProcessIds>` (one reference count); a reap drops
+//!   it. The `Arc` counts are the usage counts.
+//! - A [`PidUse`] exists only for a pid that is (or was) a process-group or session
+//!   id; it is made by the slow paths (`setpgid`, `setsid`, the runtime init) for a
+//!   leader that is still attached, and recorded weakly in that leader's group.
+//! - Its pid's numbers are freed by whichever comes last of (a) the task's release
+//!   (it clears `TASK_ATTACHED`) and (b) the drop of the last `ProcessIds` using the
+//!   pid (`PidUse::drop` clears `IN_USE`). One atomic `fetch_and` decides which, so
+//!   the pid is freed exactly once. A leader whose pid never became a pgrp/sid has no
+//!   `PidUse`: its release frees the pid directly.
+//! - `setpgid` needs to find the `PidUse` of an arbitrary pid number: the slow-path
+//!   [`TaskList`] keeps a weak index, under `tasklist_lock` (write) in every profile
+//!   (setpgid and setsid are not on the fork/exit path).
 
+use crate::sync::{AtomicU8, AtomicU32, Ordering};
 use crate::system::System;
-use crate::task::{Task, TaskInner, pid_task};
+use crate::task::{GroupState, Task, TaskInner, pid_task};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use uproc_abi::{Errno, Profile};
 use uproc_pidns::{Pid, free_pid};
 
-/// What `tasklist_lock` guards besides the tree shape: the pgrp/session usage table.
-#[derive(Default)]
-pub(crate) struct TaskList {
-    uses: HashMap<usize, PidUse, BuildHasherDefault<PtrHasher>>,
-}
+/// `PidUse::state`: the task whose pid this is has not been released.
+const TASK_ATTACHED: u8 = 1;
+/// `PidUse::state`: some `ProcessIds` still uses the pid (cleared by `drop`).
+const IN_USE: u8 = 2;
 
-struct PidUse {
-    pid: Arc<Pid>,
-    pgrp: u32,
-    session: u32,
+/// A pid in use as a process-group and/or session id.
+pub(crate) struct PidUse {
+    pub(crate) pid: Arc<Pid>,
+    /// `TASK_ATTACHED | IN_USE`; whoever clears the last bit frees the pid.
+    state: AtomicU8,
+    /// How many [`ProcessIds`] use this pid as their process group (`setsid`'s and
+    /// `setpgid`'s "a process group with this id exists").
+    pgrp_pairs: AtomicU32,
 }
 
 impl PidUse {
-    fn used(&self) -> bool {
-        self.pgrp > 0 || self.session > 0
+    /// Whether some process uses this pid as its process group.
+    pub(crate) fn is_pgrp(&self) -> bool {
+        self.pgrp_pairs.load(Ordering::Acquire) > 0
     }
+
+    /// The task whose pid this is was released. The caller holds a strong reference,
+    /// so `drop` (which frees the pid once `TASK_ATTACHED` is clear) runs later.
+    fn detach_task(&self) {
+        self.state.fetch_and(!TASK_ATTACHED, Ordering::AcqRel);
+    }
+}
+
+impl Drop for PidUse {
+    fn drop(&mut self) {
+        if self.state.fetch_and(!IN_USE, Ordering::AcqRel) & TASK_ATTACHED == 0 {
+            free_pid(&self.pid);
+        }
+    }
+}
+
+/// The process group and session of a process (`PIDTYPE_PGID`, `PIDTYPE_SID`),
+/// shared by every process forked with the same pair.
+pub(crate) struct ProcessIds {
+    pub(crate) pgrp: Arc<PidUse>,
+    pub(crate) session: Arc<PidUse>,
+}
+
+impl ProcessIds {
+    pub(crate) fn new(pgrp: Arc<PidUse>, session: Arc<PidUse>) -> Arc<ProcessIds> {
+        pgrp.pgrp_pairs.fetch_add(1, Ordering::AcqRel);
+        Arc::new(ProcessIds { pgrp, session })
+    }
+}
+
+impl Drop for ProcessIds {
+    fn drop(&mut self) {
+        self.pgrp.pgrp_pairs.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What a release hands back from a leader's group state, dropped after every lock:
+/// the process's [`ProcessIds`] and the [`PidUse`] of its own pid (either drop may
+/// free a pid, which takes the pid allocator's lock).
+#[derive(Default)]
+pub(crate) struct DetachedIds {
+    _ids: Option<Arc<ProcessIds>>,
+    _own: Option<Arc<PidUse>>,
+}
+
+/// `detach_pid` of `PIDTYPE_PGID`, `PIDTYPE_SID` and the leader's own pid, under its
+/// siglock (`st`): queues the leader's pid on `free` unless it is still used as a
+/// process-group or session id (then the last user frees it).
+pub(crate) fn detach_leader(
+    st: &mut GroupState,
+    pid: &Arc<Pid>,
+    free: &mut FreeList,
+) -> DetachedIds {
+    let own = st.own_use.upgrade();
+    match &own {
+        Some(u) => u.detach_task(),
+        None => free.push(pid.clone()),
+    }
+    DetachedIds {
+        _ids: st.ids.take(),
+        _own: own,
+    }
+}
+
+/// The slow-path index of the pids in use as process-group or session ids, under
+/// `tasklist_lock` (write): `setpgid` looks up the group it joins here.
+#[derive(Default)]
+pub(crate) struct TaskList {
+    uses: HashMap<usize, Weak<PidUse>, BuildHasherDefault<PtrHasher>>,
 }
 
 fn key(pid: &Arc<Pid>) -> usize {
@@ -63,29 +157,22 @@ impl Hasher for PtrHasher {
     }
 }
 
-/// Pids to free once the caller is done with `tasklist_lock` (`free_pids`), at most
-/// one task pid plus its old pgrp and session.
+/// Pids to free once the caller is done with its locks (`free_pids`): a released
+/// task's own pid.
 #[derive(Default)]
 pub(crate) struct FreeList {
-    pids: [Option<Arc<Pid>>; 4],
+    pid: Option<Arc<Pid>>,
 }
 
 impl FreeList {
     pub(crate) fn push(&mut self, pid: Arc<Pid>) {
-        if self.pids.iter().flatten().any(|p| Arc::ptr_eq(p, &pid)) {
-            return;
-        }
-        let slot = self
-            .pids
-            .iter_mut()
-            .find(|s| s.is_none())
-            .expect("at most 4 pids freed per detach");
-        *slot = Some(pid);
+        debug_assert!(self.pid.is_none(), "one pid freed per release");
+        self.pid = Some(pid);
     }
 
     /// `free_pids`: returns the numbers.
     pub(crate) fn free(&mut self) {
-        for p in self.pids.iter_mut().filter_map(Option::take) {
+        if let Some(p) = self.pid.take() {
             free_pid(&p);
         }
     }
@@ -100,103 +187,46 @@ impl FreeList {
 }
 
 impl TaskList {
-    /// `attach_pid(PIDTYPE_PGID)`: one more process uses `pid` as its pgrp.
-    pub(crate) fn get_pgrp(&mut self, pid: &Arc<Pid>) {
-        self.entry(pid).pgrp += 1;
-    }
-
-    /// `attach_pid(PIDTYPE_SID)`.
-    pub(crate) fn get_session(&mut self, pid: &Arc<Pid>) {
-        self.entry(pid).session += 1;
-    }
-
-    /// `attach_pid` of both types, as fork does: one table lookup when the process
-    /// group and the session are the same pid (the common case).
-    pub(crate) fn get_pgrp_session(&mut self, pgrp: &Arc<Pid>, session: &Arc<Pid>) {
-        if Arc::ptr_eq(pgrp, session) {
-            let u = self.entry(pgrp);
-            u.pgrp += 1;
-            u.session += 1;
-        } else {
-            self.get_pgrp(pgrp);
-            self.get_session(session);
-        }
-    }
-
-    fn entry(&mut self, pid: &Arc<Pid>) -> &mut PidUse {
-        self.uses.entry(key(pid)).or_insert_with(|| PidUse {
-            pid: pid.clone(),
-            pgrp: 0,
-            session: 0,
-        })
-    }
-
-    /// `detach_pid(PIDTYPE_PGID)`; queues the pid for freeing when nothing uses it.
-    pub(crate) fn put_pgrp(&mut self, pid: &Arc<Pid>, free: &mut FreeList) {
-        self.put(pid, 1, 0, free);
-    }
-
-    /// `detach_pid(PIDTYPE_SID)`.
-    pub(crate) fn put_session(&mut self, pid: &Arc<Pid>, free: &mut FreeList) {
-        self.put(pid, 0, 1, free);
-    }
-
-    /// `detach_pid` of both types, as release does: [`put_pgrp`](Self::put_pgrp) then
-    /// [`put_session`](Self::put_session), with one table lookup when they are the same
-    /// pid.
-    pub(crate) fn put_pgrp_session(
-        &mut self,
-        pgrp: &Arc<Pid>,
-        session: &Arc<Pid>,
-        free: &mut FreeList,
-    ) {
-        if Arc::ptr_eq(pgrp, session) {
-            self.put(pgrp, 1, 1, free);
-        } else {
-            self.put_pgrp(pgrp, free);
-            self.put_session(session, free);
-        }
-    }
-
-    /// Drops `pgrp` / `session` uses of `pid`; then drops the entry when unused and
-    /// queues the pid when no task is attached either. One lookup.
-    fn put(&mut self, pid: &Arc<Pid>, pgrp: u32, session: u32, free: &mut FreeList) {
+    /// The [`PidUse`] of `pid`, if it is in use as a process-group or session id.
+    fn lookup(&mut self, pid: &Arc<Pid>) -> Option<Arc<PidUse>> {
         let k = key(pid);
-        if let Some(u) = self.uses.get_mut(&k) {
-            u.pgrp -= pgrp;
-            u.session -= session;
-            if u.used() {
-                return;
+        let found = self.uses.get(&k)?.upgrade();
+        match found {
+            Some(u) if Arc::ptr_eq(&u.pid, pid) => Some(u),
+            _ => {
+                // The last user is gone (its pid freed or being freed): prune.
+                self.uses.remove(&k);
+                None
             }
-            let u = self.uses.remove(&k).expect("entry exists");
-            drop(u.pid);
         }
-        Self::free_if_detached(pid, free);
     }
 
-    /// Whether some process uses `pid` as its pgrp or session.
-    pub(crate) fn in_use(&self, pid: &Arc<Pid>) -> bool {
-        self.uses.get(&key(pid)).is_some_and(PidUse::used)
-    }
-
-    /// Whether some process uses `pid` as its process group.
-    pub(crate) fn is_pgrp(&self, pid: &Arc<Pid>) -> bool {
-        self.uses.get(&key(pid)).is_some_and(|u| u.pgrp > 0)
-    }
-
-    fn free_if_detached(pid: &Arc<Pid>, free: &mut FreeList) {
-        if pid.task_slot().read().is_none() && !pid.is_freed() {
-            free.push(pid.clone());
+    /// The [`PidUse`] of the leader `pid` whose group state is `st` (its siglock held),
+    /// made on first use. The leader must not be released (`st.ids` is set).
+    pub(crate) fn own_use(&mut self, st: &mut GroupState, pid: &Arc<Pid>) -> Arc<PidUse> {
+        if let Some(u) = st.own_use.upgrade() {
+            return u;
         }
+        let u = Arc::new(PidUse {
+            pid: pid.clone(),
+            state: AtomicU8::new(TASK_ATTACHED | IN_USE),
+            pgrp_pairs: AtomicU32::new(0),
+        });
+        st.own_use = Arc::downgrade(&u);
+        self.uses.insert(key(pid), Arc::downgrade(&u));
+        u
     }
 }
 
 impl Task {
     /// [setpgid(2)](https://man7.org/linux/man-pages/man2/setpgid.2.html): `pid` 0 is
     /// the caller, `pgid` 0 is `pid`. EINVAL for `pgid < 0` or a non-leader target;
-    /// ESRCH if `pid` is neither the caller nor one of its children; EPERM if the target
-    /// is a session leader, is in another session, or `pgid` names no process group of
-    /// the caller's session.
+    /// ESRCH if `pid` is neither the caller nor one of its children (or was reaped);
+    /// EPERM if the target is a session leader, is in another session, or `pgid` names
+    /// no process group of the caller's session.
+    ///
+    /// Slow path: `tasklist_lock` (write) in every profile, then siglocks one at a
+    /// time.
     ///
     /// # References
     /// `SYSCALL_DEFINE2(setpgid)` in `kernel/sys.c`.
@@ -207,10 +237,11 @@ impl Task {
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;
         let ns = self.0.active_ns().clone();
         let me = self.0.leader_task().unwrap_or_else(|| self.0.clone());
-        let mut free = FreeList::default();
+        // The old pair, dropped after the locks (its drop may free a pid).
+        let mut old = None;
         let result = {
             let mut tl = sys.tasklist_lock.write();
-            let r = (|| {
+            (|| {
                 let target: Arc<TaskInner> = if pid == 0 {
                     me.clone()
                 } else {
@@ -221,48 +252,55 @@ impl Task {
                     return Err(Errno::EINVAL);
                 }
                 let same = Arc::ptr_eq(&target.group, &me.group);
-                let (t_parent, t_session, t_pgrp) = {
+                let (t_parent, t_ids) = {
                     let st = target.group.sig.lock();
                     (
                         st.real_parent.upgrade(),
-                        st.session.clone(),
-                        st.pgrp.clone(),
+                        st.ids.clone().ok_or(Errno::ESRCH)?,
                     )
                 };
-                let my_session = me.group.sig.lock().session.clone();
+                let my_ids = me.group.sig.lock().ids.clone().ok_or(Errno::ESRCH)?;
                 if !same {
                     let is_child = t_parent.is_some_and(|p| Arc::ptr_eq(&p.group, &me.group));
                     if !is_child {
                         return Err(Errno::ESRCH);
                     }
-                    if !Arc::ptr_eq(&t_session, &my_session) {
+                    if !Arc::ptr_eq(&t_ids.session, &my_ids.session) {
                         return Err(Errno::EPERM);
                     }
                 }
-                if Arc::ptr_eq(&t_session, &target.pid) {
+                if Arc::ptr_eq(&t_ids.session.pid, &target.pid) {
                     return Err(Errno::EPERM);
                 }
-                let new_pgrp = if pgid == 0 || pgid == target.pid.nr_in(&ns) {
-                    target.pid.clone()
+                let own = pgid == 0 || pgid == target.pid.nr_in(&ns);
+                let joined = if own {
+                    None
                 } else {
                     let p = ns.find_pid(pgid).ok_or(Errno::EPERM)?;
-                    if !tl.is_pgrp(&p) || !pgrp_in_session(&sys, &p, &my_session) {
+                    let u = tl.lookup(&p).ok_or(Errno::EPERM)?;
+                    if !u.is_pgrp() || !pgrp_in_session(&sys, &p, &my_ids.session.pid) {
                         return Err(Errno::EPERM);
                     }
-                    p
+                    Some(u)
                 };
-                if Arc::ptr_eq(&new_pgrp, &t_pgrp) {
+                let mut st = target.group.sig.lock();
+                // Re-read under the siglock that release takes: a target reaped since
+                // the first look is ESRCH, and nothing is changed.
+                let cur = st.ids.clone().ok_or(Errno::ESRCH)?;
+                let new_pgrp = match joined {
+                    Some(u) => u,
+                    None => tl.own_use(&mut st, &target.pid),
+                };
+                if Arc::ptr_eq(&new_pgrp, &cur.pgrp) {
                     return Ok(());
                 }
-                tl.get_pgrp(&new_pgrp);
-                target.group.sig.lock().pgrp = new_pgrp;
-                tl.put_pgrp(&t_pgrp, &mut free);
+                old = st
+                    .ids
+                    .replace(ProcessIds::new(new_pgrp, cur.session.clone()));
                 Ok(())
-            })();
-            free.free_if_locked_profile(sys.cfg.profile);
-            r
+            })()
         };
-        free.free();
+        drop(old);
         sys.process_zaps();
         result
     }
@@ -272,49 +310,44 @@ impl Task {
     /// id. EPERM if a process group with the caller's id already exists (the caller is
     /// a process-group leader).
     ///
+    /// Slow path: `tasklist_lock` (write) in every profile, then the caller's siglock.
+    ///
     /// # References
     /// `ksys_setsid` in `kernel/sys.c`.
     pub fn setsid(&self) -> Result<i32, Errno> {
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;
         let me = self.0.leader_task().unwrap_or_else(|| self.0.clone());
-        let mut free = FreeList::default();
+        let mut old = None;
         let result = {
             let mut tl = sys.tasklist_lock.write();
-            let r = if tl.is_pgrp(&me.pid) {
+            let mut st = me.group.sig.lock();
+            if st.ids.is_none() {
+                Err(Errno::ESRCH)
+            } else if st.own_use.upgrade().is_some_and(|u| u.is_pgrp()) {
                 Err(Errno::EPERM)
             } else {
-                let sid = me.pid.clone();
-                tl.get_pgrp(&sid);
-                tl.get_session(&sid);
-                let (old_pgrp, old_session) = {
-                    let mut st = me.group.sig.lock();
-                    let op = std::mem::replace(&mut st.pgrp, sid.clone());
-                    let os = std::mem::replace(&mut st.session, sid.clone());
-                    (op, os)
-                };
-                tl.put_pgrp(&old_pgrp, &mut free);
-                tl.put_session(&old_session, &mut free);
-                Ok(sid.nr_in(self.0.active_ns()))
-            };
-            free.free_if_locked_profile(sys.cfg.profile);
-            r
+                let own = tl.own_use(&mut st, &me.pid);
+                old = st.ids.replace(ProcessIds::new(own.clone(), own));
+                Ok(me.pid.nr_in(self.0.active_ns()))
+            }
         };
-        free.free();
+        drop(old);
         sys.process_zaps();
         result
     }
 
     /// [getpgid(2)](https://man7.org/linux/man-pages/man2/getpgid.2.html) of the
-    /// caller, in its namespace (0 if the group's pid is invisible there).
+    /// caller, in its namespace (0 if the group's pid is invisible there, or the
+    /// process was reaped).
     pub fn getpgid(&self) -> i32 {
-        let p = self.0.group.sig.lock().pgrp.clone();
-        p.nr_in(self.0.active_ns())
+        let p = self.0.group.sig.lock().pgrp();
+        p.map_or(0, |p| p.nr_in(self.0.active_ns()))
     }
 
     /// [getsid(2)](https://man7.org/linux/man-pages/man2/getsid.2.html) of the caller.
     pub fn getsid(&self) -> i32 {
-        let p = self.0.group.sig.lock().session.clone();
-        p.nr_in(self.0.active_ns())
+        let p = self.0.group.sig.lock().session();
+        p.map_or(0, |p| p.nr_in(self.0.active_ns()))
     }
 }
 
@@ -327,6 +360,9 @@ fn pgrp_in_session(sys: &System, pgrp: &Arc<Pid>, session: &Arc<Pid>) -> bool {
         .filter_map(|p| pid_task(p))
         .any(|t| {
             let st = t.group.sig.lock();
-            t.leader && Arc::ptr_eq(&st.pgrp, pgrp) && Arc::ptr_eq(&st.session, session)
+            t.leader
+                && st.ids.as_ref().is_some_and(|ids| {
+                    Arc::ptr_eq(&ids.pgrp.pid, pgrp) && Arc::ptr_eq(&ids.session.pid, session)
+                })
         })
 }

@@ -29,8 +29,8 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 }
 
 /// A thread exited while its group lives: the children it forked now belong to another
-/// live thread (what `__WNOTHREAD` waits see). The caller holds `tasklist_lock` (write;
-/// rule 2).
+/// live thread (what `__WNOTHREAD` waits see). Takes the group's `children` lock, then
+/// each child's siglock (rules 2-3); the children stay in the same group's list.
 pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
     let Some(heir) = alive_thread(&t.group) else {
         return;
@@ -44,7 +44,8 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
     }
 }
 
-/// `find_new_reaper`: (b) then (c) above.
+/// `find_new_reaper`: (b) then (c) above. Siglocks one at a time (rule 3); the caller
+/// may hold the dying group's `children` lock.
 fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
     let (has_sub, mut p) = {
         let st = t.group.sig.lock();
@@ -80,9 +81,21 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
 }
 
 /// `forget_original_parent`: the last thread of `t`'s group exited; hand its children
-/// to the new reaper, re-notifying (and maybe reaping) those already zombies. The
-/// caller holds `tasklist_lock` (write); this takes the dying group's and the reaper's
-/// `children` locks (rule 2) and siglocks one at a time (rule 3).
+/// to the new reaper, re-notifying (and maybe reaping) those already zombies.
+///
+/// Locks (the only place this crate holds two `children` locks, see THE LOCK ORDER in
+/// the crate docs): the dying group D's `children` lock, held throughout; D's list is
+/// marked closed in the same critical section, so no child attaches after the
+/// hand-over. Then the reaper R's `children` lock (R is a live thread's group, a
+/// subreaper ancestor of D, or D's namespace init), and each child's siglock, then
+/// R's siglock through [`do_notify_parent`] (rule 3, one at a time). A child's
+/// `real_parent`, `exit_signal` and `autoreap` change with both lists locked, so a
+/// child exiting concurrently (which notifies under its parent's `children` lock,
+/// re-checking `real_parent` once it holds it) notifies exactly one of D and R, and a
+/// waiter on R never sees a child in flight. If R closed its own list meanwhile (it is
+/// dying too and has or will hand its children on), the search starts again: R has no
+/// live thread any more, so it is skipped; a namespace init is the exception and keeps
+/// adopting (its orphans autoreap).
 pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mut PostExit) {
     let g = &t.group;
     let ns = t.active_ns();
@@ -98,7 +111,8 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
             st.sigchld = SigChld::Ignore;
             st.zapping = true;
         }
-        let ch = g.children.lock();
+        let mut ch = g.children.lock();
+        ch.closed = true;
         for c in &ch.list {
             if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE && claim(&c.0) {
                 post.release.push(c.0.clone());
@@ -107,44 +121,54 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
         post.zap = true;
         return;
     }
-    // Nothing to hand over: skip the reaper search (it has no side effects). The list
-    // only grows under `tasklist_lock` (write), which the caller holds.
-    if g.children.lock().list.is_empty() {
-        return;
-    }
-    let Some(reaper) = find_new_reaper(t, ns) else {
-        debug_assert!(false, "every namespace has a child reaper");
-        return;
-    };
-    if Arc::ptr_eq(&reaper.group, g) {
-        return;
-    }
-    let adopt_autoreap = sys.cfg.reap_orphans && Arc::ptr_eq(&reaper.group, &sys.init.0.group);
     let mut mine = g.children.lock();
+    mine.closed = true;
+    // Nothing to hand over: skip the reaper search (it has no side effects).
     if mine.list.is_empty() {
         return;
     }
-    let mut theirs = reaper.group.children.lock();
-    for c in mine.list.drain(..) {
-        c.0.group.sig.lock().real_parent = Arc::downgrade(&reaper);
-        // reparent_leader: "We don't want people slaying init."
-        c.0.exit_signal.store(Signal::CHLD.raw(), Ordering::Release);
-        if adopt_autoreap {
-            c.0.group.autoreap.store(true, Ordering::Release);
+    loop {
+        let Some(reaper) = find_new_reaper(t, ns) else {
+            debug_assert!(false, "every namespace has a child reaper");
+            return;
+        };
+        if Arc::ptr_eq(&reaper.group, g) {
+            return;
         }
-        tracing::debug!(
-            child = c.0.pid.numbers()[0].nr,
-            reaper = reaper.pid.numbers()[0].nr,
-            "reparent"
-        );
-        if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE
-            && thread_group_empty(&c.0.group)
-            && do_notify_parent(&c.0, true)
-            && claim(&c.0)
-        {
-            post.release.push(c.0.clone());
+        // D before R: R is an ancestor of D or its namespace's init.
+        let mut theirs = reaper.group.children.lock();
+        if theirs.closed && !is_child_reaper_of(&reaper, reaper.active_ns()) {
+            drop(theirs);
+            continue;
         }
-        theirs.list.push(c);
+        let adopt_autoreap = sys.cfg.reap_orphans && Arc::ptr_eq(&reaper.group, &sys.init.0.group);
+        for c in mine.list.drain(..) {
+            c.0.group.sig.lock().real_parent = Arc::downgrade(&reaper);
+            // reparent_leader: "We don't want people slaying init."
+            c.0.exit_signal.store(Signal::CHLD.raw(), Ordering::Release);
+            if adopt_autoreap {
+                c.0.group.autoreap.store(true, Ordering::Release);
+            }
+            tracing::debug!(
+                child = c.0.pid.numbers()[0].nr,
+                reaper = reaper.pid.numbers()[0].nr,
+                "reparent"
+            );
+            if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE
+                && thread_group_empty(&c.0.group)
+                && do_notify_parent(&c.0, Some((&reaper, &mut *theirs)))
+                && claim(&c.0)
+            {
+                post.release.push(c.0.clone());
+            }
+            theirs.list.push(c);
+        }
+        reaper.group.wait_chldexit.notify_all();
+        return;
     }
-    reaper.group.wait_chldexit.notify_all();
+}
+
+/// Whether `t`'s group is the init of `ns`.
+fn is_child_reaper_of(t: &TaskInner, ns: &PidNamespace) -> bool {
+    child_reaper(ns).is_some_and(|r| Arc::ptr_eq(&r.group, &t.group))
 }

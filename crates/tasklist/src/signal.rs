@@ -184,21 +184,23 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
 }
 
 /// `do_notify_parent_cldstop`: tell the parent its child stopped or continued
-/// (SIGCHLD unless ignored, wake its waiters). `tasklist_lock` (read) keeps the parent
-/// from changing underneath (rule 1: taken before the parent's locks).
+/// (SIGCHLD unless ignored, wake its waiters). The parent group's `children` lock
+/// (with `real_parent` re-checked under it) keeps the parent from changing underneath;
+/// `Linux*` also take `tasklist_lock` (read) first, as Linux does (rule 1).
 fn notify_parent_cldstop(t: &Arc<TaskInner>, _continued: bool) {
     let Some(sys) = t.sys() else { return };
-    let _r = sys.tasklist_lock.read();
-    let parent = t.group.sig.lock().real_parent.upgrade();
-    if let Some(p) = parent {
-        {
-            let mut ps = p.group.sig.lock();
-            if ps.sigchld != SigChld::Ignore {
-                ps.shared_pending.insert(Signal::CHLD);
+    let _r = sys.tasklist_read_hot();
+    t.with_parent_children(|parent| {
+        if let Some((p, _held)) = parent {
+            {
+                let mut ps = p.group.sig.lock();
+                if ps.sigchld != SigChld::Ignore {
+                    ps.shared_pending.insert(Signal::CHLD);
+                }
             }
+            p.group.wait_chldexit.notify_all();
         }
-        p.group.wake_waiters();
-    }
+    });
 }
 
 /// Signals every process of process group `pgrp` (`__kill_pgrp_info`): ESRCH if it has
@@ -215,7 +217,7 @@ pub(crate) fn kill_pgrp(
             .pids()
             .iter()
             .filter_map(|p| pid_task(p))
-            .filter(|t| t.leader && Arc::ptr_eq(&t.group.sig.lock().pgrp, pgrp))
+            .filter(|t| t.leader && t.group.sig.lock().in_pgrp(pgrp))
             .collect()
     };
     if members.is_empty() {
@@ -254,7 +256,7 @@ impl Task {
             return send_group(&t, sig, me);
         }
         if pid == 0 {
-            let pgrp = self.0.group.sig.lock().pgrp.clone();
+            let pgrp = self.0.group.sig.lock().pgrp().ok_or(Errno::ESRCH)?;
             return kill_pgrp(&sys, &pgrp, sig, me);
         }
         if pid == -1 {

@@ -6,9 +6,13 @@
 //! for loom's.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, Ordering,
+};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, Ordering,
+};
 
 pub(crate) use parking_lot::{Condvar, Mutex};

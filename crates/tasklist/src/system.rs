@@ -3,7 +3,7 @@
 //! interfaces the sibling crates call back through (`PidfdBackend`, `TaskResolver`,
 //! the reaper wakeup of `free_pid`).
 
-use crate::pgrp::TaskList;
+use crate::pgrp::{ProcessIds, TaskList};
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{Comm, GroupState, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task};
 use std::fmt;
@@ -48,9 +48,14 @@ pub struct System {
     pub(crate) root_ns: Arc<PidNamespace>,
     pub(crate) pidfs: Arc<Pidfs>,
     pub(crate) cgroups: Arc<Hierarchy>,
-    /// `tasklist_lock`: serialises changes to the task tree (attach, reparent, detach)
-    /// and guards the process-group/session usage table.
+    /// `tasklist_lock`: under the `Linux*` profiles, serialises changes to the task
+    /// tree (attach, exit_notify, release) as Linux does; in every profile, the slow
+    /// paths (setpgid, setsid, kill -1/-pgid walks, subreaper marking, the namespace
+    /// zap walk) and the index of process-group/session ids.
     pub(crate) tasklist_lock: NamedRwLock<TaskList>,
+    /// Whether the fork/exit/reap path takes `tasklist_lock` (every profile but
+    /// `Scalable`, which relies on the per-process locks alone).
+    pub(crate) tasklist_on_hot_path: bool,
     pub(crate) init: Task,
     /// Set by `free_pid`'s reaper wakeup: some closed namespace may have emptied.
     pub(crate) zap_check: AtomicBool,
@@ -79,7 +84,7 @@ impl System {
         let pid = alloc_pid(&root_ns, &[], false)?;
         let charge = cgroups.root().can_fork()?;
         let sys = Arc::new_cyclic(|weak: &Weak<System>| {
-            let group = Arc::new(ThreadGroup::new(GroupState::new_process(&pid, true)));
+            let group = Arc::new(ThreadGroup::new(GroupState::new_process(true)));
             let inner = Arc::new(TaskInner {
                 sys: weak.clone(),
                 pid: pid.clone(),
@@ -101,13 +106,14 @@ impl System {
                 name: Mutex::new(Comm::new("init")),
                 threads: Mutex::new(Vec::new()),
             });
+            let mut tl = TaskList::default();
             {
+                // The init leads the first session and process group (`init_struct_pid`).
                 let mut st = group.sig.lock();
                 st.leader = Arc::downgrade(&inner);
+                let own = tl.own_use(&mut st, &pid);
+                st.ids = Some(ProcessIds::new(own.clone(), own));
             }
-            let mut tl = TaskList::default();
-            tl.get_pgrp(&pid);
-            tl.get_session(&pid);
             *pid.task_slot().write() = Some(TaskInner::as_any_weak(&inner));
             root_ns.set_child_reaper(Some(TaskInner::as_any_weak(&inner)));
             let backend: Weak<dyn PidfdBackend> = weak.clone();
@@ -127,6 +133,7 @@ impl System {
                 pidfs: pidfs.clone(),
                 cgroups: cgroups.clone(),
                 tasklist_lock: NamedRwLock::new("tasklist_lock", tl),
+                tasklist_on_hot_path: matches!(cfg.profile, Profile::Linux618 | Profile::Linux70),
                 init: Task::from_inner(inner),
                 zap_check: AtomicBool::new(false),
                 zapping: Mutex::new(Vec::new()),
@@ -221,6 +228,19 @@ impl System {
         pid_task(&pid).map(Task::from_inner)
     }
 
+    /// `write_lock_irq(&tasklist_lock)` on the fork/exit/reap path: taken under the
+    /// `Linux*` profiles (the caller then holds it around its per-process locks), not
+    /// under `Scalable`.
+    pub(crate) fn tasklist_write_hot(&self) -> Option<parking_lot::RwLockWriteGuard<'_, TaskList>> {
+        self.tasklist_on_hot_path
+            .then(|| self.tasklist_lock.write())
+    }
+
+    /// `read_lock(&tasklist_lock)` on the stop/continue notification: `Linux*` only.
+    pub(crate) fn tasklist_read_hot(&self) -> Option<parking_lot::RwLockReadGuard<'_, TaskList>> {
+        self.tasklist_on_hot_path.then(|| self.tasklist_lock.read())
+    }
+
     /// Namespace inits whose namespace may have emptied: finish their exit. Called
     /// with no lock held after pids were freed.
     pub(crate) fn process_zaps(&self) {
@@ -260,7 +280,7 @@ impl PidfdBackend for System {
             SignalScope::Thread => crate::signal::send_thread(&t, sig, None),
             SignalScope::ThreadGroup => crate::signal::send_group(&t, sig, None),
             SignalScope::ProcessGroup => {
-                let pgrp = t.group.sig.lock().pgrp.clone();
+                let pgrp = t.group.sig.lock().pgrp().ok_or(Errno::ESRCH)?;
                 crate::signal::kill_pgrp(self, &pgrp, sig, None)
             }
         }

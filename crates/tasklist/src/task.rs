@@ -4,6 +4,7 @@
 //! Which lock protects which field is in the crate essay (`lib.rs`); each field says it
 //! again in one word.
 
+use crate::pgrp::{PidUse, ProcessIds};
 use crate::signal::SigChld;
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Condvar, Mutex, Ordering};
 use crate::system::System;
@@ -163,9 +164,15 @@ pub(crate) struct ThreadGroup {
     pub(crate) autoreap: AtomicBool,
 }
 
-/// The children list and a wakeup sequence number.
+/// The children list of a thread group.
 pub(crate) struct Children {
     pub(crate) list: Vec<Task>,
+    /// Set by the group's death (`forget_original_parent`) in the same critical
+    /// section that hands the children on: no child attaches afterwards (a fork that
+    /// sees it fails, a `CLONE_PARENT` fork retries with its new parent), and a
+    /// reparenting group picks another reaper (unless this is a namespace init, which
+    /// keeps adopting and autoreaps).
+    pub(crate) closed: bool,
 }
 
 /// Group state under the siglock.
@@ -195,17 +202,19 @@ pub(crate) struct GroupState {
     pub(crate) unkillable: bool,
     /// The init of a namespace whose last thread exited: `zap_pid_ns_processes` runs.
     pub(crate) zapping: bool,
-    /// `PIDTYPE_PGID`.
-    pub(crate) pgrp: Arc<Pid>,
-    /// `PIDTYPE_SID`.
-    pub(crate) session: Arc<Pid>,
+    /// `PIDTYPE_PGID` + `PIDTYPE_SID`, shared with every process forked with the same
+    /// pair (the `Arc` count is the usage count, see `pgrp.rs`). `None` before attach
+    /// and after release.
+    pub(crate) ids: Option<Arc<ProcessIds>>,
+    /// The use of this process's own pid as a process-group/session id, if any.
+    pub(crate) own_use: Weak<PidUse>,
 }
 
 impl GroupState {
-    /// The state of a new process whose first thread has `pid`: one live thread, its own
-    /// process group and session until attach inherits the parent's, default SIGCHLD
-    /// disposition. `unkillable` is `SIGNAL_UNKILLABLE` (the runtime's init).
-    pub(crate) fn new_process(pid: &Arc<Pid>, unkillable: bool) -> GroupState {
+    /// The state of a new process: one live thread, no process group or session until
+    /// attach inherits the parent's, default SIGCHLD disposition. `unkillable` is
+    /// `SIGNAL_UNKILLABLE` (the runtime's init).
+    pub(crate) fn new_process(unkillable: bool) -> GroupState {
         GroupState {
             leader: Weak::new(),
             threads: Vec::new(),
@@ -219,16 +228,36 @@ impl GroupState {
             has_child_subreaper: false,
             unkillable,
             zapping: false,
-            pgrp: pid.clone(),
-            session: pid.clone(),
+            ids: None,
+            own_use: Weak::new(),
         }
+    }
+
+    /// The process group's pid (`task_pgrp`), `None` once released.
+    pub(crate) fn pgrp(&self) -> Option<Arc<Pid>> {
+        self.ids.as_ref().map(|i| i.pgrp.pid.clone())
+    }
+
+    /// The session's pid (`task_session`), `None` once released.
+    pub(crate) fn session(&self) -> Option<Arc<Pid>> {
+        self.ids.as_ref().map(|i| i.session.pid.clone())
+    }
+
+    /// Whether the process group is `pgrp`.
+    pub(crate) fn in_pgrp(&self, pgrp: &Arc<Pid>) -> bool {
+        self.ids
+            .as_ref()
+            .is_some_and(|i| Arc::ptr_eq(&i.pgrp.pid, pgrp))
     }
 }
 
 impl ThreadGroup {
     pub(crate) fn new(st: GroupState) -> ThreadGroup {
         ThreadGroup {
-            children: Mutex::new(Children { list: Vec::new() }),
+            children: Mutex::new(Children {
+                list: Vec::new(),
+                closed: false,
+            }),
             wait_chldexit: Condvar::new(),
             sig: Mutex::new(st),
             stop_report: AtomicI32::new(0),
@@ -303,6 +332,34 @@ impl TaskInner {
         match self.css.get() {
             Some(l) => l.cgroup_id(),
             None => self.fork_cgroup.id(),
+        }
+    }
+
+    /// Runs `f` with the `children` lock of this process's parent group held and
+    /// `real_parent` stable meanwhile (it moves to another group only under the old
+    /// parent group's `children` lock): reads the parent, locks its children, re-reads
+    /// and retries if a reparent moved this task in between. `f` gets the current
+    /// parent thread and its group's children, or `None` when there is no parent (the
+    /// runtime init; a parent released).
+    ///
+    /// Takes one `children` lock and this group's siglock inside it (lock order rules
+    /// 2-3); the caller holds no `children` lock or siglock.
+    pub(crate) fn with_parent_children<R>(
+        &self,
+        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>) -> R,
+    ) -> R {
+        let mut parent = self.group.sig.lock().real_parent.upgrade();
+        loop {
+            let Some(p) = parent else { return f(None) };
+            let mut ch = p.group.children.lock();
+            let now = self.group.sig.lock().real_parent.upgrade();
+            match now {
+                Some(n) if Arc::ptr_eq(&n.group, &p.group) => return f(Some((&n, &mut ch))),
+                _ => {
+                    drop(ch);
+                    parent = now;
+                }
+            }
         }
     }
 

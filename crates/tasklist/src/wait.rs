@@ -133,7 +133,7 @@ impl Task {
                     return Err(Errno::EINVAL);
                 }
                 if n == 0 {
-                    Target::Pgrp(self.0.group.sig.lock().pgrp.clone())
+                    Target::Pgrp(self.0.group.sig.lock().pgrp().ok_or(Errno::ECHILD)?)
                 } else {
                     Target::Pgrp(ns.find_pid(n).ok_or(Errno::ECHILD)?)
                 }
@@ -200,7 +200,7 @@ fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptio
                 }
             }
             Target::Pgrp(p) => {
-                if !Arc::ptr_eq(&ci.group.sig.lock().pgrp, p) {
+                if !ci.group.sig.lock().in_pgrp(p) {
                     continue;
                 }
             }
