@@ -88,8 +88,7 @@ usage: threadspawn [options]
   parent reaps } for a fixed time, per lock profile, beside the same loop on
   std::thread, tokio and pthread_create+pthread_join.
 
-  --profile P     linux618 | linux70 | all (default all; comma lists allowed).
-                  `scalable` is not implemented yet and is refused.
+  --profile P     linux618 | linux70 | scalable | all (default all; comma lists allowed).
   --workers LIST  worker counts, e.g. 1,2,4 (default 1,2 and nproc if larger)
   --seconds F     length of one run (default 2)
   --repeats N     runs per row; the table shows the median and min-max (default 3)
@@ -282,11 +281,14 @@ mod tests {
     }
 
     #[test]
-    fn scalable_is_refused_as_not_implemented() {
-        let e = parse("--profile scalable").unwrap_err();
-        assert!(e.0.contains("not implemented yet"), "{e}");
-        let e = parse("--profile all,scalable").unwrap_err();
-        assert!(e.0.contains("not implemented yet"), "{e}");
+    fn scalable_is_accepted_and_unknown_names_refused() {
+        let o = parse("--profile scalable").unwrap().unwrap();
+        assert_eq!(o.profiles, vec![Profile::Scalable]);
+        let e = parse("--profile linux70,bogus").unwrap_err();
+        assert!(
+            e.0.contains("expected linux618, linux70 or scalable"),
+            "{e}"
+        );
     }
 
     #[test]

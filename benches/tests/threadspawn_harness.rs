@@ -88,11 +88,14 @@ fn threadspawn(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn scalable_is_refused_with_status_2() {
-    let out = threadspawn(&["--profile", "scalable"]);
+fn an_unknown_profile_is_refused_with_status_2() {
+    let out = threadspawn(&["--profile", "linux99"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not implemented yet"), "{err}");
+    assert!(
+        err.contains("expected linux618, linux70 or scalable"),
+        "{err}"
+    );
 }
 
 #[test]
