@@ -246,6 +246,10 @@ impl Model {
                 if tid < 1 || tid >= self.ns[n].pid_max {
                     return Err(Errno::EINVAL);
                 }
+                // "PID 1 must be created first" comes before the capability check.
+                if tid != 1 && !self.ns[n].has_reaper {
+                    return Err(Errno::EINVAL);
+                }
                 if !cap {
                     return Err(Errno::EPERM);
                 }

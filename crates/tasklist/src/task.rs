@@ -541,7 +541,9 @@ impl Task {
         self.0.group.sig.lock().sigchld = d;
     }
 
-    /// `set_tid` needs `CAP_CHECKPOINT_RESTORE` (EPERM without). Off by default.
+    /// Grants or drops `CAP_CHECKPOINT_RESTORE`, which `set_tid` needs (EPERM without).
+    /// The runtime's init holds it, as Linux's root init does, and a child inherits
+    /// its parent's value at fork.
     pub fn set_cap_checkpoint_restore(&self, on: bool) {
         self.0.cap_checkpoint_restore.store(on, Ordering::Relaxed);
     }

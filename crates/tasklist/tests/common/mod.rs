@@ -39,7 +39,7 @@ pub fn fork_flags(t: &Task, flags: CloneFlags) -> Task {
 }
 
 pub fn thread(t: &Task) -> Task {
-    fork_flags(t, CloneFlags::THREAD)
+    fork_flags(t, CloneFlags::NEW_THREAD)
 }
 
 pub fn reap(parent: &Task, child: &Task) -> WaitInfo {
