@@ -221,7 +221,8 @@ impl TaskList {
 impl Task {
     /// [setpgid(2)](https://man7.org/linux/man-pages/man2/setpgid.2.html): `pid` 0 is
     /// the caller, `pgid` 0 is `pid`. EINVAL for `pgid < 0` or a non-leader target;
-    /// ESRCH if `pid` is neither the caller nor one of its children (or was reaped);
+    /// ESRCH if `pid` is neither the caller nor one of its children (or was reaped), or
+    /// if the caller itself was reaped;
     /// EPERM if the target is a session leader, is in another session, or `pgid` names
     /// no process group of the caller's session.
     ///
@@ -242,6 +243,7 @@ impl Task {
         let result = {
             let mut tl = sys.tasklist_lock.write();
             (|| {
+                self.0.check_not_released()?;
                 let target: Arc<TaskInner> = if pid == 0 {
                     me.clone()
                 } else {
@@ -308,7 +310,7 @@ impl Task {
     /// [setsid(2)](https://man7.org/linux/man-pages/man2/setsid.2.html): the caller's
     /// process becomes leader of a new session and process group; returns the session
     /// id. EPERM if a process group with the caller's id already exists (the caller is
-    /// a process-group leader).
+    /// a process-group leader); ESRCH if the caller was reaped.
     ///
     /// Slow path: `tasklist_lock` (write) in every profile, then the caller's siglock.
     ///
@@ -321,7 +323,7 @@ impl Task {
         let result = {
             let mut tl = sys.tasklist_lock.write();
             let mut st = me.group.sig.lock();
-            if st.ids.is_none() {
+            if st.ids.is_none() || self.0.check_not_released().is_err() {
                 Err(Errno::ESRCH)
             } else if st.own_use.upgrade().is_some_and(|u| u.is_pgrp()) {
                 Err(Errno::EPERM)

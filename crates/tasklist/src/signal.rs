@@ -243,12 +243,14 @@ impl Task {
     /// except its namespace's init and itself, `< -1` process group `-pid`. ESRCH when
     /// nothing matched. Signal 0 checks existence only. A namespace init silently
     /// ignores signals from inside its namespace (and all but SIGKILL/SIGSTOP from an
-    /// ancestor one). A `pid` naming a non-leader thread signals its thread group.
+    /// ancestor one). A `pid` naming a non-leader thread signals its thread group. ESRCH
+    /// if the caller was reaped.
     ///
     /// # References
     /// `kill_something_info` in `kernel/signal.c`.
     pub fn kill(&self, pid: i32, sig: Signal) -> Result<(), Errno> {
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;
+        self.0.check_not_released()?;
         let ns = self.0.active_ns();
         let me = Some(&*self.0);
         if pid > 0 {
@@ -289,11 +291,13 @@ impl Task {
 
     /// [tgkill(2)](https://man7.org/linux/man-pages/man2/tgkill.2.html): signal thread
     /// `tid` of thread group `tgid` (both in the caller's namespace). EINVAL for
-    /// `tgid <= 0` or `tid <= 0`; ESRCH if no such thread in that group.
+    /// `tgid <= 0` or `tid <= 0`; ESRCH if no such thread in that group or the caller
+    /// was reaped.
     pub fn tgkill(&self, tgid: i32, tid: i32, sig: Signal) -> Result<(), Errno> {
         if tgid <= 0 || tid <= 0 {
             return Err(Errno::EINVAL);
         }
+        self.0.check_not_released()?;
         let ns = self.0.active_ns();
         let t = find_in(ns, tid).ok_or(Errno::ESRCH)?;
         let leader = t.leader_task().ok_or(Errno::ESRCH)?;

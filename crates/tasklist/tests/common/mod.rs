@@ -39,7 +39,7 @@ pub fn fork_flags(t: &Task, flags: CloneFlags) -> Task {
 }
 
 pub fn thread(t: &Task) -> Task {
-    fork_flags(t, CloneFlags::THREAD)
+    fork_flags(t, CloneFlags::NEW_THREAD)
 }
 
 pub fn reap(parent: &Task, child: &Task) -> WaitInfo {
@@ -57,4 +57,13 @@ pub fn assert_at_rest(sys: &System) {
         live,
         "at rest every allocated pid belongs to an unreleased task"
     );
+}
+
+/// `tasklist_lock` write acquisitions per life cycle (fork, exit, reap): Linux's three,
+/// none under `Scalable` (per-process locks only).
+pub fn tasklist_writes_per_cycle(p: Profile) -> u64 {
+    match p {
+        Profile::Linux618 | Profile::Linux70 => 3,
+        Profile::Scalable => 0,
+    }
 }
