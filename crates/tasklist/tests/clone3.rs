@@ -2,6 +2,7 @@
 //! failed forks (selftests: `clone3/clone3.c`, `clone3/clone3_set_tid.c`,
 //! `cgroup/test_pids.c`).
 
+#[macro_use]
 mod common;
 use common::*;
 use std::sync::Arc;
@@ -48,7 +49,6 @@ fn fails(parent: &Task, a: &CloneArgs, e: Errno, why: &str) {
     );
 }
 
-#[test]
 fn invalid_flag_combinations_are_einval() {
     let sys = system();
     let init = sys.init();
@@ -135,7 +135,6 @@ fn invalid_flag_combinations_are_einval() {
     reap(&init, &p);
 }
 
-#[test]
 fn namespace_init_cannot_clone_parent() {
     let sys = system();
     let init = sys.init();
@@ -150,7 +149,6 @@ fn namespace_init_cannot_clone_parent() {
     reap(&init, &ns_init);
 }
 
-#[test]
 fn thread_or_newpid_after_unshare_is_einval() {
     let sys = system();
     let init = sys.init();
@@ -186,7 +184,6 @@ fn thread_or_newpid_after_unshare_is_einval() {
     reap(&init, &p);
 }
 
-#[test]
 fn set_tid_needs_cap_and_picks_the_number() {
     let sys = system();
     let init = sys.init();
@@ -225,7 +222,6 @@ fn set_tid_needs_cap_and_picks_the_number() {
     reap(&init, &n);
 }
 
-#[test]
 fn clone_pidfd_refers_to_the_child() {
     let sys = system();
     let init = sys.init();
@@ -248,7 +244,6 @@ fn clone_pidfd_refers_to_the_child() {
     assert!(fork_flags(&init, CloneFlags::empty()).pidfd().is_none());
 }
 
-#[test]
 fn into_cgroup_and_pids_limit_failures_leak_nothing() {
     let sys = system();
     let init = sys.init();
@@ -284,7 +279,6 @@ fn into_cgroup_and_pids_limit_failures_leak_nothing() {
     cg.rmdir().unwrap();
 }
 
-#[test]
 fn fatal_signal_pending_on_parent_is_eintr() {
     let sys = system();
     let init = sys.init();
@@ -322,7 +316,6 @@ fn fatal_signal_pending_on_parent_is_eintr() {
     );
 }
 
-#[test]
 fn fork_into_closed_namespace_is_enomem() {
     let sys = system();
     let init = sys.init();
@@ -345,7 +338,6 @@ fn fork_into_closed_namespace_is_enomem() {
 
 /// A fork that got its number before the init died must fail at attach (ENOMEM), and
 /// either way nothing leaks.
-#[test]
 fn closed_namespace_race_fails_forks_cleanly() {
     for round in 0..20 {
         let sys = system();
@@ -452,7 +444,6 @@ fn set_tid_other_than_1_in_a_namespace_without_init_is_einval_before_eperm() {
     }
 }
 
-#[test]
 fn clone_thread_without_sighand_and_sighand_without_vm_are_einval() {
     let sys = system();
     let init = sys.init();
@@ -488,3 +479,16 @@ fn clone_thread_without_sighand_and_sighand_without_vm_are_einval() {
     reap(&init, &p);
     assert_at_rest(&sys);
 }
+
+every_profile!(
+    invalid_flag_combinations_are_einval,
+    namespace_init_cannot_clone_parent,
+    thread_or_newpid_after_unshare_is_einval,
+    set_tid_needs_cap_and_picks_the_number,
+    clone_pidfd_refers_to_the_child,
+    into_cgroup_and_pids_limit_failures_leak_nothing,
+    fatal_signal_pending_on_parent_is_eintr,
+    fork_into_closed_namespace_is_enomem,
+    closed_namespace_race_fails_forks_cleanly,
+    clone_thread_without_sighand_and_sighand_without_vm_are_einval,
+);

@@ -1,13 +1,13 @@
 //! Exit, zombies, autoreap and reparenting (selftests: `exit/`, `prctl` subreaper,
 //! `clone3` CLONE_AUTOREAP).
 
+#[macro_use]
 mod common;
 use common::*;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions};
 use uproc_tasklist::{CloneArgs, SigChld, TaskState, WaitId};
 
-#[test]
 fn exit_is_idempotent_and_zombie_until_reaped() {
     let sys = system();
     let init = sys.init();
@@ -25,7 +25,6 @@ fn exit_is_idempotent_and_zombie_until_reaped() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn runtime_init_never_exits() {
     let sys = system();
     let init = sys.init();
@@ -42,7 +41,6 @@ fn runtime_init_never_exits() {
     reap(&init, &c);
 }
 
-#[test]
 fn orphans_go_to_runtime_init_which_reaps_them() {
     let sys = system();
     let init = sys.init();
@@ -63,7 +61,6 @@ fn orphans_go_to_runtime_init_which_reaps_them() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn without_reap_orphans_init_must_wait_for_orphans() {
     let sys = system_without_orphan_reaping();
     let init = sys.init();
@@ -76,7 +73,6 @@ fn without_reap_orphans_init_must_wait_for_orphans() {
     assert_eq!(reap(&init, &c).status.exited(), Some(3));
 }
 
-#[test]
 fn orphans_go_to_the_nearest_subreaper() {
     let sys = system();
     let init = sys.init();
@@ -102,7 +98,6 @@ fn orphans_go_to_the_nearest_subreaper() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn subreaper_set_after_fork_still_adopts_descendants() {
     let sys = system();
     let init = sys.init();
@@ -121,7 +116,6 @@ fn subreaper_set_after_fork_still_adopts_descendants() {
     reap(&s, &c);
 }
 
-#[test]
 fn dead_subreaper_is_skipped() {
     let sys = system();
     let init = sys.init();
@@ -136,7 +130,6 @@ fn dead_subreaper_is_skipped() {
     c.exit(0);
 }
 
-#[test]
 fn zombie_orphan_is_renotified_to_new_parent() {
     let sys = system();
     let init = sys.init();
@@ -170,7 +163,6 @@ fn zombie_orphan_is_renotified_to_new_parent() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn zombie_leader_with_live_threads_is_not_reapable() {
     let sys = system();
     let init = sys.init();
@@ -208,7 +200,6 @@ fn zombie_leader_with_live_threads_is_not_reapable() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn exit_group_ends_every_thread_with_group_code() {
     let sys = system();
     let init = sys.init();
@@ -222,7 +213,6 @@ fn exit_group_ends_every_thread_with_group_code() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn autoreap_when_parent_ignores_or_nocldwait() {
     let sys = system();
     let init = sys.init();
@@ -244,7 +234,6 @@ fn autoreap_when_parent_ignores_or_nocldwait() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn clone_autoreap_child_is_never_a_zombie_even_after_reparent() {
     let sys = system_without_orphan_reaping();
     let init = sys.init();
@@ -268,7 +257,6 @@ fn clone_autoreap_child_is_never_a_zombie_even_after_reparent() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn reaped_tasks_are_freed() {
     let sys = system();
     let init = sys.init();
@@ -288,7 +276,6 @@ fn reaped_tasks_are_freed() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn orphaned_thread_children_move_to_a_live_thread() {
     let sys = system();
     let init = sys.init();
@@ -311,7 +298,6 @@ fn orphaned_thread_children_move_to_a_live_thread() {
     reap(&init, &p);
 }
 
-#[test]
 fn clone_parent_makes_a_sibling() {
     let sys = system();
     let init = sys.init();
@@ -330,7 +316,6 @@ fn clone_parent_makes_a_sibling() {
     let _ = Arc::strong_count(&sys);
 }
 
-#[test]
 fn parent_and_ppid_in_follow_reparenting() {
     let sys = system();
     let init = sys.init();
@@ -351,3 +336,22 @@ fn parent_and_ppid_in_follow_reparenting() {
     leaf.exit(0);
     assert_at_rest(&sys);
 }
+
+every_profile!(
+    exit_is_idempotent_and_zombie_until_reaped,
+    runtime_init_never_exits,
+    orphans_go_to_runtime_init_which_reaps_them,
+    without_reap_orphans_init_must_wait_for_orphans,
+    orphans_go_to_the_nearest_subreaper,
+    subreaper_set_after_fork_still_adopts_descendants,
+    dead_subreaper_is_skipped,
+    zombie_orphan_is_renotified_to_new_parent,
+    zombie_leader_with_live_threads_is_not_reapable,
+    exit_group_ends_every_thread_with_group_code,
+    autoreap_when_parent_ignores_or_nocldwait,
+    clone_autoreap_child_is_never_a_zombie_even_after_reparent,
+    reaped_tasks_are_freed,
+    orphaned_thread_children_move_to_a_live_thread,
+    clone_parent_makes_a_sibling,
+    parent_and_ppid_in_follow_reparenting,
+);

@@ -82,7 +82,11 @@ fn thread_and_autoreap_and_killed_cycles_take_the_same() {
             let t = thread(&init);
             t.exit(0);
         });
-        assert_eq!(d, (pidmap_per_cycle(p), tasklist_writes_per_cycle(p), 0, 3), "{p}: thread life cycle");
+        assert_eq!(
+            d,
+            (pidmap_per_cycle(p), tasklist_writes_per_cycle(p), 0, 3),
+            "{p}: thread life cycle"
+        );
         let d = delta(&sys, || {
             let c = fork_flags(&init, CloneFlags::AUTOREAP);
             c.exit(0);

@@ -1,13 +1,13 @@
 //! Pid namespaces: nested numbers, visibility, unshare/setns, and the death of a
 //! namespace init (selftests: `pid_namespace/`, `clone3/clone3_set_tid.c`).
 
+#[macro_use]
 mod common;
 use common::*;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions};
 use uproc_tasklist::{CloneArgs, TaskState, WaitId};
 
-#[test]
 fn newpid_child_is_pid_1_with_nested_numbers() {
     let sys = system();
     let init = sys.init();
@@ -34,7 +34,6 @@ fn newpid_child_is_pid_1_with_nested_numbers() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn unshare_and_setns() {
     let sys = system();
     let init = sys.init();
@@ -75,7 +74,6 @@ fn unshare_and_setns() {
     }
 }
 
-#[test]
 fn level_33_is_enospc() {
     let sys = system();
     let init = sys.init();
@@ -105,7 +103,6 @@ fn level_33_is_enospc() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn init_ignores_signals_from_inside_but_not_sigkill_from_outside() {
     let sys = system();
     let init = sys.init();
@@ -155,7 +152,6 @@ fn init_ignores_signals_from_inside_but_not_sigkill_from_outside() {
     assert_eq!(init.state(), TaskState::Running);
 }
 
-#[test]
 fn init_death_kills_the_namespace_and_is_reaped_last() {
     let sys = system();
     let init = sys.init();
@@ -232,7 +228,6 @@ fn init_death_kills_the_namespace_and_is_reaped_last() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn init_with_threads_dies_when_its_last_thread_does() {
     let sys = system();
     let init = sys.init();
@@ -255,7 +250,6 @@ fn init_with_threads_dies_when_its_last_thread_does() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn orphans_inside_a_namespace_go_to_its_init() {
     let sys = system();
     let init = sys.init();
@@ -275,3 +269,13 @@ fn orphans_inside_a_namespace_go_to_its_init() {
     n.exit(0);
     reap(&init, &n);
 }
+
+every_profile!(
+    newpid_child_is_pid_1_with_nested_numbers,
+    unshare_and_setns,
+    level_33_is_enospc,
+    init_ignores_signals_from_inside_but_not_sigkill_from_outside,
+    init_death_kills_the_namespace_and_is_reaped_last,
+    init_with_threads_dies_when_its_last_thread_does,
+    orphans_inside_a_namespace_go_to_its_init,
+);

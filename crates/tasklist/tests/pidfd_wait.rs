@@ -1,13 +1,13 @@
 //! Waiting through pidfds and pidfd readiness around exit and reap (selftests:
 //! `pidfd/pidfd_wait.c`, `pidfd/pidfd_poll_test.c`).
 
+#[macro_use]
 mod common;
 use common::*;
 use std::time::Duration;
 use uproc_abi::{CloneFlags, Errno, InfoMask, PidfdFlags, Signal, WaitOptions};
 use uproc_tasklist::{CloneArgs, TaskState, WaitId};
 
-#[test]
 fn wait_through_pidfd_reaps_that_child() {
     let sys = system();
     let init = sys.init();
@@ -44,7 +44,6 @@ fn wait_through_pidfd_reaps_that_child() {
     reap(&init, &a);
 }
 
-#[test]
 fn nonblocking_pidfd_gives_eagain_unless_nohang() {
     let sys = system();
     let init = sys.init();
@@ -73,7 +72,6 @@ fn nonblocking_pidfd_gives_eagain_unless_nohang() {
     );
 }
 
-#[test]
 fn pidfd_of_a_non_child_is_echild() {
     let sys = system();
     let init = sys.init();
@@ -93,7 +91,6 @@ fn pidfd_of_a_non_child_is_echild() {
     reap(&init, &p);
 }
 
-#[test]
 fn pidfd_signal_and_info_through_backend() {
     let sys = system();
     let init = sys.init();
@@ -124,7 +121,6 @@ fn pidfd_signal_and_info_through_backend() {
     );
 }
 
-#[test]
 fn pidfd_blocking_readable_from_another_thread() {
     let sys = system();
     let init = sys.init();
@@ -148,7 +144,6 @@ fn pidfd_blocking_readable_from_another_thread() {
     reap(&init, &c);
 }
 
-#[test]
 fn thread_pidfd_readable_when_thread_exits() {
     let sys = system();
     let init = sys.init();
@@ -168,3 +163,12 @@ fn thread_pidfd_readable_when_thread_exits() {
     p.exit(0);
     reap(&init, &p);
 }
+
+every_profile!(
+    wait_through_pidfd_reaps_that_child,
+    nonblocking_pidfd_gives_eagain_unless_nohang,
+    pidfd_of_a_non_child_is_echild,
+    pidfd_signal_and_info_through_backend,
+    pidfd_blocking_readable_from_another_thread,
+    thread_pidfd_readable_when_thread_exits,
+);

@@ -1,13 +1,13 @@
 //! kill(2), tgkill(2), default actions, managed-mode hooks (selftests: `pidfd/pidfd_test.c`
 //! signal parts, `signal/`).
 
+#[macro_use]
 mod common;
 use common::*;
 use std::sync::{Arc, Mutex};
 use uproc_abi::{Errno, Signal, WaitOptions};
 use uproc_tasklist::{SigChld, TaskState, WaitId};
 
-#[test]
 fn kill_errors_and_probe() {
     let sys = system();
     let init = sys.init();
@@ -49,7 +49,6 @@ fn kill_errors_and_probe() {
     );
 }
 
-#[test]
 fn bare_task_dies_at_once_from_default_term_and_core_signals() {
     let sys = system();
     let init = sys.init();
@@ -71,7 +70,6 @@ fn bare_task_dies_at_once_from_default_term_and_core_signals() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn ignored_by_default_signals_are_dropped() {
     let sys = system();
     let init = sys.init();
@@ -96,7 +94,6 @@ fn ignored_by_default_signals_are_dropped() {
     reap(&init, &c);
 }
 
-#[test]
 fn stop_and_continue_both_modes() {
     let sys = system();
     let init = sys.init();
@@ -125,7 +122,6 @@ fn stop_and_continue_both_modes() {
     );
 }
 
-#[test]
 fn managed_task_gets_hook_and_pending_set() {
     let sys = system();
     let init = sys.init();
@@ -164,7 +160,6 @@ fn managed_task_gets_hook_and_pending_set() {
     assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::TERM));
 }
 
-#[test]
 fn kill_process_group_and_zero_and_minus_one() {
     let sys = system();
     let init = sys.init();
@@ -225,7 +220,6 @@ fn kill_process_group_and_zero_and_minus_one() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn tgkill_rules() {
     let sys = system();
     let init = sys.init();
@@ -263,7 +257,6 @@ fn tgkill_rules() {
     reap(&init, &c);
 }
 
-#[test]
 fn setpgid_and_setsid_rules() {
     let sys = system();
     let init = sys.init();
@@ -304,3 +297,14 @@ fn setpgid_and_setsid_rules() {
     reap(&init, &p);
     assert_at_rest(&sys);
 }
+
+every_profile!(
+    kill_errors_and_probe,
+    bare_task_dies_at_once_from_default_term_and_core_signals,
+    ignored_by_default_signals_are_dropped,
+    stop_and_continue_both_modes,
+    managed_task_gets_hook_and_pending_set,
+    kill_process_group_and_zero_and_minus_one,
+    tgkill_rules,
+    setpgid_and_setsid_rules,
+);

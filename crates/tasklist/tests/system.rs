@@ -1,17 +1,18 @@
 //! The runtime object: construction, introspection (`/proc/PID/status`), and the
 //! interfaces cgroup calls back through (selftests: `proc/`, `cgroup/test_core.c`).
 
+#[macro_use]
 mod common;
 use common::*;
 use uproc_abi::{CloneFlags, Errno, Signal};
 use uproc_tasklist::{System, SystemConfig, TaskState};
 
-#[test]
 fn pid_max_out_of_range_is_einval() {
     for bad in [0, 300, 4_194_305] {
         assert_eq!(
             System::new(SystemConfig {
                 pid_max: bad,
+                profile: profile(),
                 ..Default::default()
             })
             .map(|_| ()),
@@ -21,6 +22,7 @@ fn pid_max_out_of_range_is_einval() {
     }
     let sys = System::new(SystemConfig {
         pid_max: 301,
+        profile: profile(),
         ..Default::default()
     })
     .unwrap();
@@ -29,10 +31,10 @@ fn pid_max_out_of_range_is_einval() {
     assert_eq!(sys.root_ns().pid_max(), 301);
 }
 
-#[test]
 fn pid_namespace_full_is_eagain_and_leaks_nothing() {
     let sys = System::new(SystemConfig {
         pid_max: 301,
+        profile: profile(),
         ..Default::default()
     })
     .unwrap();
@@ -56,7 +58,6 @@ fn pid_namespace_full_is_eagain_and_leaks_nothing() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn status_lines_like_proc() {
     let sys = system();
     let init = sys.init();
@@ -81,7 +82,6 @@ fn status_lines_like_proc() {
     reap(&init, &n);
 }
 
-#[test]
 fn tasks_and_find_task() {
     let sys = system();
     let init = sys.init();
@@ -107,7 +107,6 @@ fn tasks_and_find_task() {
     assert_eq!(sys.tasks(), vec![init]);
 }
 
-#[test]
 fn cgroup_attach_procs_and_kill_reach_tasks() {
     let sys = system();
     let init = sys.init();
@@ -144,3 +143,11 @@ fn cgroup_attach_procs_and_kill_reach_tasks() {
     assert_eq!(cg.pids_current(), 0);
     cg.rmdir().unwrap();
 }
+
+every_profile!(
+    pid_max_out_of_range_is_einval,
+    pid_namespace_full_is_eagain_and_leaks_nothing,
+    status_lines_like_proc,
+    tasks_and_find_task,
+    cgroup_attach_procs_and_kill_reach_tasks,
+);

@@ -1,12 +1,12 @@
 //! waitid(2)/wait4(2) rules (selftests: `pidfd/pidfd_wait.c`, `wait/`).
 
+#[macro_use]
 mod common;
 use common::*;
 use std::time::Duration;
 use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions, WaitStatus};
 use uproc_tasklist::{ChildCode, CloneArgs, SigChld, TaskState, WaitId};
 
-#[test]
 fn invalid_options_are_einval() {
     let sys = system();
     let init = sys.init();
@@ -41,7 +41,6 @@ fn invalid_options_are_einval() {
     reap(&init, &c);
 }
 
-#[test]
 fn no_eligible_child_is_echild() {
     let sys = system();
     let init = sys.init();
@@ -68,7 +67,6 @@ fn no_eligible_child_is_echild() {
     reap(&init, &c);
 }
 
-#[test]
 fn nohang_returns_none_and_reap_reports_status() {
     let sys = system();
     let init = sys.init();
@@ -94,7 +92,6 @@ fn nohang_returns_none_and_reap_reports_status() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn nowait_leaves_the_zombie() {
     let sys = system();
     let init = sys.init();
@@ -115,7 +112,6 @@ fn nowait_leaves_the_zombie() {
     assert_eq!(a, b);
 }
 
-#[test]
 fn killed_child_reports_signal_and_core() {
     let sys = system();
     let init = sys.init();
@@ -132,7 +128,6 @@ fn killed_child_reports_signal_and_core() {
     assert_eq!(info.code, ChildCode::Killed);
 }
 
-#[test]
 fn stopped_and_continued_are_reported_once() {
     let sys = system();
     let init = sys.init();
@@ -170,7 +165,6 @@ fn stopped_and_continued_are_reported_once() {
     reap(&init, &c);
 }
 
-#[test]
 fn zombie_without_wexited_is_echild() {
     let sys = system();
     let init = sys.init();
@@ -184,7 +178,6 @@ fn zombie_without_wexited_is_echild() {
     reap(&init, &c);
 }
 
-#[test]
 fn blocking_wait_is_woken_by_exit_from_another_thread() {
     let sys = system();
     let init = sys.init();
@@ -202,7 +195,6 @@ fn blocking_wait_is_woken_by_exit_from_another_thread() {
     h.join().unwrap();
 }
 
-#[test]
 fn blocking_wait_returns_eintr_on_fatal_signal() {
     let sys = system();
     let init = sys.init();
@@ -231,7 +223,6 @@ fn blocking_wait_returns_eintr_on_fatal_signal() {
     );
 }
 
-#[test]
 fn threads_reap_each_others_children_unless_nothread() {
     let sys = system();
     let init = sys.init();
@@ -260,7 +251,6 @@ fn threads_reap_each_others_children_unless_nothread() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn wclone_selects_clone_children() {
     let sys = system();
     let init = sys.init();
@@ -296,7 +286,6 @@ fn wclone_selects_clone_children() {
     );
 }
 
-#[test]
 fn wait_by_pgid() {
     let sys = system();
     let init = sys.init();
@@ -324,7 +313,6 @@ fn wait_by_pgid() {
     assert_at_rest(&sys);
 }
 
-#[test]
 fn ignore_sigchld_children_autoreap_and_wait_gets_echild() {
     let sys = system();
     let init = sys.init();
@@ -346,7 +334,6 @@ fn ignore_sigchld_children_autoreap_and_wait_gets_echild() {
     reap(&init, &p);
 }
 
-#[test]
 fn sigchld_queued_on_parent_at_child_exit() {
     let sys = system();
     let init = sys.init();
@@ -359,3 +346,20 @@ fn sigchld_queued_on_parent_at_child_exit() {
     p.exit(0);
     reap(&init, &p);
 }
+
+every_profile!(
+    invalid_options_are_einval,
+    no_eligible_child_is_echild,
+    nohang_returns_none_and_reap_reports_status,
+    nowait_leaves_the_zombie,
+    killed_child_reports_signal_and_core,
+    stopped_and_continued_are_reported_once,
+    zombie_without_wexited_is_echild,
+    blocking_wait_is_woken_by_exit_from_another_thread,
+    blocking_wait_returns_eintr_on_fatal_signal,
+    threads_reap_each_others_children_unless_nothread,
+    wclone_selects_clone_children,
+    wait_by_pgid,
+    ignore_sigchld_children_autoreap_and_wait_gets_echild,
+    sigchld_queued_on_parent_at_child_exit,
+);
