@@ -2,6 +2,7 @@
 //! (there is no kernel selftest for this; it is uproc's contract with the runtime
 //! that schedules bodies: a task always ends, and ends reaped).
 
+#[macro_use]
 mod common;
 
 use parking_lot::Mutex;
@@ -56,9 +57,8 @@ fn spawn_recording(rt: &Runtime) -> (uproc::Child, Arc<AtomicBool>) {
     (child, ran)
 }
 
-#[test]
 fn a_job_the_executor_drops_unrun_ends_the_task_killed_by_sigkill() {
-    let rt = Runtime::builder().executor(Dropping).build().unwrap();
+    let rt = common::builder().executor(Dropping).build().unwrap();
     let (child, ran) = spawn_recording(&rt);
     assert_eq!(
         child.wait().unwrap().signaled(),
@@ -70,10 +70,9 @@ fn a_job_the_executor_drops_unrun_ends_the_task_killed_by_sigkill() {
     assert_eq!(rt.init().pid_ns().nr_allocated(), 1, "its pid was freed");
 }
 
-#[test]
 fn a_detached_task_whose_job_is_dropped_later_is_reaped_then() {
     let exec = Deferred::default();
-    let rt = Runtime::builder().executor(exec.clone()).build().unwrap();
+    let rt = common::builder().executor(exec.clone()).build().unwrap();
     let child = rt.spawn(Spawn::new(), |_| 0).unwrap();
     let task = child.task().clone();
     drop(child);
@@ -87,10 +86,9 @@ fn a_detached_task_whose_job_is_dropped_later_is_reaped_then() {
     assert_eq!(rt.ps().len(), 1);
 }
 
-#[test]
 fn a_task_killed_before_its_job_starts_never_runs_its_body() {
     let exec = Deferred::default();
-    let rt = Runtime::builder().executor(exec.clone()).build().unwrap();
+    let rt = common::builder().executor(exec.clone()).build().unwrap();
     let (child, ran) = spawn_recording(&rt);
     child.kill().unwrap();
     exec.run_all();
@@ -101,10 +99,9 @@ fn a_task_killed_before_its_job_starts_never_runs_its_body() {
     );
 }
 
-#[test]
 fn a_task_hit_by_sigterm_before_its_job_starts_dies_of_sigterm() {
     let exec = Deferred::default();
-    let rt = Runtime::builder().executor(exec.clone()).build().unwrap();
+    let rt = common::builder().executor(exec.clone()).build().unwrap();
     let child = rt.spawn(Spawn::new(), |_| 0).unwrap();
     rt.init().kill(child.pid(), Signal::TERM).unwrap();
     exec.run_all();
@@ -115,10 +112,9 @@ fn a_task_hit_by_sigterm_before_its_job_starts_dies_of_sigterm() {
     );
 }
 
-#[test]
 fn thread_executor_stack_size_sets_the_stack_of_each_body_thread() {
     const STACK: usize = 16 << 20;
-    let rt = Runtime::builder()
+    let rt = common::builder()
         .executor(ThreadExecutor::new().stack_size(STACK))
         .build()
         .unwrap();
@@ -133,10 +129,9 @@ fn thread_executor_stack_size_sets_the_stack_of_each_body_thread() {
     assert_eq!(child.wait().unwrap().exited(), Some(1));
 }
 
-#[test]
 fn thread_executor_failing_to_create_a_thread_ends_the_task_killed() {
     // No system can map a stack of a quarter of the address space.
-    let rt = Runtime::builder()
+    let rt = common::builder()
         .executor(ThreadExecutor::new().stack_size(1 << 62))
         .build()
         .unwrap();
@@ -150,10 +145,9 @@ fn thread_executor_failing_to_create_a_thread_ends_the_task_killed() {
 }
 
 #[cfg(feature = "tokio")]
-#[test]
 fn async_bodies_dropped_by_a_tokio_shutdown_end_killed_and_are_reaped() {
     let t = common::tokio_rt();
-    let rt = Runtime::builder()
+    let rt = common::builder()
         .executor(uproc::tokio::TokioExecutor::new(t.handle().clone()))
         .build()
         .unwrap();
@@ -178,3 +172,14 @@ fn async_bodies_dropped_by_a_tokio_shutdown_end_killed_and_are_reaped() {
     );
     assert_eq!(rt.ps().len(), 1);
 }
+
+every_profile!(
+    a_job_the_executor_drops_unrun_ends_the_task_killed_by_sigkill,
+    a_detached_task_whose_job_is_dropped_later_is_reaped_then,
+    a_task_killed_before_its_job_starts_never_runs_its_body,
+    a_task_hit_by_sigterm_before_its_job_starts_dies_of_sigterm,
+    thread_executor_stack_size_sets_the_stack_of_each_body_thread,
+    thread_executor_failing_to_create_a_thread_ends_the_task_killed,
+    #[cfg(feature = "tokio")]
+    async_bodies_dropped_by_a_tokio_shutdown_end_killed_and_are_reaped,
+);

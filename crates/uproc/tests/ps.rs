@@ -1,15 +1,14 @@
 //! Introspection: `ps`, `ps_in` a namespace, `pstree`, `/proc/PID/status` (mirrors what
 //! `procps` reads from `/proc`).
 
+#[macro_use]
 mod common;
 
 use std::sync::mpsc::channel;
 use uproc::{
-    CloneArgs, CloneFlags, Errno, FileHandle, PidfdFlags, Runtime, Spawn, TaskState, WaitId,
-    WaitOptions,
+    CloneArgs, CloneFlags, Errno, FileHandle, PidfdFlags, Spawn, TaskState, WaitId, WaitOptions,
 };
 
-#[test]
 fn ps_shows_a_running_task_with_its_ppid_cgroup_and_name() {
     for (name, b, _g) in common::builders() {
         let rt = b.build().unwrap();
@@ -43,9 +42,8 @@ fn ps_shows_a_running_task_with_its_ppid_cgroup_and_name() {
     }
 }
 
-#[test]
 fn ps_in_a_nested_namespace_numbers_tasks_as_it_sees_them() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let (tx, rx) = channel();
     let (go_tx, go_rx) = channel::<()>();
     let container = rt
@@ -107,7 +105,6 @@ fn ps_in_a_nested_namespace_numbers_tasks_as_it_sees_them() {
     assert_eq!(rt.ps().len(), 1);
 }
 
-#[test]
 fn pstree_renders_siblings_with_box_drawing() {
     let procs = |v: &[(i32, i32, &str)]| {
         v.iter()
@@ -137,9 +134,8 @@ fn pstree_renders_siblings_with_box_drawing() {
     assert_eq!(uproc::ps::pstree(&procs(&[(1, 0, "init")])), "init(1)\n");
 }
 
-#[test]
 fn ps_opens_no_pidfd_for_the_tasks_it_lists() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let init = rt.init();
     // Two bare tasks (forked without CLONE_PIDFD): nothing has registered them with pidfs.
     let listed = init.fork(&CloneArgs::default()).unwrap();
@@ -169,9 +165,8 @@ fn ps_opens_no_pidfd_for_the_tasks_it_lists() {
     }
 }
 
-#[test]
 fn ps_numbers_a_thread_and_its_parent_as_each_namespace_sees_them() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let init = rt.init();
     let cinit = init
         .fork(&CloneArgs {
@@ -231,3 +226,11 @@ fn ps_numbers_a_thread_and_its_parent_as_each_namespace_sees_them() {
     init.wait(WaitId::Pid(c), WaitOptions::EXITED).unwrap();
     assert_eq!(rt.ps().len(), 1);
 }
+
+every_profile!(
+    ps_shows_a_running_task_with_its_ppid_cgroup_and_name,
+    ps_in_a_nested_namespace_numbers_tasks_as_it_sees_them,
+    pstree_renders_siblings_with_box_drawing,
+    ps_opens_no_pidfd_for_the_tasks_it_lists,
+    ps_numbers_a_thread_and_its_parent_as_each_namespace_sees_them,
+);

@@ -2,6 +2,7 @@
 //! detached-child rule at scale: nothing left at rest (mirrors the kernel's
 //! `prctl`/`pid_namespace` reaper selftests at the facade level).
 
+#[macro_use]
 mod common;
 
 use common::wait_until;
@@ -19,9 +20,8 @@ fn orphan_of_init(rt: &Runtime) -> (Task, Task) {
     (init, g)
 }
 
-#[test]
 fn orphans_reparented_to_init_are_reaped_automatically() {
-    let rt = Runtime::builder().reap_orphans(true).build().unwrap();
+    let rt = common::builder().reap_orphans(true).build().unwrap();
     let (init, g) = orphan_of_init(&rt);
     assert_eq!(
         g.ppid(),
@@ -37,9 +37,8 @@ fn orphans_reparented_to_init_are_reaped_automatically() {
     assert_eq!(init.pid_ns().nr_allocated(), 1);
 }
 
-#[test]
 fn orphans_stay_zombies_for_the_caller_when_reap_orphans_is_off() {
-    let rt = Runtime::builder().reap_orphans(false).build().unwrap();
+    let rt = common::builder().reap_orphans(false).build().unwrap();
     let (init, g) = orphan_of_init(&rt);
     g.exit(3);
     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -62,9 +61,8 @@ fn orphans_stay_zombies_for_the_caller_when_reap_orphans_is_off() {
     assert_eq!(rt.ps().len(), 1);
 }
 
-#[test]
 fn a_spawned_orphan_is_reaped_by_init_and_its_child_handle_still_reports_the_status() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let parent = rt
@@ -149,10 +147,9 @@ fn adoption(rt: &Runtime) -> Adoption {
     }
 }
 
-#[test]
 fn a_child_adopted_by_a_subreaper_wakes_at_its_exit_with_the_status_and_leaves_the_reap_to_the_adopter()
  {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let a = adoption(&rt);
     let fd = a.orphan.pidfd();
     let orphan = a.orphan.task().clone();
@@ -184,9 +181,8 @@ fn a_child_adopted_by_a_subreaper_wakes_at_its_exit_with_the_status_and_leaves_t
     assert_eq!(rt.ps().len(), 1, "nothing left");
 }
 
-#[test]
 fn waiting_for_an_adopted_child_its_adopter_already_reaped_returns_the_pidfs_exit_info() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let a = adoption(&rt);
     a.go.send(()).unwrap();
     a.reap.send(()).unwrap();
@@ -202,10 +198,9 @@ fn waiting_for_an_adopted_child_its_adopter_already_reaped_returns_the_pidfs_exi
 }
 
 #[cfg(feature = "tokio")]
-#[test]
 fn awaiting_a_child_adopted_by_a_subreaper_returns_its_status() {
     let t = common::tokio_rt();
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let Adoption {
         sub,
         orphan,
@@ -252,9 +247,8 @@ const SCALE: usize = if cfg!(debug_assertions) {
     100_000
 };
 
-#[test]
 fn dropped_children_are_reaped_so_nothing_is_left_at_rest_thread_executor() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     spawn_detached(&rt, SCALE, |rt| rt.spawn(Spawn::new(), |_| 0));
     assert!(
         wait_until(60, || rt.ps().len() == 1
@@ -274,10 +268,9 @@ fn dropped_children_are_reaped_so_nothing_is_left_at_rest_thread_executor() {
 }
 
 #[cfg(feature = "tokio")]
-#[test]
 fn dropped_async_children_are_reaped_so_nothing_is_left_at_rest_tokio() {
     let t = common::tokio_rt();
-    let rt = Runtime::builder()
+    let rt = common::builder()
         .executor(uproc::tokio::TokioExecutor::new(t.handle().clone()))
         .build()
         .unwrap();
@@ -297,9 +290,8 @@ fn dropped_async_children_are_reaped_so_nothing_is_left_at_rest_tokio() {
     assert_eq!(rt.init().pid_ns().nr_allocated(), 1);
 }
 
-#[test]
 fn a_child_dropped_after_exit_is_reaped_at_drop() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let child = rt.spawn(Spawn::new(), |_| 0).unwrap();
     let task = child.task().clone();
     assert!(
@@ -314,3 +306,17 @@ fn a_child_dropped_after_exit_is_reaped_at_drop() {
     );
     assert_eq!(rt.ps().len(), 1);
 }
+
+every_profile!(
+    orphans_reparented_to_init_are_reaped_automatically,
+    orphans_stay_zombies_for_the_caller_when_reap_orphans_is_off,
+    a_spawned_orphan_is_reaped_by_init_and_its_child_handle_still_reports_the_status,
+    a_child_adopted_by_a_subreaper_wakes_at_its_exit_with_the_status_and_leaves_the_reap_to_the_adopter,
+    waiting_for_an_adopted_child_its_adopter_already_reaped_returns_the_pidfs_exit_info,
+    #[cfg(feature = "tokio")]
+    awaiting_a_child_adopted_by_a_subreaper_returns_its_status,
+    dropped_children_are_reaped_so_nothing_is_left_at_rest_thread_executor,
+    #[cfg(feature = "tokio")]
+    dropped_async_children_are_reaped_so_nothing_is_left_at_rest_tokio,
+    a_child_dropped_after_exit_is_reaped_at_drop,
+);

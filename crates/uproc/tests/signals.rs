@@ -2,15 +2,15 @@
 //! async body (dropped at its next await), fatal signals pending at return (mirrors the
 //! kernel's `pidfd_test` signal cases at the facade level).
 
+#[macro_use]
 mod common;
 
 use common::builders;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::channel;
-use uproc::{Runtime, Signal, Spawn};
+use uproc::{Signal, Spawn};
 
-#[test]
 fn a_panicking_body_ends_killed_by_sigabrt_and_the_runtime_goes_on() {
     for (name, b, _g) in builders() {
         let rt = b.build().unwrap();
@@ -35,7 +35,6 @@ fn a_panicking_body_ends_killed_by_sigabrt_and_the_runtime_goes_on() {
     }
 }
 
-#[test]
 fn sigkill_reaches_a_sync_body_through_signal_pending_and_ends_it_killed() {
     for (name, b, _g) in builders() {
         let rt = b.build().unwrap();
@@ -70,9 +69,8 @@ fn sigkill_reaches_a_sync_body_through_signal_pending_and_ends_it_killed() {
     }
 }
 
-#[test]
 fn sigterm_pending_when_the_body_returns_ends_the_task_killed_by_sigterm() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let (tx, rx) = channel();
     let child = rt
         .spawn(Spawn::new(), move |cx| {
@@ -92,9 +90,8 @@ fn sigterm_pending_when_the_body_returns_ends_the_task_killed_by_sigterm() {
     );
 }
 
-#[test]
 fn kill_after_reap_is_esrch() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let child = rt.spawn(Spawn::new(), |_| 0).unwrap();
     let fd = child.pidfd();
     child.wait().unwrap();
@@ -106,7 +103,6 @@ fn kill_after_reap_is_esrch() {
 }
 
 #[cfg(feature = "tokio")]
-#[test]
 fn sigkill_drops_an_async_body_at_its_next_await_point() {
     use std::sync::atomic::AtomicBool;
     struct SetOnDrop(Arc<AtomicBool>);
@@ -116,7 +112,7 @@ fn sigkill_drops_an_async_body_at_its_next_await_point() {
         }
     }
     let t = common::tokio_rt();
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let dropped = Arc::new(AtomicBool::new(false));
     let after_await = Arc::new(AtomicBool::new(false));
     let (d, a) = (dropped.clone(), after_await.clone());
@@ -154,10 +150,9 @@ fn sigkill_drops_an_async_body_at_its_next_await_point() {
 }
 
 #[cfg(feature = "tokio")]
-#[test]
 fn a_panicking_async_body_ends_killed_by_sigabrt() {
     let t = common::tokio_rt();
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let st = t
         .block_on(async {
             let child = rt
@@ -174,10 +169,9 @@ fn a_panicking_async_body_ends_killed_by_sigabrt() {
 }
 
 #[cfg(feature = "tokio")]
-#[test]
 fn an_async_body_sees_sigterm_through_signal_pending() {
     let t = common::tokio_rt();
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let init = rt.init();
     let st = t
         .block_on(async move {
@@ -199,3 +193,16 @@ fn an_async_body_sees_sigterm_through_signal_pending() {
         "SIGTERM is cooperative, then fatal at return"
     );
 }
+
+every_profile!(
+    a_panicking_body_ends_killed_by_sigabrt_and_the_runtime_goes_on,
+    sigkill_reaches_a_sync_body_through_signal_pending_and_ends_it_killed,
+    sigterm_pending_when_the_body_returns_ends_the_task_killed_by_sigterm,
+    kill_after_reap_is_esrch,
+    #[cfg(feature = "tokio")]
+    sigkill_drops_an_async_body_at_its_next_await_point,
+    #[cfg(feature = "tokio")]
+    a_panicking_async_body_ends_killed_by_sigabrt,
+    #[cfg(feature = "tokio")]
+    an_async_body_sees_sigterm_through_signal_pending,
+);

@@ -2,6 +2,7 @@
 //! children of bodies, and fork errors leaving nothing behind (mirrors the kernel's
 //! `clone3` and `pidfd_wait` selftests at the facade level).
 
+#[macro_use]
 mod common;
 
 use common::{builders, wait_until};
@@ -9,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use uproc::{CloneArgs, CloneFlags, Errno, Runtime, Spawn, TaskState};
 
-#[test]
 fn spawned_body_exit_code_is_the_wait_status_on_both_executors() {
     for (name, b, _g) in builders() {
         let rt = b.build().unwrap();
@@ -35,16 +35,14 @@ fn spawned_body_exit_code_is_the_wait_status_on_both_executors() {
     }
 }
 
-#[test]
 fn exit_code_keeps_only_the_low_byte() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let st = rt.spawn(Spawn::new(), |_| 256 + 3).unwrap().wait().unwrap();
     assert_eq!(st.exited(), Some(3), "Linux keeps code & 0xff");
 }
 
-#[test]
 fn try_wait_is_none_while_running_then_the_status() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let (child, tx) = common::gated(&rt, 5);
     assert_eq!(
         child.try_wait(),
@@ -61,9 +59,8 @@ fn try_wait_is_none_while_running_then_the_status() {
     assert_eq!(rt.ps().len(), 1);
 }
 
-#[test]
 fn wait_sleeps_on_the_tasks_pidfd_until_the_body_ends() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let (child, tx) = common::gated(&rt, 8);
     let fd = child.pidfd();
     let waiter = std::thread::spawn(move || child.wait());
@@ -77,9 +74,8 @@ fn wait_sleeps_on_the_tasks_pidfd_until_the_body_ends() {
     assert!(fd.poll().hangup, "reaped by the wait");
 }
 
-#[test]
 fn child_await_reaps_without_blocking_a_runtime_thread() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let child = rt
         .spawn(Spawn::new(), |_| {
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -97,7 +93,6 @@ fn child_await_reaps_without_blocking_a_runtime_thread() {
     assert_eq!(rt.ps().len(), 1, "the await reaped the child");
 }
 
-#[test]
 fn current_is_none_outside_bodies_and_the_task_inside_on_both_executors() {
     assert!(
         uproc::current().is_none(),
@@ -121,10 +116,9 @@ fn current_is_none_outside_bodies_and_the_task_inside_on_both_executors() {
 }
 
 #[cfg(feature = "tokio")]
-#[test]
 fn current_follows_an_async_body_across_awaits() {
     let t = common::tokio_rt();
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let st = t
         .block_on(async {
             let child = rt
@@ -150,7 +144,6 @@ fn current_follows_an_async_body_across_awaits() {
     );
 }
 
-#[test]
 fn cx_exit_ends_the_body_early_with_its_code() {
     for (name, b, _g) in builders() {
         let rt = b.build().unwrap();
@@ -173,9 +166,8 @@ fn cx_exit_ends_the_body_early_with_its_code() {
     }
 }
 
-#[test]
 fn children_of_a_body_are_parented_to_it() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let child = rt
         .spawn(Spawn::new().name("parent"), |cx| {
             let me = cx.pid();
@@ -195,9 +187,8 @@ fn children_of_a_body_are_parented_to_it() {
     assert_eq!(rt.ps().len(), 1);
 }
 
-#[test]
 fn spawn_into_a_cgroup_at_pids_max_fails_with_eagain_and_leaks_nothing() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let cg = rt.cgroup_root().mkdir("full").unwrap();
     cg.write("pids.max", "0").unwrap();
     let ran = Arc::new(AtomicBool::new(false));
@@ -223,9 +214,8 @@ fn spawn_into_a_cgroup_at_pids_max_fails_with_eagain_and_leaks_nothing() {
     );
 }
 
-#[test]
 fn spawn_with_unknown_clone_flags_fails_with_einval_and_leaks_nothing() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let args = CloneArgs {
         flags: CloneFlags::from_bits_retain(1 << 60),
         ..Default::default()
@@ -238,17 +228,16 @@ fn spawn_with_unknown_clone_flags_fails_with_einval_and_leaks_nothing() {
     assert_eq!(rt.init().pid_ns().nr_allocated(), 1);
 }
 
-#[test]
 fn builder_rejects_a_bad_pid_max_with_einval() {
     for bad in [0, -1, 300, uproc::PID_MAX_LIMIT + 1] {
         assert_eq!(
-            Runtime::builder().pid_max(bad).build().unwrap_err(),
+            common::builder().pid_max(bad).build().unwrap_err(),
             Errno::EINVAL,
             "pid_max {bad}"
         );
     }
     assert!(
-        Runtime::builder()
+        common::builder()
             .pid_max(uproc::PID_MAX_MIN)
             .build()
             .is_ok()
@@ -256,18 +245,16 @@ fn builder_rejects_a_bad_pid_max_with_einval() {
 }
 
 #[cfg(feature = "tokio")]
-#[test]
 fn spawn_async_without_a_tokio_runtime_fails_with_einval_before_forking() {
-    let rt = Runtime::new().unwrap();
+    let rt = common::builder().build().unwrap();
     let err = rt.spawn_async(Spawn::new(), |_| async { 0 }).unwrap_err();
     assert_eq!(err, Errno::EINVAL);
     assert_eq!(rt.ps().len(), 1, "nothing was forked");
 }
 
-#[test]
 fn runtime_is_a_cheap_handle_compared_by_identity() {
-    let a = Runtime::new().unwrap();
-    let b = Runtime::new().unwrap();
+    let a = common::builder().build().unwrap();
+    let b = common::builder().build().unwrap();
     assert_eq!(a.clone(), a);
     assert_ne!(a, b);
     fn send_sync<T: Send + Sync>() {}
@@ -275,3 +262,22 @@ fn runtime_is_a_cheap_handle_compared_by_identity() {
     send_sync::<uproc::TaskCx>();
     send_sync::<uproc::Child>();
 }
+
+every_profile!(
+    spawned_body_exit_code_is_the_wait_status_on_both_executors,
+    exit_code_keeps_only_the_low_byte,
+    try_wait_is_none_while_running_then_the_status,
+    wait_sleeps_on_the_tasks_pidfd_until_the_body_ends,
+    child_await_reaps_without_blocking_a_runtime_thread,
+    current_is_none_outside_bodies_and_the_task_inside_on_both_executors,
+    #[cfg(feature = "tokio")]
+    current_follows_an_async_body_across_awaits,
+    cx_exit_ends_the_body_early_with_its_code,
+    children_of_a_body_are_parented_to_it,
+    spawn_into_a_cgroup_at_pids_max_fails_with_eagain_and_leaks_nothing,
+    spawn_with_unknown_clone_flags_fails_with_einval_and_leaks_nothing,
+    builder_rejects_a_bad_pid_max_with_einval,
+    #[cfg(feature = "tokio")]
+    spawn_async_without_a_tokio_runtime_fails_with_einval_before_forking,
+    runtime_is_a_cheap_handle_compared_by_identity,
+);
