@@ -7,6 +7,7 @@
 //! |---|---|---|---|
 //! | `Linux618` | one acquisition per level | a second acquisition, pidfs add inside | one acquisition, pidfs remove inside |
 //! | `Linux70` | one acquisition for all levels, publish included | pidfs add after unlock | one acquisition, pidfs remove after unlock |
+//! | `Scalable` | none: the thread's batch (a pool lock once per batch) or a direct claim | lock-free slot store, pidfs add after | none: slot clear, number to the thread's free batch |
 //!
 //! On failure `Linux70` rolls back under the acquisition it already holds (a `set_tid`
 //! that fails validation takes no lock at all); `Linux618` rolls back under one more
@@ -16,6 +17,7 @@
 
 use crate::namespace::{NsState, PidNamespace};
 use crate::pid::{Numbers, Pid, Upid};
+use crate::pool::{ADDING, NumberPool};
 use crate::{MAX_PID_NS_LEVEL, RESERVED_PIDS};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -144,7 +146,8 @@ pub fn alloc_pid(
     let map = ns.map();
     match map.profile() {
         Profile::Linux618 => alloc_two_phase(ns, set_tid, &pid_max, &mut pid)?,
-        Profile::Linux70 | Profile::Scalable => alloc_one_phase(ns, set_tid, &pid_max, &mut pid)?,
+        Profile::Linux70 => alloc_one_phase(ns, set_tid, &pid_max, &mut pid)?,
+        Profile::Scalable => alloc_scalable(ns, set_tid, &pid_max, &mut pid)?,
     }
     if map.profile() != Profile::Linux618 {
         if let Some(hooks) = map.pidfs.get() {
@@ -302,6 +305,117 @@ fn alloc_two_phase(
     Ok(())
 }
 
+fn pool_of(ns: &PidNamespace) -> &Arc<NumberPool<Pid>> {
+    ns.pool
+        .as_ref()
+        .expect("a Scalable namespace has a number pool")
+}
+
+/// `Scalable`: one number from `ns`'s pool: `set_tid`'s exact claim, or the thread's
+/// batch; then the init-first rule. Same errors as [`reserve_level`].
+fn reserve_pooled(ns: &PidNamespace, tid: Option<i32>, pid_max: i32) -> Result<i32, Errno> {
+    let pool = pool_of(ns);
+    let has_reaper = ns.has_child_reaper();
+    let nr = match tid {
+        Some(tid) if pool.claim(tid) => tid,
+        Some(_) => return Err(Errno::EEXIST),
+        // A namespace waiting for its init gives it 1 (Linux resets the cursor).
+        None if !has_reaper && pool.claim(1) => 1,
+        None => match pool.alloc(pid_max) {
+            Some(nr) => nr,
+            None => {
+                tracing::debug!(level = ns.level(), pid_max, "alloc_pid: namespace full");
+                return Err(Errno::EAGAIN);
+            }
+        },
+    };
+    if nr != 1 && !has_reaper {
+        pool.release(nr);
+        return Err(Errno::EINVAL);
+    }
+    Ok(nr)
+}
+
+/// `Scalable`: every level's number from its own pool (no shared lock), then publish
+/// every level's slot, then count the pid in each level's allocation word, innermost
+/// first, where the `PIDNS_ADDING` bit is checked.
+///
+/// Publishing before the check is what orders a fork against
+/// `disable_pid_allocation` without a lock: the check is a read-modify-write of the
+/// word `disable_pid_allocation` clears the bit of, so either this fork counts before
+/// the clear (and its publish happens-before whatever walks the namespace after the
+/// clear), or it sees the bit clear and undoes everything with ENOMEM. In that second
+/// case a concurrent `find_pid` may briefly have seen the pid; it has no task attached,
+/// so nothing can act on it.
+fn alloc_scalable(
+    ns: &Arc<PidNamespace>,
+    set_tid: &[i32],
+    pid_max: &[i32],
+    pid: &mut Arc<Pid>,
+) -> Result<(), Errno> {
+    let mut done = [Reserved {
+        level_from_inner: 0,
+        nr: 0,
+    }; MAX_PID_NS_LEVEL as usize + 1];
+    let mut n = 0;
+    for (i, level_ns) in chain(ns).enumerate() {
+        match reserve_pooled(level_ns, set_tid.get(i).copied(), pid_max[i]) {
+            Ok(nr) => {
+                done[n] = Reserved {
+                    level_from_inner: i,
+                    nr,
+                };
+                n += 1;
+            }
+            Err(e) => {
+                for (r, level_ns) in done[..n].iter().zip(chain(ns)) {
+                    pool_of(level_ns).release(r.nr);
+                }
+                return Err(e);
+            }
+        }
+    }
+    for r in &done[..n] {
+        fill_number(pid, r.level_from_inner, r.nr);
+    }
+    for up in pid.numbers() {
+        pool_of(&up.ns).publish(up.nr, Arc::clone(pid));
+    }
+    let inner = pool_of(ns);
+    if inner.word.fetch_add(1, Ordering::AcqRel) & ADDING == 0 {
+        inner.word.fetch_sub(1, Ordering::Relaxed);
+        for up in pid.numbers() {
+            let pool = pool_of(&up.ns);
+            pool.unpublish(up.nr);
+            pool.release(up.nr);
+        }
+        return Err(Errno::ENOMEM);
+    }
+    let outer = pid.numbers().len() - 1;
+    for up in &pid.numbers()[..outer] {
+        pool_of(&up.ns).word.fetch_add(1, Ordering::AcqRel);
+    }
+    Ok(())
+}
+
+/// `Scalable` half of [`free_pid`]: clear each level's slot, give the number back
+/// (to this thread's free batch), uncount it. Bit `i` of the result: wake the reaper of
+/// level `i`'s namespace.
+fn free_scalable(pid: &Pid) -> u64 {
+    let mut wake = 0;
+    for (i, up) in pid.numbers().iter().enumerate() {
+        let pool = pool_of(&up.ns);
+        pool.unpublish(up.nr);
+        pool.release(up.nr);
+        let prev = pool.word.fetch_sub(1, Ordering::AcqRel);
+        // As `--ns->pid_allocated` reading 2 or 1 in a closed namespace.
+        if prev & ADDING == 0 && matches!(prev - 1, 1 | 2) {
+            wake |= 1 << i;
+        }
+    }
+    wake
+}
+
 /// `free_pid`: returns the pid's numbers at every level for reuse (subject to the
 /// cursor). The [`Pid`] object lives on while anything holds it. Calling it twice for
 /// one pid is a bug; the second call does nothing.
@@ -319,7 +433,9 @@ pub fn free_pid(pid: &Arc<Pid>) {
     let map = pid.ns().map();
     // Bit `i`: wake the reaper of `pid.numbers()[i].ns` (at most 33 levels).
     let mut wake: u64 = 0;
-    {
+    if map.profile() == Profile::Scalable {
+        wake = free_scalable(pid);
+    } else {
         let _g = map.pidmap_lock.lock();
         for (i, up) in pid.numbers().iter().enumerate() {
             let mut st = up.ns.state.write();

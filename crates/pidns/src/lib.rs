@@ -52,6 +52,8 @@ mod alloc;
 mod idr;
 mod namespace;
 mod pid;
+mod pool;
+mod sync;
 
 pub use alloc::{alloc_pid, free_pid};
 pub use namespace::{PidMap, PidNamespace, PidfsHooks, ReaperWakeup};

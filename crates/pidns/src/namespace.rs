@@ -3,6 +3,7 @@
 
 use crate::idr::Idr;
 use crate::pid::{Attachment, Pid};
+use crate::pool::{ADDING, MAX_BATCH, NumberPool};
 use crate::{MAX_PID_NS_LEVEL, PID_MAX_LIMIT, PID_MAX_MIN};
 use parking_lot::RwLock;
 use std::any::Any;
@@ -36,6 +37,9 @@ pub struct PidMap {
     pub(crate) pidmap_lock: NamedMutex<()>,
     pub(crate) pidfs: OnceLock<Arc<dyn PidfsHooks>>,
     pub(crate) wakeup: OnceLock<Box<ReaperWakeup>>,
+    /// `Scalable`: acquisitions of every namespace's pool lock, summed (feature
+    /// `lockstat`). Each namespace's lock is its own; the sum is what a fork pays.
+    pool_locks: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl PidMap {
@@ -46,7 +50,20 @@ impl PidMap {
             pidmap_lock: NamedMutex::new("pidmap_lock", ()),
             pidfs: OnceLock::new(),
             wakeup: OnceLock::new(),
+            pool_locks: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         })
+    }
+
+    /// `Scalable`: acquisitions of the per-namespace number-pool locks (batch refills
+    /// and flushes), summed over every namespace of the runtime, under the name
+    /// `pidns_pool_lock` (feature `lockstat`; 0 under the other profiles). They are
+    /// taken by forks of a namespace, so they count with the global locks.
+    pub fn pool_lock_stat(&self) -> LockStat {
+        LockStat {
+            name: "pidns_pool_lock",
+            write: self.pool_locks.load(Ordering::Relaxed),
+            read: 0,
+        }
     }
 
     /// The lock profile.
@@ -114,6 +131,9 @@ pub struct PidNamespace {
     pub(crate) adding: AtomicBool,
     has_reaper: AtomicBool,
     reaper: RwLock<Option<Weak<dyn Any + Send + Sync>>>,
+    /// `Scalable` only: the number pool, per-thread batches and lookup slots that
+    /// replace the idr (which stays empty).
+    pub(crate) pool: Option<Arc<NumberPool<Pid>>>,
 }
 
 static NEXT_NS_ID: AtomicU64 = AtomicU64::new(1);
@@ -129,7 +149,6 @@ impl PidNamespace {
             id: NEXT_NS_ID.fetch_add(1, Ordering::Relaxed),
             level,
             parent,
-            map,
             pid_max: AtomicI32::new(pid_max),
             state: RwLock::new(NsState {
                 idr: Idr::default(),
@@ -138,6 +157,9 @@ impl PidNamespace {
             adding: AtomicBool::new(true),
             has_reaper: AtomicBool::new(false),
             reaper: RwLock::new(None),
+            pool: (map.profile() == Profile::Scalable)
+                .then(|| NumberPool::new(PID_MAX_LIMIT, MAX_BATCH, map.pool_locks.clone())),
+            map,
         })
     }
 
@@ -200,18 +222,46 @@ impl PidNamespace {
     }
 
     /// `find_pid_ns`: the published pid with number `nr` here.
+    ///
+    /// `Scalable` reads one lock-free slot of the namespace's number table; the other
+    /// profiles take the namespace's state lock for reading (Linux: RCU).
+    #[inline]
     pub fn find_pid(&self, nr: i32) -> Option<Arc<Pid>> {
+        if let Some(pool) = &self.pool {
+            return pool.find(nr);
+        }
         self.state.read().idr.find(nr).cloned()
     }
 
-    /// `pid_allocated` (without the flag): numbers reserved or in use here.
+    /// `pid_allocated` (without the flag): numbers reserved or in use here. (`Scalable`
+    /// counts a number from its publication, the others from its reservation; at rest
+    /// both equal the pids not yet freed.)
     pub fn nr_allocated(&self) -> usize {
+        if let Some(pool) = &self.pool {
+            return pool.allocated();
+        }
         self.state.read().idr.allocated
     }
 
     /// Every published pid, ascending by number (what `find_ge_pid` walks).
     pub fn pids(&self) -> Vec<Arc<Pid>> {
+        if let Some(pool) = &self.pool {
+            return pool.published();
+        }
         self.state.read().idr.published().cloned().collect()
+    }
+
+    /// `Scalable` only (`None` otherwise): free numbers below `pid_max` waiting in the
+    /// shared pool, i.e. not held in any thread's batch. A number freed now is not
+    /// handed out again before at least this many other allocations. Walks the pool
+    /// under its lock: for tests and diagnostics, not for a hot path.
+    pub fn pool_len(&self) -> Option<usize> {
+        self.pool.as_ref().map(|p| p.pool_len(self.pid_max()))
+    }
+
+    /// `Scalable` only: acquisitions of this namespace's pool lock (feature `lockstat`).
+    pub fn pool_lock_acquisitions(&self) -> u64 {
+        self.pool.as_ref().map_or(0, |p| p.lock_acquisitions())
     }
 
     /// Whether `self` is `other` or one of its ancestors (so `other`'s pids are visible
@@ -231,7 +281,17 @@ impl PidNamespace {
     }
 
     /// `disable_pid_allocation`: the init died; `alloc_pid` here fails with ENOMEM.
+    ///
+    /// `Scalable` clears the `PIDNS_ADDING` bit of the namespace's allocation word
+    /// without `pidmap_lock`: every `alloc_pid` that saw the bit set had published its
+    /// pid before, so a walk of [`pids`](Self::pids) after this returns sees it.
     pub fn disable_pid_allocation(&self) {
+        if let Some(pool) = &self.pool {
+            pool.word.fetch_and(!ADDING, Ordering::AcqRel);
+            self.state.write().adding = false;
+            self.adding.store(false, Ordering::Release);
+            return;
+        }
         let _g = self.map.pidmap_lock.lock();
         self.state.write().adding = false;
         self.adding.store(false, Ordering::Release);

@@ -19,6 +19,11 @@ fn count<R>(ns: &Arc<PidNamespace>, f: impl FnOnce() -> R) -> (u64, R) {
     (acquisitions(ns) - before, r)
 }
 
+/// `Scalable` never takes `pidmap_lock`; the Linux profiles take it once.
+fn once_but_scalable(p: Profile) -> u64 {
+    u64::from(p != Profile::Scalable)
+}
+
 #[test]
 fn lockstat_is_compiled_in_for_tests() {
     // The dev-dependency on uproc-abi enables `lockstat`, so counts are real numbers.
@@ -35,14 +40,19 @@ fn single_level_alloc_takes_pidmap_lock_twice_in_618_once_in_70() {
         let (n, pid) = count(&ns, || alloc(&ns));
         let want = match p {
             Profile::Linux618 => 2, // reserve; publish
-            Profile::Linux70 | Profile::Scalable => 1,
+            Profile::Linux70 => 1,
+            Profile::Scalable => 0,
         };
         assert_eq!(
             n, want,
             "{p}: pidmap_lock acquisitions for a single-level alloc_pid"
         );
         let (n, ()) = count(&ns, || free_pid(&pid));
-        assert_eq!(n, 1, "{p}: free_pid takes pidmap_lock once");
+        assert_eq!(
+            n,
+            once_but_scalable(p),
+            "{p}: free_pid takes pidmap_lock once"
+        );
     }
 }
 
@@ -56,7 +66,8 @@ fn nested_alloc_takes_one_per_level_plus_publish_in_618() {
             let (n, pid) = count(&ns, || spawn_init(&ns));
             let want = match p {
                 Profile::Linux618 => level + 2, // level + 1 reservations, 1 publish
-                Profile::Linux70 | Profile::Scalable => 1,
+                Profile::Linux70 => 1,
+                Profile::Scalable => 0,
             };
             assert_eq!(
                 n, want,
@@ -64,7 +75,8 @@ fn nested_alloc_takes_one_per_level_plus_publish_in_618() {
             );
             let (n, ()) = count(&ns, || free_pid(&pid));
             assert_eq!(
-                n, 1,
+                n,
+                once_but_scalable(p),
                 "{p}: free_pid at level {level} takes pidmap_lock once"
             );
         }
@@ -100,7 +112,11 @@ fn failed_allocs_roll_back_under_one_more_acquisition_in_618_only() {
         for (what, set_tid, errno, n618, n70) in cases {
             let (n, r) = count(&child, || alloc_pid(&child, &set_tid, true));
             assert_eq!(r.unwrap_err(), errno, "{p}: {what}");
-            let want = if p == Profile::Linux618 { n618 } else { n70 };
+            let want = match p {
+                Profile::Linux618 => n618,
+                Profile::Linux70 => n70,
+                Profile::Scalable => 0,
+            };
             assert_eq!(
                 n, want,
                 "{p}: pidmap_lock acquisitions for a failed alloc ({what})"
@@ -109,7 +125,11 @@ fn failed_allocs_roll_back_under_one_more_acquisition_in_618_only() {
         child.disable_pid_allocation();
         let (n, r) = count(&child, || alloc_pid(&child, &[], false));
         assert_eq!(r.unwrap_err(), uproc_abi::Errno::ENOMEM);
-        let want = if p == Profile::Linux618 { 2 + 1 + 1 } else { 1 };
+        let want = match p {
+            Profile::Linux618 => 2 + 1 + 1,
+            Profile::Linux70 => 1,
+            Profile::Scalable => 0,
+        };
         assert_eq!(
             n, want,
             "{p}: ENOMEM: reserve x2, publish-phase check, rollback (6.18)"
@@ -137,8 +157,46 @@ fn disable_pid_allocation_takes_pidmap_lock_once() {
         let (ns, _init) = root_with_init(p, 32768);
         let (n, ()) = count(&ns, || ns.disable_pid_allocation());
         assert_eq!(
-            n, 1,
-            "{p}: disable_pid_allocation clears PIDNS_ADDING under pidmap_lock"
+            n,
+            once_but_scalable(p),
+            "{p}: disable_pid_allocation clears PIDNS_ADDING under pidmap_lock (Scalable: an atomic)"
+        );
+    }
+}
+
+/// `Scalable`: no `pidmap_lock` at all, and the per-namespace pool lock (counted with
+/// the global locks) amortised over a batch: at most 2 acquisitions (a refill and a
+/// flush) per 64 life cycles, whatever the number of levels.
+#[test]
+fn scalable_takes_no_pidmap_lock_and_amortises_the_pool_lock() {
+    for levels in 0..=2u32 {
+        let (root_ns, _init) = root_with_init(Profile::Scalable, 32768);
+        let mut ns = Arc::clone(&root_ns);
+        let mut inits = Vec::new();
+        for _ in 0..levels {
+            ns = ns.new_child().unwrap();
+            inits.push(spawn_init(&ns));
+        }
+        let map = Arc::clone(ns.map());
+        let pool_before = map.pool_lock_stat().write;
+        const CYCLES: u64 = 6400;
+        let (n, ()) = count(&ns, || {
+            for _ in 0..CYCLES {
+                let pid = alloc(&ns);
+                free_pid(&pid);
+            }
+        });
+        assert_eq!(n, 0, "levels {levels}: no pidmap_lock");
+        let pool = map.pool_lock_stat();
+        assert_eq!(pool.name, "pidns_pool_lock");
+        let per_level = (pool.write - pool_before) as f64 / (CYCLES * u64::from(levels + 1)) as f64;
+        assert!(
+            pool.write > pool_before,
+            "levels {levels}: refills are counted"
+        );
+        assert!(
+            per_level <= 2.0 / 64.0 + 0.001,
+            "levels {levels}: {per_level} pool-lock acquisitions per life cycle and level"
         );
     }
 }

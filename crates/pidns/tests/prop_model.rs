@@ -11,6 +11,10 @@ use pidns_model::{Case, Op};
 use proptest::prelude::*;
 use uproc_abi::Profile;
 
+/// The model pins Linux's cyclic numbering: the `Linux*` profiles only (`Scalable`
+/// hands numbers out in pool order; its own properties are in `scalable_pool.rs`).
+const LINUX_NUMBERING: &[Profile] = &[Profile::Linux618, Profile::Linux70];
+
 fn tid() -> impl Strategy<Value = i32> {
     prop_oneof![
         6 => 1..40i32,      // low numbers, often in use
@@ -66,7 +70,7 @@ proptest! {
 
     #[test]
     fn alloc_free_sequences_match_the_linux_model(case in case()) {
-        for &profile in Profile::ALL {
+        for &profile in LINUX_NUMBERING {
             if let Err(divergence) = pidns_model::run(profile, &case) {
                 return Err(TestCaseError::fail(format!("uproc-pidns diverges from Linux: {divergence}")));
             }

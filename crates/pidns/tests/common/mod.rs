@@ -35,3 +35,9 @@ pub(crate) fn root_with_init(profile: Profile, pid_max: i32) -> (Arc<PidNamespac
 pub(crate) fn alloc(ns: &Arc<PidNamespace>) -> Arc<Pid> {
     alloc_pid(ns, &[], false).expect("alloc_pid")
 }
+
+/// The profiles that hand out numbers in Linux's exact cyclic order. Tests that pin a
+/// number sequence (cursor, wrap to 300) run under these only: `Scalable` keeps every
+/// other rule but hands numbers out least recently freed first, through per-thread
+/// batches.
+pub(crate) const LINUX_NUMBERING: &[Profile] = &[Profile::Linux618, Profile::Linux70];

@@ -1,0 +1,472 @@
+//! `NumberPool`: one namespace's numbers under the `Scalable` profile: a FIFO pool of
+//! free numbers behind a per-namespace lock, per-thread batches in front of it, a
+//! per-number state byte that arbitrates every claim, and a table of lock-free lookup
+//! slots.
+//!
+//! ```text
+//!                      per namespace (NumberPool)
+//!   ┌───────────────────────────────────────────────────────────────────────┐
+//!   │ pool lock (counted): fresh cursor [fresh_next, pid_max) ++ FIFO queue │
+//!   │   front = least recently freed                        back = newest  │
+//!   └───────────▲ refill: take `batch` from the front ──────────┬──────────┘
+//!               │ flush: append a full free batch to the back   │
+//!   thread A: alloc batch [12 13 14 ..]  free batch [7 3 ..]    │ (one lock per
+//!   thread B: alloc batch [76 77 ..]     free batch [..]        ▼  `batch` ops)
+//!
+//!   chunks (4096 numbers each, allocated on first use):
+//!     state[nr]: FREE | TAKEN | STALE   (AtomicU8; the arbiter of ownership)
+//!     slot[nr]:  ArcSwapOption<Pid>      (find_pid reads it, no lock)
+//!   word: allocated count | ADDING bit (Linux's pid_allocated with PIDNS_ADDING)
+//! ```
+//!
+//! # Ownership of a number
+//!
+//! Every number has exactly one *entry* (in the fresh range, the queue, an alloc batch
+//! or a free batch) while its state is `FREE` or `STALE`, and none while it is `TAKEN`:
+//!
+//! - `FREE`: nobody owns it; its entry is somewhere in the pool or a cache.
+//! - `TAKEN`: a pid owns it; no entry anywhere.
+//! - `STALE`: a pid owns it, but it was claimed directly (`set_tid`, the init-first rule,
+//!   or the exhaustion scan) while its entry still sits in the pool or a cache.
+//!
+//! Transitions (every one a compare-exchange on the state byte, so exactly one thread
+//! wins each number): popping an entry does `FREE -> TAKEN` (own it) or `STALE -> TAKEN`
+//! (the entry was stale: drop it, the owner keeps the number); a direct claim does
+//! `FREE -> STALE`; a release does `TAKEN -> FREE` and adds a new entry to the
+//! releasing thread's free batch, or `STALE -> FREE` and adds none (the old entry is
+//! still out there). Hence a number is never live twice, and the pool never holds two
+//! entries of one number, whatever `set_tid` does.
+//!
+//! # Memory orderings
+//!
+//! Claims are `AcqRel` compare-exchanges and releases `Release` ones: the new owner's
+//! claim reads from the old owner's release, so the old owner's slot clear
+//! (`slot = None`, done before the release) happens-before the new owner's publish.
+//! The slot itself is `arc-swap` (a lookup pins the object it loaded, so a concurrent
+//! clear cannot free it under the reader). `word` is a single atomic; see
+//! `alloc.rs` for how its `ADDING` bit orders a publish against
+//! `disable_pid_allocation`.
+//!
+//! # Reuse distance
+//!
+//! A released number goes to the back of the FIFO (through its thread's free batch).
+//! Everything in the pool when it was released is ahead of it, so at least that many
+//! allocations (the free numbers not sitting in some thread's cache) happen before it
+//! can be handed out again; fresh numbers (never used) count as released before any
+//! other. Only a direct claim (`set_tid`, or the exhaustion scan when the pool is dry)
+//! can take a number out of order.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicU64 as StdAtomicU64;
+use std::sync::{Arc, OnceLock, Weak};
+
+use crate::sync::{AtomicU8, AtomicU64, Ordering, PoolGuard, PoolLock, Slot, thread_local};
+
+/// Numbers per chunk of the table (allocated on first use).
+pub(crate) const CHUNK: usize = if cfg!(loom) { 4 } else { 4096 };
+/// The largest batch a thread caches (alloc side and free side each).
+pub(crate) const MAX_BATCH: usize = 64;
+/// How many namespaces a thread keeps batches for; a thread that alternates between
+/// more returns the least recently used one's numbers to its pool.
+const CACHED: usize = 8;
+
+const FREE: u8 = 0;
+const TAKEN: u8 = 1;
+const STALE: u8 = 2;
+
+/// `PIDNS_ADDING` in [`NumberPool::word`]: the namespace still accepts new pids.
+pub(crate) const ADDING: u64 = 1 << 63;
+
+static NEXT_POOL_ID: StdAtomicU64 = StdAtomicU64::new(1);
+
+struct Chunk<T> {
+    state: Box<[AtomicU8]>,
+    slot: Box<[Slot<T>]>,
+}
+
+impl<T> Chunk<T> {
+    fn new() -> Box<Chunk<T>> {
+        Box::new(Chunk {
+            state: (0..CHUNK).map(|_| AtomicU8::new(FREE)).collect(),
+            slot: (0..CHUNK).map(|_| Slot::empty()).collect(),
+        })
+    }
+}
+
+/// The part behind the pool lock.
+struct Shared {
+    /// Numbers `>= fresh_next` were never handed out: the oldest entries of the FIFO.
+    fresh_next: i32,
+    /// Released numbers, least recently released at the front.
+    queue: VecDeque<i32>,
+}
+
+/// One namespace's numbers under `Scalable`. `T` is what a slot publishes (`Pid`; a
+/// plain value in the loom model).
+pub(crate) struct NumberPool<T> {
+    id: u64,
+    batch: usize,
+    /// Numbers the table can hold: `PID_MAX_LIMIT` (or the model's bound).
+    limit: i32,
+    chunks: Box<[OnceLock<Box<Chunk<T>>>]>,
+    shared: PoolLock<Shared>,
+    /// Pool-lock acquisitions of every namespace of the runtime (feature `lockstat`).
+    lock_total: Arc<StdAtomicU64>,
+    /// `pid_allocated`: published numbers in the low bits, [`ADDING`] on top.
+    pub(crate) word: AtomicU64,
+}
+
+/// What a thread's cache needs of a pool it keeps numbers for: give them back.
+trait Flush: Send + Sync {
+    fn flush(&self, entry: &mut Entry);
+}
+
+/// One thread's batches for one pool.
+struct Entry {
+    id: u64,
+    pool: Weak<dyn Flush>,
+    alloc: [i32; MAX_BATCH],
+    head: usize,
+    len: usize,
+    free: [i32; MAX_BATCH],
+    free_len: usize,
+}
+
+#[derive(Default)]
+struct Caches {
+    entries: Vec<Entry>,
+}
+
+impl Drop for Caches {
+    fn drop(&mut self) {
+        // A thread that ends gives its numbers back; a pool already gone needs nothing.
+        for e in &mut self.entries {
+            if let Some(pool) = e.pool.upgrade() {
+                pool.flush(e);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static CACHES: RefCell<Caches> = RefCell::new(Caches::default());
+}
+
+impl<T: Send + Sync + 'static> NumberPool<T> {
+    /// A pool for numbers `1..limit`, taking `batch` numbers per refill.
+    pub(crate) fn new(limit: i32, batch: usize, lock_total: Arc<StdAtomicU64>) -> Arc<Self> {
+        let n_chunks = (limit as usize).div_ceil(CHUNK);
+        let chunks: Box<[OnceLock<Box<Chunk<T>>>]> =
+            (0..n_chunks).map(|_| OnceLock::new()).collect();
+        if cfg!(loom) {
+            // loom cannot model a blocking OnceLock initialisation: the model's pools
+            // are tiny, so every chunk exists from the start.
+            for c in chunks.iter() {
+                let _ = c.set(Chunk::new());
+            }
+        }
+        Arc::new(NumberPool {
+            id: NEXT_POOL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            batch: batch.clamp(1, MAX_BATCH),
+            limit,
+            chunks,
+            shared: PoolLock::new(Shared {
+                fresh_next: 1,
+                queue: VecDeque::new(),
+            }),
+            lock_total,
+            word: AtomicU64::new(ADDING),
+        })
+    }
+
+    fn chunk(&self, nr: i32) -> &Chunk<T> {
+        self.chunks[nr as usize / CHUNK].get_or_init(Chunk::new)
+    }
+
+    fn state(&self, nr: i32) -> &AtomicU8 {
+        &self.chunk(nr).state[nr as usize % CHUNK]
+    }
+
+    fn lock(&self) -> PoolGuard<'_, Shared> {
+        if uproc_abi::lockstat::ENABLED {
+            self.lock_total
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.shared.lock()
+    }
+
+    /// Acquisitions of this namespace's pool lock (feature `lockstat`).
+    pub(crate) fn lock_acquisitions(&self) -> u64 {
+        self.shared.acquisitions()
+    }
+
+    /// Consumes one entry of `nr`: true if the caller now owns the number, false if the
+    /// entry was stale (the number is owned by whoever claimed it directly).
+    fn take_entry(&self, nr: i32) -> bool {
+        let st = self.state(nr);
+        let mut cur = st.load(Ordering::Relaxed);
+        loop {
+            let (to, owned) = match cur {
+                FREE => (TAKEN, true),
+                STALE => (TAKEN, false),
+                _ => {
+                    debug_assert!(false, "an entry of a number in state TAKEN");
+                    return false;
+                }
+            };
+            match st.compare_exchange(cur, to, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return owned,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+
+    /// Claims exactly `nr` (`set_tid`, the init-first rule, the exhaustion scan): false
+    /// if it is in use. Its entry stays where it is, now stale.
+    pub(crate) fn claim(&self, nr: i32) -> bool {
+        debug_assert!(nr > 0 && nr < self.limit);
+        self.state(nr)
+            .compare_exchange(FREE, STALE, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Gives back a number the caller owns (free, or a failed fork's rollback). The
+    /// caller cleared the slot first.
+    pub(crate) fn release(self: &Arc<Self>, nr: i32) {
+        let st = self.state(nr);
+        let mut cur = st.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(cur != FREE, "releasing a free number");
+            let to_pool = cur == TAKEN;
+            match st.compare_exchange(cur, FREE, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) if to_pool => break,
+                Ok(_) => return,
+                Err(seen) => cur = seen,
+            }
+        }
+        // The number needs a new entry: the back of the FIFO, through this thread's
+        // free batch.
+        let cached = CACHES.try_with(|c| {
+            let mut c = c.borrow_mut();
+            let e = self.entry(&mut c);
+            if e.free_len == self.batch {
+                let mut sh = self.lock();
+                sh.queue.extend(&e.free[..e.free_len]);
+                e.free_len = 0;
+            }
+            e.free[e.free_len] = nr;
+            e.free_len += 1;
+        });
+        if cached.is_err() {
+            // Thread-local storage already torn down: straight to the pool.
+            self.lock().queue.push_back(nr);
+        }
+    }
+
+    /// A number `< pid_max` for a new pid, in pool order; `None` when every number
+    /// below `pid_max` is in use (other threads' cached numbers included).
+    pub(crate) fn alloc(self: &Arc<Self>, pid_max: i32) -> Option<i32> {
+        let pid_max = pid_max.min(self.limit);
+        let cached = CACHES.try_with(|c| {
+            let mut c = c.borrow_mut();
+            let e = self.entry(&mut c);
+            loop {
+                if e.head == e.len && !self.refill(e, pid_max) {
+                    return None;
+                }
+                let nr = e.alloc[e.head];
+                e.head += 1;
+                if nr >= pid_max {
+                    // pid_max was lowered after this batch was filled: keep the entry
+                    // for when it is raised again.
+                    self.lock().queue.push_back(nr);
+                    continue;
+                }
+                if self.take_entry(nr) {
+                    return Some(nr);
+                }
+            }
+        });
+        match cached {
+            Ok(Some(nr)) => return Some(nr),
+            Ok(None) => {}
+            Err(_) => {
+                if let Some(nr) = self.alloc_uncached(pid_max) {
+                    return Some(nr);
+                }
+            }
+        }
+        self.scan(pid_max)
+    }
+
+    /// [`alloc`](Self::alloc) without a thread cache (thread-local storage already torn
+    /// down): one entry at a time, straight from the front of the pool.
+    #[cold]
+    fn alloc_uncached(&self, pid_max: i32) -> Option<i32> {
+        loop {
+            let nr = {
+                let mut sh = self.lock();
+                if sh.fresh_next < pid_max {
+                    sh.fresh_next += 1;
+                    sh.fresh_next - 1
+                } else {
+                    let pos = sh.queue.iter().position(|&nr| nr < pid_max)?;
+                    sh.queue.remove(pos).expect("position is in range")
+                }
+            };
+            if self.take_entry(nr) {
+                return Some(nr);
+            }
+        }
+    }
+
+    /// The pool is dry: claim any free number below `pid_max` directly, wherever its
+    /// entry is (another thread's batch, typically). `pid_max` stays exact: this fails
+    /// only when every number is in use.
+    #[cold]
+    fn scan(&self, pid_max: i32) -> Option<i32> {
+        (1..pid_max).find(|&nr| self.state(nr).load(Ordering::Relaxed) == FREE && self.claim(nr))
+    }
+
+    /// Under the pool lock: appends `e`'s free batch to the back of the FIFO and fills
+    /// its alloc batch from the front. False if nothing below `pid_max` was left.
+    fn refill(&self, e: &mut Entry, pid_max: i32) -> bool {
+        let mut sh = self.lock();
+        sh.queue.extend(&e.free[..e.free_len]);
+        e.free_len = 0;
+        let mut n = 0;
+        while n < self.batch && sh.fresh_next < pid_max {
+            e.alloc[n] = sh.fresh_next;
+            sh.fresh_next += 1;
+            n += 1;
+        }
+        // Entries at or above a lowered pid_max rotate to the back, each seen once.
+        let mut budget = sh.queue.len();
+        while n < self.batch && budget > 0 {
+            let Some(nr) = sh.queue.pop_front() else {
+                break;
+            };
+            budget -= 1;
+            if nr >= pid_max {
+                sh.queue.push_back(nr);
+                continue;
+            }
+            e.alloc[n] = nr;
+            n += 1;
+        }
+        e.head = 0;
+        e.len = n;
+        n > 0
+    }
+
+    /// This thread's entry for this pool, created (evicting the oldest) if needed.
+    fn entry<'c>(self: &Arc<Self>, c: &'c mut Caches) -> &'c mut Entry {
+        if let Some(i) = c.entries.iter().position(|e| e.id == self.id) {
+            return &mut c.entries[i];
+        }
+        if c.entries.len() == CACHED {
+            let mut old = c.entries.remove(0);
+            if let Some(pool) = old.pool.upgrade() {
+                pool.flush(&mut old);
+            }
+        }
+        let weak: Weak<dyn Flush> = Arc::downgrade(self) as Weak<dyn Flush>;
+        c.entries.push(Entry::new(self.id, weak));
+        c.entries.last_mut().expect("just pushed")
+    }
+
+    /// `find_pid`'s read: the object published under `nr`, without a lock.
+    #[inline]
+    pub(crate) fn find(&self, nr: i32) -> Option<Arc<T>> {
+        if nr <= 0 || nr >= self.limit {
+            return None;
+        }
+        let chunk = self.chunks[nr as usize / CHUNK].get()?;
+        chunk.slot[nr as usize % CHUNK].load_full()
+    }
+
+    /// Publishes `value` under `nr`, which the caller owns.
+    #[inline]
+    pub(crate) fn publish(&self, nr: i32, value: Arc<T>) {
+        self.chunk(nr).slot[nr as usize % CHUNK].store(Some(value));
+    }
+
+    /// Clears `nr`'s slot (before releasing the number).
+    #[inline]
+    pub(crate) fn unpublish(&self, nr: i32) {
+        self.chunk(nr).slot[nr as usize % CHUNK].store(None);
+    }
+
+    /// Every published object, ascending by number.
+    pub(crate) fn published(&self) -> Vec<Arc<T>> {
+        let mut out = Vec::new();
+        for c in self.chunks.iter().filter_map(OnceLock::get) {
+            out.extend(
+                c.slot
+                    .iter()
+                    .filter(|s| s.is_published())
+                    .filter_map(Slot::load_full),
+            );
+        }
+        out
+    }
+
+    /// Published numbers (`pid_allocated` without the flag).
+    pub(crate) fn allocated(&self) -> usize {
+        (self.word.load(Ordering::Acquire) & !ADDING) as usize
+    }
+
+    /// Free numbers below `pid_max` whose entry is in the shared pool (not in a thread's
+    /// cache): the reuse distance a number released now is guaranteed. Walks the pool:
+    /// for tests and diagnostics.
+    pub(crate) fn pool_len(&self, pid_max: i32) -> usize {
+        let pid_max = pid_max.min(self.limit);
+        let sh = self.lock();
+        let is_free = |nr: i32| self.state(nr).load(Ordering::Acquire) == FREE;
+        let fresh = (sh.fresh_next..pid_max).filter(|&nr| is_free(nr)).count();
+        let queued = sh
+            .queue
+            .iter()
+            .filter(|&&nr| nr < pid_max && is_free(nr))
+            .count();
+        fresh + queued
+    }
+}
+
+impl<T: Send + Sync + 'static> Flush for NumberPool<T> {
+    fn flush(&self, e: &mut Entry) {
+        let mut sh = self.lock();
+        // Unused alloc entries were at the front: they go back there, in order.
+        for &nr in e.alloc[e.head..e.len].iter().rev() {
+            sh.queue.push_front(nr);
+        }
+        sh.queue.extend(&e.free[..e.free_len]);
+        e.head = 0;
+        e.len = 0;
+        e.free_len = 0;
+    }
+}
+
+impl Entry {
+    fn new(id: u64, pool: Weak<dyn Flush>) -> Entry {
+        Entry {
+            id,
+            pool,
+            alloc: [0; MAX_BATCH],
+            head: 0,
+            len: 0,
+            free: [0; MAX_BATCH],
+            free_len: 0,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for NumberPool<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NumberPool")
+            .field("id", &self.id)
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,114 @@
+//! The synchronisation primitives of the `Scalable` number pool ([`crate::pool`]): std's
+//! (and `arc-swap`'s), or loom's under `cfg(loom)` so `tests/loom_pool.rs` can explore
+//! every interleaving of batch refill, exact claims, release, publish and lookup.
+//!
+//! The rest of the crate (the `Linux618`/`Linux70` idr under `pidmap_lock`) is not
+//! modelled: its locks are `parking_lot`'s and it has no lock-free part of its own.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+#[cfg(loom)]
+pub(crate) use loom::thread_local;
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::thread_local;
+
+use std::sync::Arc;
+
+/// One lookup slot of the number table: the published object with that number, if any.
+///
+/// `arc-swap`'s `ArcSwapOption` outside loom: a lookup is a lock-free load that pins the
+/// object (no reference-count write unless the caller keeps it), a publish is a store.
+/// Under loom, a loom `RwLock` with the same interface stands in (arc-swap is not
+/// loom-instrumented, and its own test suite covers it): the model checks the protocol
+/// around the slot, not the slot's internals.
+pub(crate) struct Slot<T> {
+    #[cfg(not(loom))]
+    inner: arc_swap::ArcSwapOption<T>,
+    #[cfg(loom)]
+    inner: loom::sync::RwLock<Option<Arc<T>>>,
+}
+
+impl<T> Slot<T> {
+    /// An empty slot.
+    pub(crate) fn empty() -> Slot<T> {
+        Slot {
+            #[cfg(not(loom))]
+            inner: arc_swap::ArcSwapOption::const_empty(),
+            #[cfg(loom)]
+            inner: loom::sync::RwLock::new(None),
+        }
+    }
+
+    /// The published object (an owned handle).
+    #[inline]
+    pub(crate) fn load_full(&self) -> Option<Arc<T>> {
+        #[cfg(not(loom))]
+        return self.inner.load_full();
+        #[cfg(loom)]
+        return self.inner.read().expect("slot lock").clone();
+    }
+
+    /// Whether something is published, without taking a reference.
+    #[inline]
+    pub(crate) fn is_published(&self) -> bool {
+        #[cfg(not(loom))]
+        return self.inner.load().is_some();
+        #[cfg(loom)]
+        return self.inner.read().expect("slot lock").is_some();
+    }
+
+    /// Publishes `value` (or clears the slot with `None`).
+    #[inline]
+    pub(crate) fn store(&self, value: Option<Arc<T>>) {
+        #[cfg(not(loom))]
+        self.inner.store(value);
+        #[cfg(loom)]
+        {
+            *self.inner.write().expect("slot lock") = value;
+        }
+    }
+}
+
+/// The per-namespace pool lock: a counted [`NamedMutex`](uproc_abi::lockstat::NamedMutex)
+/// (lockstat reports it with the runtime's global locks), or a loom mutex.
+pub(crate) struct PoolLock<T> {
+    #[cfg(not(loom))]
+    inner: uproc_abi::lockstat::NamedMutex<T>,
+    #[cfg(loom)]
+    inner: loom::sync::Mutex<T>,
+}
+
+/// The guard of a [`PoolLock`].
+#[cfg(not(loom))]
+pub(crate) type PoolGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+/// The guard of a [`PoolLock`].
+#[cfg(loom)]
+pub(crate) type PoolGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+impl<T> PoolLock<T> {
+    pub(crate) fn new(value: T) -> PoolLock<T> {
+        PoolLock {
+            #[cfg(not(loom))]
+            inner: uproc_abi::lockstat::NamedMutex::new("pidns_pool_lock", value),
+            #[cfg(loom)]
+            inner: loom::sync::Mutex::new(value),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> PoolGuard<'_, T> {
+        #[cfg(not(loom))]
+        return self.inner.lock();
+        #[cfg(loom)]
+        return self.inner.lock().expect("pool lock");
+    }
+
+    /// Acquisitions so far (0 without the `lockstat` feature, and under loom).
+    pub(crate) fn acquisitions(&self) -> u64 {
+        #[cfg(not(loom))]
+        return self.inner.acquisitions();
+        #[cfg(loom)]
+        return 0;
+    }
+}
