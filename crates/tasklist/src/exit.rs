@@ -160,11 +160,8 @@ fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitS
         } else if post.zap || !thread_group_empty(&t.group) {
             t.exit_state.store(DELAYED, Ordering::Release);
         } else {
-            t.exit_state.store(ZOMBIE, Ordering::Release);
             post.notify_self = true;
-            if do_notify_parent(t, false, &mut post.exit_signal) && claim(t) {
-                post.release_self = true;
-            }
+            post.release_self = publish_exit(t, &mut post.exit_signal);
         }
     }
     send_exit_signal(t, post.exit_signal.take());
@@ -189,19 +186,34 @@ pub(crate) fn claim(t: &TaskInner) -> bool {
         .is_ok()
 }
 
-/// `do_notify_parent`: the leader `t` became a reportable zombie. Queue SIGCHLD on the
-/// parent (unless the parent ignores it), or leave any other exit signal in `signal`
-/// for the caller to send once it dropped its locks ([`send_exit_signal`]); wake the
-/// parent's waiters.
-/// Returns whether `t` autoreaps (parent ignores SIGCHLD or set `SA_NOCLDWAIT`, or
-/// `t` has `autoreap`). The caller holds `tasklist_lock` (write), and the parent's
-/// `children` lock iff `parent_children_held` (rule 2: under the write lock any
-/// children locks; siglocks are leaves).
+/// The leader `t` (running or delayed) becomes reportable: [`do_notify_parent`] decides
+/// whether it autoreaps, its `exit_state` becomes DEAD (autoreap: the caller releases
+/// it) or ZOMBIE (a waiter may claim it), and only then are the parent's waiters woken.
+/// Deciding before publishing is what Linux's single `tasklist_lock` section gives: a
+/// waiter never sees an autoreaped child as a zombie, and a woken waiter always sees
+/// the new state. Returns whether `t` autoreaps. The caller holds `tasklist_lock`
+/// (write) and no `children` lock.
+pub(crate) fn publish_exit(t: &TaskInner, signal: &mut ParentSignal) -> bool {
+    let (autoreap, parent) = do_notify_parent(t, signal);
+    t.exit_state
+        .store(if autoreap { DEAD } else { ZOMBIE }, Ordering::Release);
+    if let Some(p) = parent {
+        p.group.wake_waiters();
+    }
+    autoreap
+}
+
+/// `do_notify_parent` without the wakeup: the leader `t` is becoming (or, reparented,
+/// already is) a reportable zombie. Queue SIGCHLD on the parent (unless the parent
+/// ignores it), or leave any other exit signal in `signal` for the caller to send once
+/// it dropped its locks ([`send_exit_signal`]). Returns whether `t` autoreaps (parent
+/// ignores SIGCHLD or set `SA_NOCLDWAIT`, or `t` has `autoreap`) and the parent whose
+/// waiters the caller wakes once `t`'s state is published. The caller holds
+/// `tasklist_lock` (write); this takes the parent's siglock (a leaf).
 pub(crate) fn do_notify_parent(
     t: &TaskInner,
-    parent_children_held: bool,
     signal: &mut ParentSignal,
-) -> bool {
+) -> (bool, Option<Arc<TaskInner>>) {
     let parent = t.group.sig.lock().real_parent.upgrade();
     let sig = t.exit_signal.load(Ordering::Acquire);
     let mut autoreap = t.group.autoreap.load(Ordering::Acquire);
@@ -224,15 +236,10 @@ pub(crate) fn do_notify_parent(
                     }
                 }
             }
-            if parent_children_held {
-                p.group.wait_chldexit.notify_all();
-            } else {
-                p.group.wake_waiters();
-            }
+            (autoreap, Some(p))
         }
-        None => autoreap = true,
+        None => (true, None),
     }
-    autoreap
 }
 
 /// `release_task`: reap `t` (already DEAD). pidfs exit info, pids uncharge, detach
@@ -307,8 +314,7 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
                 if ready {
                     let status = final_status(&l);
                     l.exit_code.store(status.raw(), Ordering::Release);
-                    l.exit_state.store(ZOMBIE, Ordering::Release);
-                    if do_notify_parent(&l, false, &mut leader_signal) && claim(&l) {
+                    if publish_exit(&l, &mut leader_signal) {
                         next = Some(l.clone());
                     }
                     notify_leader = Some((l, status));
@@ -376,7 +382,7 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     if ns.nr_allocated() > 1 {
         return false;
     }
-    let mut release = false;
+    let release;
     let mut exit_signal = None;
     let status;
     {
@@ -393,10 +399,7 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
         }
         status = final_status(l);
         l.exit_code.store(status.raw(), Ordering::Release);
-        l.exit_state.store(ZOMBIE, Ordering::Release);
-        if do_notify_parent(l, false, &mut exit_signal) && claim(l) {
-            release = true;
-        }
+        release = publish_exit(l, &mut exit_signal);
     }
     send_exit_signal(l, exit_signal);
     tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");

@@ -139,9 +139,11 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
         );
         // The exit signal was just reset to SIGCHLD: nothing is left to send later.
         let mut none = None;
+        // Already a zombie: a claim (CAS) decides against a waiter of the old parent.
+        // The new parent's waiters are woken below, once the list is complete.
         if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE
             && thread_group_empty(&c.0.group)
-            && do_notify_parent(&c.0, true, &mut none)
+            && do_notify_parent(&c.0, &mut none).0
             && claim(&c.0)
         {
             post.release.push(c.0.clone());
