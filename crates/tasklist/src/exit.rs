@@ -34,6 +34,24 @@ pub(crate) struct PostExit {
     notify_self: bool,
     /// The namespace init's group died: zap its namespace.
     pub(crate) zap: bool,
+    /// The exiting leader's exit signal, when it is not SIGCHLD.
+    exit_signal: ParentSignal,
+}
+
+/// An exit signal other than SIGCHLD that `do_notify_parent` decided to send: the
+/// parent and the signal. Delivered by [`send_exit_signal`] once the locks are dropped,
+/// because delivery takes the parent's actions (a fatal signal ends it, which takes
+/// the parent's locks and, under `Linux*`, `tasklist_lock`).
+pub(crate) type ParentSignal = Option<(Arc<TaskInner>, Signal)>;
+
+/// Delivers the exit signal of `child` to its parent as any signal is delivered
+/// (`__send_signal_locked` from `do_notify_parent`, not forced): an init ignores it as
+/// it ignores every signal without a handler, any other parent takes its default
+/// action (a fatal one ends it). Called with no lock held.
+pub(crate) fn send_exit_signal(child: &TaskInner, sig: ParentSignal) {
+    if let Some((parent, sig)) = sig {
+        let _ = crate::signal::send_group(&parent, sig, Some(child));
+    }
 }
 
 /// Whether the group has no attached thread but its leader (`thread_group_empty`).
@@ -158,13 +176,12 @@ fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitS
                 };
                 if !delayed {
                     post.notify_self = true;
-                    if do_notify_parent(t, parent) && claim(t) {
-                        post.release_self = true;
-                    }
+                    post.release_self = publish_exit(t, parent, &mut post.exit_signal);
                 }
             });
         }
     }
+    send_exit_signal(t, post.exit_signal.take());
     if post.notify_self {
         uproc_pidfs::do_notify_pidfd(&t.pid, status);
     }
@@ -186,39 +203,58 @@ pub(crate) fn claim(t: &TaskInner) -> bool {
         .is_ok()
 }
 
-/// `do_notify_parent`: the leader `t` became a reportable zombie. Queue its exit signal
-/// on `parent` (SIGCHLD unless the parent ignores it) and wake the parent's waiters.
-/// Returns whether `t` autoreaps (parent ignores SIGCHLD or set `SA_NOCLDWAIT`, or
-/// `t` has `autoreap`, or there is no parent). The caller holds the `children` lock of
-/// `parent`'s group (the one [`TaskInner::with_parent_children`] or a reparent holds),
-/// so the wakeup cannot be lost and the decision is made in the same critical section
-/// as the zombie transition; this takes `parent`'s siglock (rule 3).
-pub(crate) fn do_notify_parent(
+/// The leader `t` (running or delayed) becomes reportable: [`do_notify_parent`] decides
+/// whether it autoreaps, its `exit_state` becomes DEAD (autoreap: the caller releases
+/// it) or ZOMBIE (a waiter may claim it), and only then are the parent's waiters woken.
+/// The caller holds the `children` lock of `parent`'s group (the one
+/// [`TaskInner::with_parent_children`] gives), so the decision, the publication and the
+/// wakeup are one critical section for every waiter (they scan under that lock): a
+/// waiter never sees an autoreaped child as a zombie, and a woken waiter always sees
+/// the new state. Returns whether `t` autoreaps.
+pub(crate) fn publish_exit(
     t: &TaskInner,
     parent: Option<(&Arc<TaskInner>, &mut Children)>,
+    signal: &mut ParentSignal,
+) -> bool {
+    let p = parent.map(|(p, _held)| p);
+    let autoreap = do_notify_parent(t, p, signal);
+    t.exit_state
+        .store(if autoreap { DEAD } else { ZOMBIE }, Ordering::Release);
+    if let Some(p) = p {
+        p.group.wait_chldexit.notify_all();
+    }
+    autoreap
+}
+
+/// `do_notify_parent` without the wakeup: the leader `t` is becoming (or, reparented,
+/// already is) a reportable zombie of `parent`. Queue SIGCHLD on the parent (unless the
+/// parent ignores it), or leave any other exit signal in `signal` for the caller to
+/// send once it dropped its locks ([`send_exit_signal`]). Returns whether `t` autoreaps
+/// (parent ignores SIGCHLD or set `SA_NOCLDWAIT`, or `t` has `autoreap`, or there is no
+/// parent). The caller holds the `children` lock of `parent`'s group; this takes the
+/// parent's siglock (rule 3).
+pub(crate) fn do_notify_parent(
+    t: &TaskInner,
+    parent: Option<&Arc<TaskInner>>,
+    signal: &mut ParentSignal,
 ) -> bool {
     let sig = t.exit_signal.load(Ordering::Acquire);
     let mut autoreap = t.group.autoreap.load(Ordering::Acquire);
-    match parent {
-        Some((p, _held)) => {
-            {
-                let mut ps = p.group.sig.lock();
-                if sig == Signal::CHLD.raw() {
-                    match ps.sigchld {
-                        SigChld::Ignore => autoreap = true,
-                        SigChld::NoCldWait => {
-                            autoreap = true;
-                            ps.shared_pending.insert(Signal::CHLD);
-                        }
-                        SigChld::Default => ps.shared_pending.insert(Signal::CHLD),
-                    }
-                } else if let Ok(s) = Signal::new(sig) {
-                    ps.shared_pending.insert(s);
-                }
+    let Some(p) = parent else { return true };
+    let mut ps = p.group.sig.lock();
+    if sig == Signal::CHLD.raw() {
+        match ps.sigchld {
+            SigChld::Ignore => autoreap = true,
+            SigChld::NoCldWait => {
+                autoreap = true;
+                ps.shared_pending.insert(Signal::CHLD);
             }
-            p.group.wait_chldexit.notify_all();
+            SigChld::Default => ps.shared_pending.insert(Signal::CHLD),
         }
-        None => autoreap = true,
+    } else if let Ok(s) = Signal::new(sig) {
+        if !s.is_probe() {
+            *signal = Some((p.clone(), s));
+        }
     }
     autoreap
 }
@@ -254,6 +290,7 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     let mut free = FreeList::default();
     let mut next = None;
     let mut notify_leader = None;
+    let mut leader_signal = None;
     // Strong references dropped only after the locks (a drop may run a CssLink's
     // release, which takes css_set_lock, or free a pid: never under our locks).
     let mut unlinked: Option<Task> = None;
@@ -299,7 +336,7 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
                 if last_of_delayed {
                     let status = final_status(&l);
                     l.exit_code.store(status.raw(), Ordering::Release);
-                    if make_reportable(&l) {
+                    if make_reportable(&l, &mut leader_signal) {
                         next = Some(l.clone());
                     }
                     notify_leader = Some((l, status));
@@ -313,22 +350,19 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     drop(unlinked);
     tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
     if let Some((l, status)) = notify_leader {
+        send_exit_signal(&l, leader_signal);
         uproc_pidfs::do_notify_pidfd(&l.pid, status);
     }
     sys.process_zaps();
     next
 }
 
-/// A delayed leader `l` becomes a reportable zombie: DELAYED -> ZOMBIE, notify its
-/// parent, all under the parent group's `children` lock. Returns whether the caller
-/// claimed it for release (autoreap). The caller decided, under `l`'s siglock, that
+/// A delayed leader `l` becomes reportable ([`publish_exit`] under its parent group's
+/// `children` lock). Returns whether it autoreaps (the caller releases it). The caller decided, under `l`'s siglock, that
 /// it is the one to do this (and holds no lock of this crate but, under `Linux*`,
 /// `tasklist_lock`).
-fn make_reportable(l: &Arc<TaskInner>) -> bool {
-    l.with_parent_children(|parent| {
-        l.exit_state.store(ZOMBIE, Ordering::Release);
-        do_notify_parent(l, parent) && claim(l)
-    })
+fn make_reportable(l: &Arc<TaskInner>, signal: &mut ParentSignal) -> bool {
+    l.with_parent_children(|parent| publish_exit(l, parent, signal))
 }
 
 /// The status a leader reports: the group exit code if the group exited as a whole.
@@ -377,6 +411,7 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
         return false;
     }
     let status;
+    let mut exit_signal = None;
     let release = {
         let _tl = sys.tasklist_write_hot();
         if l.exit_state.load(Ordering::Acquire) != DELAYED {
@@ -395,8 +430,9 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
         }
         status = final_status(l);
         l.exit_code.store(status.raw(), Ordering::Release);
-        make_reportable(l)
+        make_reportable(l, &mut exit_signal)
     };
+    send_exit_signal(l, exit_signal);
     tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
     uproc_pidfs::do_notify_pidfd(&l.pid, status);
     if release {

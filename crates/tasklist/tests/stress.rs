@@ -174,15 +174,25 @@ fn run(profile: Profile) {
     }
     let pidmap = match profile {
         Profile::Linux618 => 3,
-        Profile::Linux70 | Profile::Scalable => 2,
+        Profile::Linux70 => 2,
+        Profile::Scalable => 0,
     };
     // A fork that fails at attach takes the pidmap_lock as a full cycle does (alloc +
-    // free), tasklist_lock once and css_set_lock once (can_fork).
-    assert_eq!(
-        after[0].write - before[0].write,
-        pidmap * (forks + eintr),
-        "{profile}: pidmap_lock per life cycle"
-    );
+    // free), tasklist_lock once and css_set_lock once (can_fork). `Scalable` refills
+    // per-thread number batches now and then (amortised: at most one per 20 cycles).
+    let pidmap_taken = after[0].write - before[0].write;
+    if profile == Profile::Scalable {
+        assert!(
+            pidmap_taken <= (forks + eintr) / 20 + 4,
+            "{profile}: pidmap_lock refills amortised ({pidmap_taken} for {forks} cycles)"
+        );
+    } else {
+        assert_eq!(
+            pidmap_taken,
+            pidmap * (forks + eintr),
+            "{profile}: pidmap_lock per life cycle"
+        );
+    }
     let tl = tasklist_writes_per_cycle(profile);
     assert_eq!(
         after[1].write - before[1].write,

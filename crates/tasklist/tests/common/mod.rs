@@ -61,6 +61,20 @@ pub fn assert_at_rest(sys: &System) {
     );
 }
 
+/// Iterations of a race test: `UPROC_RACE_ITERS` if set, else `release` in an optimised
+/// build and `debug` in a debug one (the window is hit often enough that the debug count
+/// still catches the bug with high probability; the release count is the full hammer).
+pub fn race_iterations(release: usize, debug: usize) -> usize {
+    std::env::var("UPROC_RACE_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) {
+            debug
+        } else {
+            release
+        })
+}
+
 /// `tasklist_lock` write acquisitions per life cycle (fork, exit, reap): Linux's three,
 /// none under `Scalable` (per-process locks only).
 pub fn tasklist_writes_per_cycle(p: Profile) -> u64 {
