@@ -229,3 +229,122 @@ fn stress_linux618() {
 fn stress_scalable() {
     run(Profile::Scalable);
 }
+
+/// One reparenting worker: per round, a (sometimes subreaper) holder S, a parent P under
+/// it, P's children and a grandchild. The children go to the other worker, which forks
+/// `CLONE_PARENT` siblings from them and ends them while this one ends P: their exits
+/// race P's reparenting of them (to S or to the runtime init). S then reaps until
+/// ECHILD: a child in flight between P and S would make it return early and leave a
+/// zombie behind, which the at-rest checks catch.
+fn reparent_worker(
+    init: Task,
+    seed: u64,
+    rounds: u64,
+    tx: std::sync::mpsc::Sender<Task>,
+    rx: std::sync::mpsc::Receiver<Task>,
+) -> Vec<WeakTask> {
+    let mut rng = Rng(seed);
+    let mut weaks = Vec::new();
+    for _ in 0..rounds {
+        let r = rng.next();
+        let s = fork(&init);
+        let subreaper = r % 2 == 0;
+        s.set_child_subreaper(subreaper);
+        let p = fork(&s);
+        let kids: Vec<Task> = (0..3).map(|_| fork(&p)).collect();
+        let g = fork(&kids[0]);
+        weaks.extend([s.downgrade(), p.downgrade(), g.downgrade()]);
+        for k in kids.iter().chain([&g]) {
+            tx.send(k.clone()).expect("the other worker lives");
+        }
+        drop(kids);
+        if (r >> 4) % 2 == 0 {
+            p.exit(0);
+        } else {
+            s.kill(s.pid_of(&p), Signal::KILL).expect("p is s's child");
+        }
+        // The other worker's four tasks.
+        for i in 0..4 {
+            let k = rx.recv().expect("the other worker lives");
+            weaks.push(k.downgrade());
+            if (r >> (8 + i)) % 2 == 0 {
+                if let Ok(sib) = k.fork(&CloneArgs {
+                    flags: CloneFlags::PARENT,
+                    ..Default::default()
+                }) {
+                    weaks.push(sib.downgrade());
+                    // A sibling forked after `k` moved to the runtime init is init's
+                    // own child (init never exits, so this cannot change): nobody else
+                    // reaps it. One forked under P or S moves with the others.
+                    let init_child = sib.parent().is_some_and(|x| x == init);
+                    sib.exit(7);
+                    if init_child {
+                        reap(&init, &sib);
+                    }
+                }
+            }
+            k.exit(i);
+        }
+        // S reaps P and every adopted descendant, until none is left.
+        loop {
+            match s.wait(WaitId::All, WaitOptions::EXITED) {
+                Ok(Some(_)) => {}
+                Err(uproc_abi::Errno::ECHILD) => break,
+                other => panic!("s.wait: {other:?}"),
+            }
+        }
+        s.exit(0);
+        reap(&init, &s);
+    }
+    weaks
+}
+
+fn run_reparent(profile: Profile) {
+    let sys: Arc<System> = system_with(profile);
+    let init = sys.init();
+    let rounds = cycles() / 50;
+    let (tx_a, rx_a) = std::sync::mpsc::channel();
+    let (tx_b, rx_b) = std::sync::mpsc::channel();
+    let hs: Vec<_> = [(1u64, tx_a, rx_b), (2, tx_b, rx_a)]
+        .into_iter()
+        .map(|(seed, tx, rx)| {
+            let init = init.clone();
+            std::thread::spawn(move || {
+                reparent_worker(
+                    init,
+                    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    rounds,
+                    tx,
+                    rx,
+                )
+            })
+        })
+        .collect();
+    let weaks: Vec<WeakTask> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    assert_eq!(sys.nr_tasks(), 1, "{profile}: only init is left; no zombie");
+    assert_eq!(
+        sys.root_ns().nr_allocated(),
+        1,
+        "{profile}: allocated pids == live tasks"
+    );
+    assert_eq!(sys.pidfs().index_len(), 1, "{profile}: pidfs index");
+    assert_eq!(sys.cgroup_root().pids_current(), 0, "{profile}: charges");
+    assert!(
+        init.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG)
+            .is_err_and(|e| e == uproc_abi::Errno::ECHILD),
+        "{profile}: init has no child left"
+    );
+    for w in &weaks {
+        assert!(
+            w.upgrade().is_none(),
+            "{profile}: every reaped task is freed"
+        );
+    }
+}
+
+#[test]
+fn stress_reparent_every_profile() {
+    for &p in Profile::ALL {
+        run_reparent(p);
+    }
+}
