@@ -2,7 +2,8 @@
 //! `release_task`, and the namespace-init death (`zap_pid_ns_processes`).
 //!
 //! The state machine of one thread (`exit_state`), all transitions but the reaper's CAS
-//! under `tasklist_lock` (write):
+//! under the parent group's `children` lock (a leader) or the group's siglock (a
+//! thread), and under `Linux*` also `tasklist_lock` (write):
 //!
 //! ```text
 //! RUNNING --exit, non-leader-------------------------------> DEAD (autoreap)
@@ -22,7 +23,7 @@ use crate::task::{Children, DEAD, DELAYED, RUNNING, Task, TaskInner, ThreadGroup
 use std::sync::Arc;
 use uproc_abi::{Signal, WaitStatus};
 
-/// What `exit_notify` decided under `tasklist_lock`, done after it is dropped.
+/// What `exit_notify` decided under its locks, done after they are dropped.
 #[derive(Default)]
 pub(crate) struct PostExit {
     /// Children that were zombies and are reaped now (reparented to an autoreaping

@@ -4,7 +4,9 @@
 //! 2. `alloc_pid` in `pid_ns_for_children` (or a new child namespace for NEWPID)
 //! 3. `CLONE_PIDFD`: `pidfd_prepare(.., PIDFD_STALE)`
 //! 4. `cgroup_can_fork`: pids charge (EAGAIN)
-//! 5. `tasklist_lock` (write): namespace still adding (ENOMEM), no fatal signal pending
+//! 5. attach (`Linux*`: inside `tasklist_lock` (write); every profile: the parent
+//!    group's `children` lock or, for a thread, the group's siglock): namespace still
+//!    adding (ENOMEM), no fatal signal pending
 //!    on the parent (EINTR), attach
 //! 6. `cgroup_post_fork`: link; SIGKILL the child if a cgroup.kill raced
 //!
@@ -196,7 +198,8 @@ impl Task {
             name: Mutex::new(*me.name.lock()),
             threads: Mutex::new(Vec::new()),
         });
-        // 5. attach under tasklist_lock (write): the only acquisition of fork.
+        // 5. attach: fork's only `tasklist_lock` acquisition (`Linux*`; none under
+        // `Scalable`).
         let attached = attach(&sys, me, &child, thread, parent_flag, autoreap);
         if let Err(e) = attached {
             // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.

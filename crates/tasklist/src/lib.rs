@@ -23,54 +23,81 @@
 //!
 //! # THE LOCK ORDER
 //!
+//! Every profile runs the same per-process protocol; the `Linux*` profiles also take
+//! the global `tasklist_lock` around the tree changes, exactly where Linux does.
+//!
 //! ```text
-//! tasklist_lock (NamedRwLock, global)
-//!   -> a group's `children` lock (one; several only under tasklist_lock write)
-//!     -> a group's siglock (`sig`)                    [leaf, except:]
-//!       -> per-task leaf mutexes (hook, threads, name, ns_for_children), Pid::task_slot
+//! tasklist_lock (NamedRwLock, global)       Linux*: fork attach, exit_notify, release
+//!   |                                        every profile: slow paths only
+//!   -> a dying group D's `children` lock
+//!     -> its reaper R's `children` lock      (R: an ancestor of D, or D's namespace init)
+//!       -> a group's siglock (`sig`)         [one at a time, leaf, except:]
+//!         -> per-task leaf mutexes (hook, threads, name, ns_for_children), Pid::task_slot
 //! ```
 //!
 //! 1. `tasklist_lock` is taken before any lock of this crate and never while one is
-//!    held. Write: fork's attach (1), `exit_notify` (1), `release_task` (1) — exactly
-//!    three per life cycle of a plain child — plus the rare paths (setpgid, setsid, the
-//!    end of a namespace init's zap). Read: slow paths only (kill -1, kill -pgid, the
-//!    stop/continue parent notification, subreaper propagation, the zap's walk).
-//! 2. A group's `children` list is modified only with `tasklist_lock` (write) AND that
-//!    group's `children` lock held, so a waiter holding only its own group's lock sees a
-//!    consistent list. Holding two or more `children` locks is allowed only under
-//!    `tasklist_lock` (write), which makes their order free: every other holder of a
-//!    `children` lock holds just that one and waits for no other children lock.
-//! 3. The siglock is a leaf: while holding it nothing else is acquired but the per-task
-//!    leaf mutexes. Siglocks are never nested in each other.
-//! 4. The locks of other crates: `pidmap_lock` (inside `alloc_pid` / `free_pid` /
-//!    `disable_pid_allocation`) is never taken under `tasklist_lock` in `Linux70` (the
-//!    pids of a reap are freed after it is dropped); in `Linux618`, `free_pid` runs under
-//!    `tasklist_lock` (write), as 6.18 did, so there `tasklist_lock -> pidmap_lock`.
-//!    `css_set_lock` is never taken under any lock of this crate: `can_fork` before the
-//!    attach, `post_fork` after it, `task_dead` before `exit_notify`, `release` before
-//!    `release_task` locks; the cgroup crate may call [`CgroupMember`] methods (which
-//!    take a siglock) under `css_set_lock`, so `css_set_lock -> siglock`. pidfs is called
-//!    (`pidfd_prepare_stale`, `pidfs_exit`, `do_notify_pidfd`) with none of our locks
-//!    held, and calls our [`PidfdBackend`] with none of its own.
-//! 5. No user code (signal hooks, pidfd wakers) runs under any lock; no guard leaves
-//!    the crate.
+//!    held. `Linux618`/`Linux70` write it at fork's attach (1), `exit_notify` (1) and
+//!    `release_task` (1) — exactly three per life cycle of a plain child, as Linux —
+//!    and read it for the stop/continue parent notification. `Scalable` takes it on
+//!    none of these. Every profile takes it for the slow paths: setpgid, setsid (write;
+//!    it also guards the index of process-group ids), kill -1, kill -pgid, the
+//!    subreaper marking walk and the namespace zap's walk (read).
+//! 2. A group's `children` list, a child's `real_parent`, `exit_state` (of a leader),
+//!    `exit_signal` and `autoreap` change only under the `children` lock of the
+//!    parent group (both the old and the new one for a reparent). So a waiter holding
+//!    its own group's lock sees a consistent list and no child in flight, and a
+//!    child's exit, which locks its parent's list and re-checks `real_parent` under it
+//!    (`TaskInner::with_parent_children`, retrying if a reparent moved it), notifies
+//!    exactly its current parent, in the same critical section as its zombie
+//!    transition and the autoreap decision.
+//! 3. At most two `children` locks are held at once, only by `forget_original_parent`:
+//!    the dying group D's, then its reaper R's. R is a live subreaper ancestor of D
+//!    (or a live thread of it), or D's namespace init, which, when it dies itself,
+//!    never takes a second `children` lock. A group holding a `children` lock while
+//!    waiting for another is dying (no live thread), and a dying group is never chosen
+//!    as a reaper except a namespace init: a wait-for chain D1 -> R1 = D2 -> R2 ... only
+//!    climbs towards inits and cannot cycle. D marks its list closed before it hands
+//!    the children on, in the same critical section: a fork attaching under D's lock
+//!    sees it and fails (EINTR; a `CLONE_PARENT` fork re-reads its parent and retries),
+//!    and a reparent that finds R's list closed looks for R's own reaper (a namespace
+//!    init keeps adopting: its orphans autoreap).
+//! 4. The siglock is a leaf: while holding it nothing else is acquired but the per-task
+//!    leaf mutexes. Siglocks are never nested in each other. Inside a `children` lock
+//!    any number of siglocks are taken one after another (children's, parent's).
+//! 5. The locks of other crates: `pidmap_lock` (inside `alloc_pid` / `free_pid` /
+//!    `disable_pid_allocation`) is never taken under a lock of this crate in `Linux70`
+//!    and `Scalable` (the pids of a reap are freed after the locks are dropped); in
+//!    `Linux618`, `free_pid` runs under `tasklist_lock` (write), as 6.18 did, so there
+//!    `tasklist_lock -> pidmap_lock`. `css_set_lock` is never taken under any lock of
+//!    this crate: `can_fork` before the attach, `post_fork` after it, `task_dead` before
+//!    `exit_notify`, `release` before `release_task` locks; the cgroup crate may call
+//!    [`CgroupMember`] methods (which take a siglock) under `css_set_lock`, so
+//!    `css_set_lock -> siglock`. pidfs is called (`pidfd_prepare_stale`, `pidfs_exit`,
+//!    `do_notify_pidfd`) with none of our locks held, and calls our [`PidfdBackend`]
+//!    with none of its own.
+//! 6. No user code (signal hooks, pidfd wakers) runs under any lock; no guard leaves
+//!    the crate. Exit signals other than SIGCHLD are delivered after the locks.
 //!
 //! Per life cycle (fork + exit + reap of a plain child) the named global locks are taken
-//! exactly: `tasklist_lock` write 3; `pidmap_lock` 2 (`Linux70`: alloc, free) or 3
-//! (`Linux618`: reserve, publish, free); `css_set_lock` 3 (can_fork, post_fork,
-//! task_dead). Waiting never takes `tasklist_lock`.
+//! exactly: `tasklist_lock` write 3 (`Linux*`) or 0 (`Scalable`); `pidmap_lock` 2
+//! (`Linux70`: alloc, free), 3 (`Linux618`: reserve, publish, free) or an amortised
+//! batch refill (`Scalable`); `css_set_lock` 3 (can_fork, post_fork, task_dead).
+//! Waiting never takes `tasklist_lock`.
 //!
 //! # Which lock protects which field
 //!
-//! | field | written under | read under |
+//! | field | written under (`Linux*` adds `tasklist_lock` W on fork/exit/reap) | read under |
 //! |---|---|---|
-//! | group `children` list | `tasklist_lock` (W) + `children` | `children` |
-//! | `exit_state` | `tasklist_lock` (W), except the reaper's CAS ZOMBIE->DEAD | lock-free (Acquire) |
-//! | `real_parent`, pgrp, session | `tasklist_lock` (W) + siglock | siglock |
-//! | pending sets, group exit, stop state, SIGCHLD disposition, thread list | siglock | siglock |
+//! | group `children` list, `closed` | that group's `children` | `children` |
+//! | leader `exit_state` | parent group's `children` (+ own siglock for DELAYED), except the reaper's CAS ZOMBIE->DEAD under the same lock | lock-free (Acquire) |
+//! | thread `exit_state` | own group's siglock | lock-free (Acquire) |
+//! | `real_parent` | old and new parent groups' `children` + own siglock | siglock, or the parent group's `children` after the re-check |
+//! | `exit_signal`, `autoreap` | fork / parent groups' `children` on reparent | lock-free (Acquire) |
+//! | pgrp, session (`ids`, shared `Arc` counted) | siglock (+ `tasklist_lock` W for setpgid/setsid) | siglock |
+//! | index of process-group ids (slow path) | `tasklist_lock` (W) | `tasklist_lock` (W) |
+//! | pending sets, group exit, stop state, SIGCHLD disposition, thread list, `nr_live` | siglock | siglock |
 //! | stop / continue reports | siglock (set), waiter's swap (consume) | lock-free |
-//! | pgrp/session usage table | `tasklist_lock` (W) | `tasklist_lock` |
-//! | `Pid::task_slot` | `tasklist_lock` (W) | its own RwLock |
+//! | `Pid::task_slot` | fork's attach / release (own slot lock) | its own lock |
 //!
 //! # Life cycle (kernel function each piece models)
 //!
@@ -185,6 +212,163 @@ pub mod loom_model {
         /// A waiter consumes the stop report (once).
         pub fn take_stop(&self) -> i32 {
             self.stop.swap(0, Ordering::AcqRel)
+        }
+    }
+
+    /// The per-process locking of exit vs. reparent vs. wait vs. fork (`Scalable`), in
+    /// miniature: the same protocol as `reparent.rs`, `exit.rs`, `fork.rs` and
+    /// `wait.rs`, with loom's mutexes, over groups named by index.
+    ///
+    /// - a dying group closes its `children` list and hands its children to its reaper
+    ///   while holding its own list, then the reaper's (descendant before ancestor); a
+    ///   reaper whose list is closed is passed over for its own reaper, except an init
+    ///   (its own reaper), which keeps adopting;
+    /// - a child's exit locks its parent's list, re-checks `real_parent` (under its own
+    ///   siglock) and retries if it moved, then publishes ZOMBIE and notifies in one
+    ///   critical section;
+    /// - a reparented zombie is re-notified to the new parent;
+    /// - a waiter scans and claims under its own list's lock; a fork attaches under
+    ///   the parent's list lock unless it is closed.
+    pub mod family {
+        use crate::sync::{AtomicU8, AtomicU32, Ordering};
+        use loom::sync::Mutex;
+
+        /// A child list (`children` lock).
+        #[derive(Debug, Default)]
+        pub struct List {
+            /// The children, by group index.
+            pub list: Vec<usize>,
+            /// Set by the group's death.
+            pub closed: bool,
+        }
+
+        /// One process.
+        #[derive(Debug)]
+        pub struct Group {
+            /// The `children` lock and list.
+            pub children: Mutex<List>,
+            /// `real_parent`, under the group's siglock.
+            pub parent: Mutex<usize>,
+            /// RUNNING / ZOMBIE / DEAD.
+            pub state: AtomicU8,
+            /// Exit notifications received (SIGCHLD queued).
+            pub notified: AtomicU32,
+            /// Where this group's children go when it dies (its subreaper ancestor or
+            /// init; an init names itself).
+            pub reaper: usize,
+        }
+
+        /// A process tree.
+        #[derive(Debug)]
+        pub struct World {
+            /// The groups, by index.
+            pub groups: Vec<Group>,
+        }
+
+        impl World {
+            /// Groups with these `(parent, reaper)`; group `i` is on its parent's list
+            /// when `attached[i]`.
+            pub fn new(shape: &[(usize, usize, bool)]) -> World {
+                let groups: Vec<Group> = shape
+                    .iter()
+                    .map(|&(parent, reaper, _)| Group {
+                        children: Mutex::new(List::default()),
+                        parent: Mutex::new(parent),
+                        state: AtomicU8::new(crate::task::RUNNING),
+                        notified: AtomicU32::new(0),
+                        reaper,
+                    })
+                    .collect();
+                for (i, &(parent, _, attached)) in shape.iter().enumerate() {
+                    if attached && parent != i {
+                        groups[parent].children.lock().unwrap().list.push(i);
+                    }
+                }
+                World { groups }
+            }
+
+            /// `exit_notify` of group `g`'s last thread.
+            pub fn exit(&self, g: usize) {
+                self.forget_original_parent(g);
+                self.publish_exit(g);
+            }
+
+            fn forget_original_parent(&self, g: usize) {
+                let mut mine = self.groups[g].children.lock().unwrap();
+                mine.closed = true;
+                if mine.list.is_empty() {
+                    return;
+                }
+                let mut r = self.groups[g].reaper;
+                loop {
+                    let mut theirs = self.groups[r].children.lock().unwrap();
+                    if theirs.closed && self.groups[r].reaper != r {
+                        drop(theirs);
+                        r = self.groups[r].reaper;
+                        continue;
+                    }
+                    for c in mine.list.drain(..) {
+                        *self.groups[c].parent.lock().unwrap() = r;
+                        if self.groups[c].state.load(Ordering::Acquire) == crate::task::ZOMBIE {
+                            self.groups[r].notified.fetch_add(1, Ordering::AcqRel);
+                        }
+                        theirs.list.push(c);
+                    }
+                    return;
+                }
+            }
+
+            fn publish_exit(&self, g: usize) {
+                let mut p = *self.groups[g].parent.lock().unwrap();
+                loop {
+                    let _held = self.groups[p].children.lock().unwrap();
+                    let now = *self.groups[g].parent.lock().unwrap();
+                    if now == p {
+                        self.groups[g]
+                            .state
+                            .store(crate::task::ZOMBIE, Ordering::Release);
+                        self.groups[p].notified.fetch_add(1, Ordering::AcqRel);
+                        return;
+                    }
+                    drop(_held);
+                    p = now;
+                }
+            }
+
+            /// A non-blocking wait by `w`: claims and unlinks one zombie child.
+            pub fn try_wait(&self, w: usize) -> Option<usize> {
+                let mut ch = self.groups[w].children.lock().unwrap();
+                let i = ch.list.iter().position(|&c| {
+                    self.groups[c]
+                        .state
+                        .compare_exchange(
+                            crate::task::ZOMBIE,
+                            crate::task::DEAD,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        )
+                        .is_ok()
+                })?;
+                Some(ch.list.remove(i))
+            }
+
+            /// Fork's attach of the new group `d` to `g`: fails on a closed list.
+            pub fn fork(&self, g: usize, d: usize) -> bool {
+                let mut ch = self.groups[g].children.lock().unwrap();
+                if ch.closed {
+                    return false;
+                }
+                *self.groups[d].parent.lock().unwrap() = g;
+                ch.list.push(d);
+                true
+            }
+
+            /// Every list that holds `c`.
+            pub fn lists_holding(&self, c: usize) -> Vec<usize> {
+                (0..self.groups.len())
+                    .filter(|&g| self.groups[g].children.lock().unwrap().list.contains(&c))
+                    .collect()
+            }
         }
     }
 }

@@ -108,8 +108,9 @@ pub(crate) struct TaskInner {
     pub(crate) group: Arc<ThreadGroup>,
     /// `thread_group_leader()`. Immutable.
     pub(crate) leader: bool,
-    /// `exit_state`: RUNNING / ZOMBIE / DELAYED / DEAD. Written under `tasklist_lock`
-    /// (write) except ZOMBIE -> DEAD, a CAS by the reaper that wins it.
+    /// `exit_state`: RUNNING / ZOMBIE / DELAYED / DEAD. Written under the parent
+    /// group's `children` lock (a leader; a thread: its group's siglock), including
+    /// ZOMBIE -> DEAD, a CAS by the reaper that wins it.
     pub(crate) exit_state: AtomicU8,
     /// The raw wait status this thread exited with (valid once `exit_state != RUNNING`).
     pub(crate) exit_code: AtomicI32,
@@ -120,7 +121,7 @@ pub(crate) struct TaskInner {
     /// Post-fork done (`wake_up_new_task`). Read and written under the group siglock.
     pub(crate) started: AtomicBool,
     /// `exit_signal` (leaders): the signal the parent gets at exit; 0 for none.
-    /// Written at fork and on reparent (under `tasklist_lock` write).
+    /// Written at fork and on reparent (under the parent groups' `children` locks).
     pub(crate) exit_signal: AtomicI32,
     /// Per-thread pending signals (`task->pending`), bit `n-1` for signal `n`.
     pub(crate) pending: AtomicU64,
@@ -139,16 +140,16 @@ pub(crate) struct TaskInner {
     /// `comm`. Own lock (leaf).
     pub(crate) name: Mutex<Comm>,
     /// Leader only: strong references to the other threads of the group (the leader is
-    /// released last, so it is the natural owner). Modified under `tasklist_lock`
-    /// (write); own lock (leaf).
+    /// released last, so it is the natural owner). Own lock (leaf), taken after the
+    /// group's siglock is dropped by fork's thread attach and a thread's release.
     pub(crate) threads: Mutex<Vec<Task>>,
 }
 
 /// One process (thread group).
 pub(crate) struct ThreadGroup {
     /// The children of every thread of the group (child thread-group leaders, fork
-    /// order). Modified only with `tasklist_lock` (write) AND this lock held, so a
-    /// waiter holding only this lock sees a consistent list.
+    /// order). Modified only with this lock held (and `tasklist_lock` (write) under
+    /// `Linux*`), so a waiter holding only this lock sees a consistent list.
     pub(crate) children: Mutex<Children>,
     /// `signal->wait_chldexit`, paired with `children`.
     pub(crate) wait_chldexit: Condvar,

@@ -2,8 +2,8 @@
 //! `wait_task_stopped`, `wait_task_continued`.
 //!
 //! A waiter never takes `tasklist_lock`: it scans its own group's children list under
-//! the group's `children` lock (the list only changes with `tasklist_lock` (write) AND
-//! that lock held), reads each child's lock-free `exit_state` and stop/continue
+//! the group's `children` lock (the list, a leader child's `exit_state` and its
+//! `real_parent` only change with that lock held), reads each child's lock-free `exit_state` and stop/continue
 //! reports, claims a zombie with a CAS (ZOMBIE -> DEAD), and reaps it after dropping the
 //! lock. With nothing ready it sleeps on `wait_chldexit`, which every state change of a
 //! child signals while holding the same lock: no lost wakeup, no polling.
