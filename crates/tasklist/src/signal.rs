@@ -258,26 +258,67 @@ pub(crate) fn kill_pgrp(
     sig: Signal,
     sender: Sender<'_>,
 ) -> Result<(), Errno> {
-    let members: Vec<Arc<TaskInner>> = {
-        let _r = sys.tasklist_lock.read();
+    let results = walk_and_signal(sys, sig, sender, || {
         sys.root_ns
             .pids()
             .iter()
             .filter_map(|p| pid_task(p))
             .filter(|t| t.leader && t.group.sig.lock().in_pgrp(pgrp))
             .collect()
-    };
-    if members.is_empty() {
-        return Err(Errno::ESRCH);
-    }
+    });
     let mut result = Err(Errno::ESRCH);
-    for m in &members {
-        let r = send_group(m, sig, sender);
+    for r in results {
         if r.is_ok() || result.is_err() {
             result = r;
         }
     }
     result
+}
+
+/// The walk of `kill(-1)` and `kill(-pgid)`: collects the targets with `collect` under
+/// `tasklist_lock` (read) and signals each (after the lock). Returns every send's
+/// result, none when nothing matched.
+///
+/// Linux sends while it holds `tasklist_lock` (read), which no fork's attach can
+/// enter, so a child forked concurrently is either found or its parent's fork sees the
+/// signal. uproc sends after the walk (delivery may end bare tasks, which takes locks
+/// a walk must not hold), and `Scalable`'s forks do not take `tasklist_lock` at all:
+/// so after a fatal signal the walk runs once more and signals what it did not find
+/// the first time. A parent signalled after the first walk either fails its fork (the
+/// attach checks for a pending fatal signal under the parent's siglock) or had passed
+/// that check, holding its group's `children` lock until the child is attached; the
+/// fatal delivery takes that lock to wake the group's waiters ([`complete_fatal`]), so
+/// it returns only once the child is attached and the second walk finds it. A
+/// signalled process forks no more. (A `CLONE_PARENT` fork attaches under the
+/// grandparent's lock and can still slip between the walks.)
+fn walk_and_signal(
+    sys: &System,
+    sig: Signal,
+    sender: Sender<'_>,
+    collect: impl Fn() -> Vec<Arc<TaskInner>>,
+) -> Vec<Result<(), Errno>> {
+    let first = {
+        let _r = sys.tasklist_lock.read();
+        collect()
+    };
+    let mut results: Vec<_> = first.iter().map(|t| send_group(t, sig, sender)).collect();
+    let fatal = matches!(
+        sig.default_action(),
+        DefaultAction::Term | DefaultAction::Core
+    );
+    if fatal && !first.is_empty() {
+        let second = {
+            let _r = sys.tasklist_lock.read();
+            collect()
+        };
+        for t in second
+            .iter()
+            .filter(|t| !first.iter().any(|f| Arc::ptr_eq(f, t)))
+        {
+            results.push(send_group(t, sig, sender));
+        }
+    }
+    results
 }
 
 fn find_in(ns: &PidNamespace, nr: i32) -> Option<Arc<TaskInner>> {
@@ -309,25 +350,18 @@ impl Task {
             return kill_pgrp(&sys, &pgrp, sig, me);
         }
         if pid == -1 {
-            let targets: Vec<Arc<TaskInner>> = {
-                let _r = sys.tasklist_lock.read();
+            let results = walk_and_signal(&sys, sig, me, || {
                 ns.pids()
                     .iter()
                     .filter(|p| p.nr_in(ns) > 1)
                     .filter_map(|p| pid_task(p))
                     .filter(|t| t.leader && !Arc::ptr_eq(&t.group, &self.0.group))
                     .collect()
-            };
-            if targets.is_empty() {
+            });
+            if results.is_empty() {
                 return Err(Errno::ESRCH);
             }
-            let mut result = Ok(());
-            for t in &targets {
-                if let Err(e) = send_group(t, sig, me) {
-                    result = Err(e);
-                }
-            }
-            return result;
+            return results.into_iter().find(Result::is_err).unwrap_or(Ok(()));
         }
         let Some(nr) = pid.checked_neg() else {
             return Err(Errno::ESRCH); // INT_MIN

@@ -386,6 +386,46 @@ fn fatal_signal_to_a_stopped_process_waits_for_sigcont_only_sigkill_wakes_it() {
     }
 }
 
+/// `kill(-1, SIGKILL)` racing a process that forks as fast as it can: every child the
+/// process managed to attach dies too (a child attached during the walk is found, or
+/// the fork fails on the pending signal); nothing survives the kill.
+fn kill_minus_one_reaches_children_forked_during_the_walk() {
+    for _ in 0..race_iterations(200, 20) {
+        let sys = system();
+        let init = sys.init();
+        let p = fork(&init);
+        let forker = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let mut kids = Vec::new();
+                while let Ok(c) = p.fork(&uproc_tasklist::CloneArgs::default()) {
+                    kids.push(c);
+                }
+                kids
+            })
+        };
+        while sys.nr_tasks() < 3 {
+            std::thread::yield_now();
+        }
+        init.kill(-1, Signal::KILL).unwrap();
+        let kids = forker.join().unwrap();
+        assert!(!kids.is_empty());
+        for k in &kids {
+            assert!(
+                !k.is_alive(),
+                "{}: a child forked during kill(-1) survived",
+                profile()
+            );
+        }
+        reap(&init, &p);
+        assert_eq!(
+            sys.nr_tasks(),
+            1,
+            "the killed children were autoreaped by init"
+        );
+    }
+}
+
 every_profile!(
     kill_errors_and_probe,
     bare_task_dies_at_once_from_default_term_and_core_signals,
@@ -395,4 +435,5 @@ every_profile!(
     kill_process_group_and_zero_and_minus_one,
     tgkill_rules,
     setpgid_and_setsid_rules,
+    kill_minus_one_reaches_children_forked_during_the_walk,
 );
