@@ -70,3 +70,56 @@ pub const PID_MAX_LIMIT: i32 = 4 * 1024 * 1024;
 pub const PID_MAX_MIN: i32 = RESERVED_PIDS + 1;
 /// The deepest namespace level (`MAX_PID_NS_LEVEL`): level 33 fails with ENOSPC.
 pub const MAX_PID_NS_LEVEL: u32 = 32;
+
+/// The `Scalable` number pool on its own, for `tests/loom_pool.rs`: loom cannot run the
+/// rest of the crate (its locks are `parking_lot`'s), and does not need to.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model {
+    use std::sync::Arc;
+
+    /// A pool of numbers `1..limit` whose slots publish `u32`s.
+    #[derive(Debug, Clone)]
+    pub struct Pool(Arc<crate::pool::NumberPool<u32>>);
+
+    impl Pool {
+        /// A pool for numbers `1..limit`, refilled `batch` at a time.
+        pub fn new(limit: i32, batch: usize) -> Pool {
+            Pool(crate::pool::NumberPool::new(
+                limit,
+                batch,
+                Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            ))
+        }
+
+        /// The next number below `pid_max` in pool order (batches, then the scan).
+        pub fn alloc(&self, pid_max: i32) -> Option<i32> {
+            self.0.alloc(pid_max)
+        }
+
+        /// `set_tid`'s exact claim.
+        pub fn claim(&self, nr: i32) -> bool {
+            self.0.claim(nr)
+        }
+
+        /// Gives an owned number back.
+        pub fn release(&self, nr: i32) {
+            self.0.release(nr)
+        }
+
+        /// Publishes `v` under the owned number `nr`.
+        pub fn publish(&self, nr: i32, v: u32) {
+            self.0.publish(nr, Arc::new(v))
+        }
+
+        /// Clears `nr`'s slot.
+        pub fn unpublish(&self, nr: i32) {
+            self.0.unpublish(nr)
+        }
+
+        /// `find_pid`'s lock-free read.
+        pub fn find(&self, nr: i32) -> Option<u32> {
+            self.0.find(nr).map(|v| *v)
+        }
+    }
+}

@@ -14,29 +14,32 @@
 //!   thread B: alloc batch [76 77 ..]     free batch [..]        ▼  `batch` ops)
 //!
 //!   chunks (4096 numbers each, allocated on first use):
-//!     state[nr]: FREE | TAKEN | STALE   (AtomicU8; the arbiter of ownership)
+//!     state[nr]: OWNED bit | entries out (AtomicU8; the arbiter of ownership)
 //!     slot[nr]:  ArcSwapOption<Pid>      (find_pid reads it, no lock)
 //!   word: allocated count | ADDING bit (Linux's pid_allocated with PIDNS_ADDING)
 //! ```
 //!
 //! # Ownership of a number
 //!
-//! Every number has exactly one *entry* (in the fresh range, the queue, an alloc batch
-//! or a free batch) while its state is `FREE` or `STALE`, and none while it is `TAKEN`:
+//! A number's state byte holds an `OWNED` bit (a pid has it) and the count of its
+//! *entries* that are out: in the fresh range, the queue, an alloc batch or a free
+//! batch. Every transition is a compare-exchange on that byte, so exactly one thread
+//! wins each number:
 //!
-//! - `FREE`: nobody owns it; its entry is somewhere in the pool or a cache.
-//! - `TAKEN`: a pid owns it; no entry anywhere.
-//! - `STALE`: a pid owns it, but it was claimed directly (`set_tid`, the init-first rule,
-//!   or the exhaustion scan) while its entry still sits in the pool or a cache.
+//! - popping an entry: if it is the number's last entry and nobody owns the number, the
+//!   popper owns it (`1 -> OWNED`); otherwise the entry is dropped (count - 1);
+//! - a direct claim (`set_tid`, the init-first rule, the exhaustion scan): set `OWNED`
+//!   if clear, leaving the entries where they are;
+//! - a release: clear `OWNED` and add one entry (count + 1) at the back of the FIFO,
+//!   through the releasing thread's free batch.
 //!
-//! Transitions (every one a compare-exchange on the state byte, so exactly one thread
-//! wins each number): popping an entry does `FREE -> TAKEN` (own it) or `STALE -> TAKEN`
-//! (the entry was stale: drop it, the owner keeps the number); a direct claim does
-//! `FREE -> STALE`; a release does `TAKEN -> FREE` and adds a new entry to the
-//! releasing thread's free batch, or `STALE -> FREE` and adds none (the old entry is
-//! still out there). Hence a number is never live twice, and the pool never holds two
-//! entries of one number, whatever `set_tid` does.
-//!
+//! So a number is never live twice, and a number freed is handed out again only when
+//! its newest entry comes out of the pool: the older ones (left behind by a direct
+//! claim) are dropped on the way. The count is capped at [`MAX_ENTRIES`]: a number
+//! claimed directly again and again while its entries are out stops getting new ones,
+//! which bounds the pool's size whatever `set_tid` does (and only that number loses its
+//! place in the order).
+
 //! # Memory orderings
 //!
 //! Claims are `AcqRel` compare-exchanges and releases `Release` ones: the new owner's
@@ -71,9 +74,14 @@ pub(crate) const MAX_BATCH: usize = 64;
 /// more returns the least recently used one's numbers to its pool.
 const CACHED: usize = 8;
 
-const FREE: u8 = 0;
-const TAKEN: u8 = 1;
-const STALE: u8 = 2;
+/// State bit: a pid owns the number.
+const OWNED: u8 = 0x80;
+/// State bits: how many entries of the number are out (in the pool or a batch).
+const ENTRIES: u8 = 0x7f;
+/// The most entries one number may have out (bounds the pool whatever `set_tid` does).
+const MAX_ENTRIES: u8 = 4;
+/// A number never handed out: free, its one entry in the fresh range.
+const FRESH: u8 = 1;
 
 /// `PIDNS_ADDING` in [`NumberPool::word`]: the namespace still accepts new pids.
 pub(crate) const ADDING: u64 = 1 << 63;
@@ -88,7 +96,7 @@ struct Chunk<T> {
 impl<T> Chunk<T> {
     fn new() -> Box<Chunk<T>> {
         Box::new(Chunk {
-            state: (0..CHUNK).map(|_| AtomicU8::new(FREE)).collect(),
+            state: (0..CHUNK).map(|_| AtomicU8::new(FRESH)).collect(),
             slot: (0..CHUNK).map(|_| Slot::empty()).collect(),
         })
     }
@@ -201,34 +209,36 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         self.shared.acquisitions()
     }
 
-    /// Consumes one entry of `nr`: true if the caller now owns the number, false if the
-    /// entry was stale (the number is owned by whoever claimed it directly).
+    /// Consumes one entry of `nr`: true if the caller now owns the number (it was the
+    /// number's last outstanding entry and nobody owned it), false if the entry was an
+    /// old one or the number is owned (claimed directly): it is dropped.
     fn take_entry(&self, nr: i32) -> bool {
         let st = self.state(nr);
         let mut cur = st.load(Ordering::Relaxed);
         loop {
-            let (to, owned) = match cur {
-                FREE => (TAKEN, true),
-                STALE => (TAKEN, false),
-                _ => {
-                    debug_assert!(false, "an entry of a number in state TAKEN");
-                    return false;
-                }
-            };
+            debug_assert!(cur & ENTRIES != 0, "an entry of a number with none");
+            let take = cur == 1;
+            let to = if take { OWNED } else { cur - 1 };
             match st.compare_exchange(cur, to, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return owned,
+                Ok(_) => return take,
                 Err(seen) => cur = seen,
             }
         }
     }
 
     /// Claims exactly `nr` (`set_tid`, the init-first rule, the exhaustion scan): false
-    /// if it is in use. Its entry stays where it is, now stale.
+    /// if it is in use. Its entries stay where they are, now stale.
     pub(crate) fn claim(&self, nr: i32) -> bool {
         debug_assert!(nr > 0 && nr < self.limit);
-        self.state(nr)
-            .compare_exchange(FREE, STALE, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
+        let st = self.state(nr);
+        let mut cur = st.load(Ordering::Relaxed);
+        while cur & OWNED == 0 {
+            match st.compare_exchange(cur, cur | OWNED, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(seen) => cur = seen,
+            }
+        }
+        false
     }
 
     /// Gives back a number the caller owns (free, or a failed fork's rollback). The
@@ -236,17 +246,22 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     pub(crate) fn release(self: &Arc<Self>, nr: i32) {
         let st = self.state(nr);
         let mut cur = st.load(Ordering::Relaxed);
-        loop {
-            debug_assert!(cur != FREE, "releasing a free number");
-            let to_pool = cur == TAKEN;
-            match st.compare_exchange(cur, FREE, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) if to_pool => break,
-                Ok(_) => return,
+        let push = loop {
+            debug_assert!(cur & OWNED != 0, "releasing a free number");
+            // A new entry at the back of the FIFO, unless the number already has the
+            // most entries it may (re-claimed directly again and again while its old
+            // entries were out): then it keeps its place behind them.
+            let push = cur & ENTRIES < MAX_ENTRIES;
+            let to = (cur & ENTRIES) + u8::from(push);
+            match st.compare_exchange(cur, to, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break push,
                 Err(seen) => cur = seen,
             }
+        };
+        if !push {
+            return;
         }
-        // The number needs a new entry: the back of the FIFO, through this thread's
-        // free batch.
+        // The new entry goes to the back of the FIFO through this thread's free batch.
         let cached = CACHES.try_with(|c| {
             let mut c = c.borrow_mut();
             let e = self.entry(&mut c);
@@ -326,7 +341,8 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// only when every number is in use.
     #[cold]
     fn scan(&self, pid_max: i32) -> Option<i32> {
-        (1..pid_max).find(|&nr| self.state(nr).load(Ordering::Relaxed) == FREE && self.claim(nr))
+        (1..pid_max)
+            .find(|&nr| self.state(nr).load(Ordering::Relaxed) & OWNED == 0 && self.claim(nr))
     }
 
     /// Under the pool lock: appends `e`'s free batch to the back of the FIFO and fills
@@ -417,20 +433,26 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         (self.word.load(Ordering::Acquire) & !ADDING) as usize
     }
 
-    /// Free numbers below `pid_max` whose entry is in the shared pool (not in a thread's
-    /// cache): the reuse distance a number released now is guaranteed. Walks the pool:
-    /// for tests and diagnostics.
+    /// Free numbers below `pid_max` whose every outstanding entry is in the shared pool
+    /// (none in a thread's batch): the reuse distance a number released now is
+    /// guaranteed. Walks the pool: for tests and diagnostics.
     pub(crate) fn pool_len(&self, pid_max: i32) -> usize {
         let pid_max = pid_max.min(self.limit);
         let sh = self.lock();
-        let is_free = |nr: i32| self.state(nr).load(Ordering::Acquire) == FREE;
-        let fresh = (sh.fresh_next..pid_max).filter(|&nr| is_free(nr)).count();
-        let queued = sh
-            .queue
-            .iter()
-            .filter(|&&nr| nr < pid_max && is_free(nr))
-            .count();
-        fresh + queued
+        let mut in_pool: std::collections::HashMap<i32, u8> = Default::default();
+        for &nr in sh.queue.iter().filter(|&&nr| nr < pid_max) {
+            *in_pool.entry(nr).or_default() += 1;
+        }
+        for nr in sh.fresh_next..pid_max {
+            *in_pool.entry(nr).or_default() += 1;
+        }
+        in_pool
+            .into_iter()
+            .filter(|&(nr, n)| {
+                let st = self.state(nr).load(Ordering::Acquire);
+                st & OWNED == 0 && st & ENTRIES == n
+            })
+            .count()
     }
 }
 

@@ -1,0 +1,105 @@
+//! Loom models of the `Scalable` number pool: per-thread batches over a shared FIFO,
+//! exact claims racing with batch pops, the exhaustion scan stealing a cached number,
+//! and a slot's publish vs. lookup vs. removal across a number's reuse. Run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p uproc-pidns --test loom_pool --release`.
+#![cfg(loom)]
+
+use loom::thread;
+use uproc_pidns::loom_model::Pool;
+
+/// Two threads allocate from one pool of three numbers with batches of two: they never
+/// get the same number, whoever refills first.
+#[test]
+fn concurrent_batches_never_share_a_number() {
+    loom::model(|| {
+        let pool = Pool::new(4, 2);
+        let p2 = pool.clone();
+        let t = thread::spawn(move || p2.alloc(4));
+        let mine = pool.alloc(4).expect("three numbers for two forks");
+        let theirs = t.join().unwrap().expect("three numbers for two forks");
+        assert_ne!(mine, theirs, "a number live twice");
+    });
+}
+
+/// `set_tid` claims number 1 while another thread pops it from its freshly refilled
+/// batch: exactly one of them owns it, and the popper falls back to another number.
+#[test]
+fn exact_claim_races_with_a_batch_pop() {
+    loom::model(|| {
+        let pool = Pool::new(4, 2);
+        let p2 = pool.clone();
+        let t = thread::spawn(move || p2.alloc(4));
+        let claimed = pool.claim(1);
+        let popped = t.join().unwrap().expect("a free number is left");
+        assert!(!(claimed && popped == 1), "1 owned twice");
+        assert!(
+            claimed || popped == 1,
+            "1 was free: the claim fails only if popped"
+        );
+    });
+}
+
+/// The pool is dry and the other thread's batch holds the last free number: the
+/// exhaustion scan claims it (pid_max stays exact), and the other thread, which owns
+/// one number already, then finds its cached entry stale.
+#[test]
+fn exhaustion_scan_steals_a_cached_number() {
+    loom::model(|| {
+        let pool = Pool::new(3, 2); // numbers 1 and 2
+        let p2 = pool.clone();
+        let first = p2.alloc(3).expect("fresh pool");
+        let t = thread::spawn(move || p2.alloc(3));
+        let mine = pool.alloc(3);
+        let theirs = t.join().unwrap();
+        let got: Vec<i32> = [mine, theirs].into_iter().flatten().collect();
+        assert_eq!(got.len(), 1, "one number was left for two forks");
+        assert_ne!(got[0], first, "a number live twice");
+    });
+}
+
+/// A number is published, looked up, removed and released by one thread, then
+/// reused by another: a lookup never sees the old owner's value after the new owner
+/// published, and the old owner's clear never wipes the new owner's publication.
+#[test]
+fn publish_lookup_remove_across_reuse() {
+    loom::model(|| {
+        let pool = Pool::new(2, 1); // one number: 1
+        let nr = pool.alloc(2).expect("fresh pool");
+        pool.publish(nr, 10);
+        let p2 = pool.clone();
+        let t = thread::spawn(move || {
+            // The reader: whatever it sees is a complete publication.
+            let v = p2.find(1);
+            assert!(matches!(v, None | Some(10) | Some(20)), "{v:?}");
+            v
+        });
+        pool.unpublish(nr);
+        pool.release(nr);
+        let again = pool.alloc(2).expect("released");
+        assert_eq!(again, 1);
+        pool.publish(again, 20);
+        assert_eq!(pool.find(1), Some(20));
+        let _ = t.join().unwrap();
+    });
+}
+
+/// A release on one thread races with an allocation on another that needs the released
+/// number: the allocation either sees it free (through the scan) or reports the pool
+/// full; never both owners.
+#[test]
+fn release_races_with_allocation_of_the_last_number() {
+    loom::model(|| {
+        let pool = Pool::new(2, 1); // one number: 1
+        let nr = pool.alloc(2).expect("fresh pool");
+        let p2 = pool.clone();
+        let t = thread::spawn(move || p2.alloc(2));
+        pool.release(nr);
+        match t.join().unwrap() {
+            Some(n) => {
+                assert_eq!(n, 1);
+                assert!(!pool.claim(1), "owned by the other thread");
+            }
+            None => assert!(pool.claim(1), "released and not taken: free"),
+        }
+    });
+}

@@ -1,0 +1,380 @@
+//! The `Scalable` number pool: what it keeps of Linux (no number live twice, `pid_max`
+//! exact, `set_tid`'s errors, reserve-then-publish) and what it promises instead of
+//! Linux's cyclic order (the reuse distance: a freed number waits behind every free
+//! number in the shared pool).
+// The model checks `contains_key` first and inserts later, with assertions between.
+#![allow(clippy::map_entry)]
+
+mod common;
+
+use common::{alloc, root_with_init};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, mpsc};
+use uproc_abi::{Errno, Profile};
+use uproc_pidns::{Pid, alloc_pid, free_pid};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Alloc,
+    /// Free the live pid at this index (mod the live count).
+    Free(usize),
+    SetTid(i32),
+    SetPidMax(i32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => Just(Op::Alloc),
+        4 => any::<usize>().prop_map(Op::Free),
+        1 => (1..340i32).prop_map(Op::SetTid),
+        1 => (301..340i32).prop_map(Op::SetPidMax),
+    ]
+}
+
+/// One pending reuse-distance check: a number freed when `bound` free numbers waited
+/// in the shared pool; `allocs` allocations since.
+struct Pending {
+    bound: usize,
+    allocs: usize,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// No number live twice; EAGAIN exactly when every number below `pid_max` is live;
+    /// `set_tid` EEXIST exactly when live; `nr_allocated` exact; and a freed number is
+    /// not handed out again before `pool_len()` (at its free) other allocations.
+    #[test]
+    fn no_number_live_twice_pid_max_exact_and_reuse_distance(
+        ops in proptest::collection::vec(op(), 1..600)
+    ) {
+        let (ns, init) = root_with_init(Profile::Scalable, 320);
+        let mut live: BTreeMap<i32, Arc<Pid>> = BTreeMap::new();
+        live.insert(1, init);
+        let mut pending: HashMap<i32, Pending> = HashMap::new();
+        for op in ops {
+            match op {
+                Op::Alloc => {
+                    let pid_max = ns.pid_max();
+                    let in_use = live.range(..pid_max).count();
+                    match alloc_pid(&ns, &[], false) {
+                        Ok(pid) => {
+                            let nr = pid.nr();
+                            prop_assert!((1..pid_max).contains(&nr), "{nr} outside 1..{pid_max}");
+                            prop_assert!(!live.contains_key(&nr), "{nr} handed out while live");
+                            for p in pending.values_mut() {
+                                p.allocs += 1;
+                            }
+                            if let Some(p) = pending.remove(&nr) {
+                                prop_assert!(
+                                    p.allocs > p.bound,
+                                    "{nr} reused after {} allocations; {} free numbers were ahead of it",
+                                    p.allocs - 1, p.bound
+                                );
+                            }
+                            live.insert(nr, pid);
+                        }
+                        Err(e) => {
+                            prop_assert_eq!(e, Errno::EAGAIN);
+                            prop_assert_eq!(
+                                in_use, (pid_max - 1) as usize,
+                                "EAGAIN with a free number below pid_max {}", pid_max
+                            );
+                        }
+                    }
+                }
+                Op::Free(i) if !live.is_empty() => {
+                    let nr = *live.keys().nth(i % live.len()).expect("in range");
+                    if nr == 1 {
+                        continue; // keep the init
+                    }
+                    let pid = live.remove(&nr).expect("live");
+                    free_pid(&pid);
+                    let bound = ns.pool_len().expect("Scalable has a pool");
+                    pending.insert(nr, Pending { bound, allocs: 0 });
+                }
+                Op::Free(_) => {}
+                Op::SetTid(nr) => {
+                    let r = alloc_pid(&ns, &[nr], true);
+                    if nr >= ns.pid_max() {
+                        prop_assert_eq!(r.unwrap_err(), Errno::EINVAL);
+                    } else if live.contains_key(&nr) {
+                        prop_assert_eq!(r.unwrap_err(), Errno::EEXIST);
+                    } else {
+                        let pid = r.expect("a free number can be claimed");
+                        prop_assert_eq!(pid.nr(), nr);
+                        // A direct claim is an allocation, but the number itself is
+                        // exempt from the FIFO order.
+                        for p in pending.values_mut() {
+                            p.allocs += 1;
+                        }
+                        pending.remove(&nr);
+                        live.insert(nr, pid);
+                    }
+                }
+                Op::SetPidMax(v) => {
+                    ns.set_pid_max(v).expect("valid pid_max");
+                    // The distance is promised for a fixed pid_max.
+                    pending.clear();
+                }
+            }
+            prop_assert_eq!(ns.nr_allocated(), live.len());
+        }
+        for (nr, pid) in &live {
+            let found = ns.find_pid(*nr).expect("live pids are found");
+            prop_assert!(Arc::ptr_eq(&found, pid));
+        }
+    }
+}
+
+#[test]
+fn a_freed_number_waits_behind_every_free_number() {
+    let (ns, _init) = root_with_init(Profile::Scalable, 400);
+    let pids: Vec<_> = (0..100).map(|_| alloc(&ns)).collect();
+    let first = pids[0].nr();
+    free_pid(&pids[0]);
+    // 399 - 1 (init) - 100 allocated = 298 never used, plus nothing freed yet.
+    let ahead = ns.pool_len().unwrap();
+    assert!(
+        ahead >= 298 - 64,
+        "only this thread's batch is outside the pool"
+    );
+    let mut seen = 0;
+    loop {
+        let pid = alloc(&ns);
+        seen += 1;
+        if pid.nr() == first {
+            break;
+        }
+        assert!(seen < 1000, "{first} never came back");
+    }
+    assert!(
+        seen > ahead,
+        "{first} came back after {seen} allocations, {ahead} were ahead"
+    );
+}
+
+#[test]
+fn numbers_below_300_are_reused_and_eagain_only_when_full() {
+    // Linux refuses once its cursor passed 300 although 2..=299 are free; Scalable
+    // hands out any free number and fails only when none is left.
+    let (ns, _init) = root_with_init(Profile::Scalable, 400);
+    let mut held: Vec<_> = (2..=399).map(|_| alloc(&ns)).collect();
+    assert_eq!(
+        alloc_pid(&ns, &[], false).unwrap_err(),
+        Errno::EAGAIN,
+        "1..=399 in use"
+    );
+    assert_eq!(
+        ns.nr_allocated(),
+        399,
+        "the failed fork left nothing behind"
+    );
+    let low = held.iter().position(|p| p.nr() == 5).unwrap();
+    free_pid(&held.swap_remove(low));
+    let again = alloc(&ns);
+    assert_eq!(again.nr(), 5, "the only free number");
+    held.push(again);
+    assert_eq!(alloc_pid(&ns, &[], false).unwrap_err(), Errno::EAGAIN);
+}
+
+#[test]
+fn set_tid_claims_a_number_sitting_in_a_batch_and_it_is_skipped() {
+    let (ns, _init) = root_with_init(Profile::Scalable, 32768);
+    // This thread's batch now holds the next numbers of the pool.
+    let a = alloc(&ns);
+    let next = a.nr() + 1;
+    let claimed = alloc_pid(&ns, &[next], true).expect("free, although cached");
+    assert_eq!(claimed.nr(), next);
+    assert_eq!(alloc_pid(&ns, &[next], true).unwrap_err(), Errno::EEXIST);
+    let b = alloc(&ns);
+    assert_ne!(b.nr(), next, "the cached entry was stale and skipped");
+    // Freeing the claimed number does not leave two entries of it in the pool.
+    free_pid(&claimed);
+    let mut seen = HashMap::new();
+    let mut held = Vec::new();
+    while let Ok(p) = alloc_pid(&ns, &[], false) {
+        assert!(seen.insert(p.nr(), ()).is_none(), "{} twice", p.nr());
+        held.push(p);
+    }
+    assert_eq!(
+        ns.nr_allocated(),
+        32767,
+        "every number handed out exactly once"
+    );
+}
+
+#[test]
+fn lowering_pid_max_is_honoured_for_cached_and_pooled_numbers() {
+    let (ns, _init) = root_with_init(Profile::Scalable, 1000);
+    let high: Vec<_> = (0..700).map(|_| alloc(&ns)).collect();
+    for p in &high {
+        free_pid(p);
+    }
+    ns.set_pid_max(301).unwrap();
+    let mut held = Vec::new();
+    while let Ok(p) = alloc_pid(&ns, &[], false) {
+        assert!(p.nr() < 301, "{} handed out above pid_max 301", p.nr());
+        held.push(p);
+    }
+    assert_eq!(held.len(), 299, "2..=300: every number below the new limit");
+    ns.set_pid_max(1000).unwrap();
+    let more: Vec<_> = (0..699).map(|_| alloc(&ns)).collect();
+    assert!(more.iter().all(|p| p.nr() >= 301));
+    assert_eq!(
+        alloc_pid(&ns, &[], false).unwrap_err(),
+        Errno::EAGAIN,
+        "numbers set aside above the lowered limit came back when it was raised"
+    );
+}
+
+#[test]
+fn numbers_cached_by_another_thread_are_drained_before_eagain() {
+    let (ns, _init) = root_with_init(Profile::Scalable, 400);
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let other_ns = Arc::clone(&ns);
+    let other = std::thread::spawn(move || {
+        // Fill this thread's batches: one pid kept, a few freed into its free batch.
+        let kept = alloc(&other_ns);
+        for _ in 0..5 {
+            free_pid(&alloc(&other_ns));
+        }
+        ready_tx.send(kept.nr()).unwrap();
+        done_rx.recv().unwrap();
+        kept
+    });
+    let kept_nr = ready_rx.recv().unwrap();
+    let mut held = Vec::new();
+    while let Ok(p) = alloc_pid(&ns, &[], false) {
+        assert_ne!(p.nr(), kept_nr);
+        held.push(p);
+    }
+    assert_eq!(
+        held.len(),
+        399 - 2,
+        "every number but the init's and the other thread's live one, cached or not"
+    );
+    done_tx.send(()).unwrap();
+    let kept = other.join().unwrap();
+    // Freed on a thread that ends, so its free batch goes back to the pool too.
+    std::thread::spawn(move || {
+        free_pid(&kept);
+        for p in &held {
+            free_pid(p);
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(ns.nr_allocated(), 1);
+    assert_eq!(
+        ns.pool_len(),
+        Some(398),
+        "the ended thread's batches went back to the pool"
+    );
+}
+
+#[test]
+fn nested_levels_take_a_number_from_each_level_pool() {
+    let (root_ns, _init) = root_with_init(Profile::Scalable, 32768);
+    let child = root_ns.new_child().unwrap();
+    let c_init = alloc_pid(&child, &[], false).unwrap();
+    assert_eq!(c_init.nr(), 1, "a namespace's first pid is 1");
+    child.set_child_reaper(Some(common::any_reaper()));
+    let p = alloc(&child);
+    let [outer, inner] = [p.numbers()[0].nr, p.numbers()[1].nr];
+    assert!(Arc::ptr_eq(&root_ns.find_pid(outer).unwrap(), &p));
+    assert!(Arc::ptr_eq(&child.find_pid(inner).unwrap(), &p));
+    assert_eq!((root_ns.nr_allocated(), child.nr_allocated()), (3, 2));
+    free_pid(&p);
+    assert!(root_ns.find_pid(outer).is_none() && child.find_pid(inner).is_none());
+    assert_eq!((root_ns.nr_allocated(), child.nr_allocated()), (2, 1));
+}
+
+/// Four threads fork and free in a namespace small enough that the pool runs dry and
+/// the exhaustion scan steals cached numbers, while a reader looks numbers up: no number
+/// is live twice, a lookup only ever finds a complete pid carrying that number, and at
+/// rest every count balances.
+#[test]
+fn stress_small_namespace_with_lookups() {
+    const THREADS: usize = 4;
+    const PID_MAX: i32 = 301;
+    let (ns, _init) = root_with_init(Profile::Scalable, PID_MAX);
+    let live: Arc<Vec<AtomicBool>> =
+        Arc::new((0..PID_MAX).map(|_| AtomicBool::new(false)).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(Barrier::new(THREADS + 1));
+    let reader = {
+        let (ns, stop, barrier) = (ns.clone(), stop.clone(), barrier.clone());
+        std::thread::spawn(move || {
+            barrier.wait();
+            let mut found = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for nr in 1..PID_MAX {
+                    if let Some(p) = ns.find_pid(nr) {
+                        assert_eq!(p.nr(), nr, "find_pid returned a pid of another number");
+                        found += 1;
+                    }
+                }
+            }
+            found
+        })
+    };
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (ns, live, barrier) = (ns.clone(), live.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let mut held: Vec<Arc<Pid>> = Vec::new();
+                let mut full = 0;
+                for i in 0..20_000usize {
+                    if held.len() < 90 && (i + t) % 3 != 0 {
+                        match alloc_pid(&ns, &[], false) {
+                            Ok(p) => {
+                                assert!(
+                                    !live[p.nr() as usize].swap(true, Ordering::SeqCst),
+                                    "{} live twice",
+                                    p.nr()
+                                );
+                                held.push(p);
+                            }
+                            Err(e) => {
+                                assert_eq!(e, Errno::EAGAIN);
+                                full += 1;
+                            }
+                        }
+                    } else if let Some(p) = held.pop() {
+                        live[p.nr() as usize].store(false, Ordering::SeqCst);
+                        free_pid(&p);
+                    }
+                }
+                for p in held {
+                    live[p.nr() as usize].store(false, Ordering::SeqCst);
+                    free_pid(&p);
+                }
+                full
+            })
+        })
+        .collect();
+    let full: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    stop.store(true, Ordering::Relaxed);
+    let _found = reader.join().unwrap();
+    assert!(
+        full > 0,
+        "the namespace ran full (the scan path was exercised)"
+    );
+    assert_eq!(ns.nr_allocated(), 1, "only the init is left");
+    assert_eq!(ns.pids().len(), 1);
+    assert_eq!(
+        ns.pool_len(),
+        Some(299),
+        "every number but the init's is back in the pool once the threads ended"
+    );
+    // And all of them can be handed out again, each once.
+    let all: Vec<_> = (0..299).map(|_| alloc(&ns)).collect();
+    let mut nrs: Vec<i32> = all.iter().map(|p| p.nr()).collect();
+    nrs.sort_unstable();
+    assert_eq!(nrs, (2..PID_MAX).collect::<Vec<_>>());
+}
