@@ -8,7 +8,7 @@ use uproc_abi::Errno;
 
 use crate::controller::pids::Limit;
 use crate::files;
-use crate::hierarchy::{Hierarchy, Node, check_name};
+use crate::hierarchy::{Hierarchy, Node, REMOVING, check_name};
 use crate::sync::{Arc, Ordering, Weak};
 
 /// A handle to one cgroup of a [`Hierarchy`]: cheap to clone, compared and hashed by
@@ -107,7 +107,22 @@ impl Cgroup {
         {
             return Err(Errno::EBUSY);
         }
-        {
+        if self.hier.is_scalable() {
+            // Rule: cgroup_mutex -> the cgroup's member-set lock. Populated changes
+            // for this childless cgroup only under that lock; a fork past can_fork
+            // holds nr_forking above 0, and one not yet there will see REMOVING.
+            let _members = self.node.members.lock();
+            if self.node.nr_populated.load(Ordering::Acquire) > 0
+                || self
+                    .node
+                    .nr_forking
+                    .compare_exchange(0, REMOVING, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+            {
+                return Err(Errno::EBUSY);
+            }
+            self.node.removed.store(true, Ordering::Release);
+        } else {
             // Rule: cgroup_mutex -> css_set_lock.
             let _css = self.hier.css_set_lock.lock();
             if self.node.nr_populated.load(Ordering::Acquire) > 0

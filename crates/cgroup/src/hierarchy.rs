@@ -37,6 +37,8 @@ use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 /// `cgroup_setup_root`, `cgrp_dfl_root` in `kernel/cgroup/cgroup.c`.
 pub struct Hierarchy {
     profile: Profile,
+    /// `profile == Scalable`: membership without `css_set_lock`.
+    scalable: bool,
     me: Weak<Hierarchy>,
     root: Arc<Node>,
     /// `cgroup_mutex`: the shape of the tree (which cgroups exist, their children).
@@ -116,6 +118,10 @@ impl Tree {
     }
 }
 
+/// `Scalable`: the bit rmdir sets in [`Node::nr_forking`] (with a compare-exchange
+/// from 0) to close the cgroup to forks.
+pub(crate) const REMOVING: u64 = 1 << 63;
+
 /// One cgroup (`struct cgroup` with its pids css and the one css_set uproc keeps per
 /// cgroup). Shared by [`Cgroup`] handles, [`CssLink`](crate::CssLink)s, children and
 /// the tree.
@@ -133,16 +139,20 @@ pub(crate) struct Node {
     /// `cgrp->kill_seq`: bumped under `css_set_lock` by cgroup.kill on this cgroup or
     /// an ancestor; read under it by can_fork and post_fork.
     pub(crate) kill_seq: AtomicU64,
-    /// Forks between can_fork and post_fork/cancel. Incremented under `css_set_lock`,
-    /// decremented by post_fork (under it) or cancel (without it). rmdir refuses
+    /// Forks between can_fork and post_fork/cancel. Incremented under `css_set_lock`
+    /// (`Scalable`: without a lock), decremented by post_fork or cancel. rmdir refuses
     /// (EBUSY) while non-zero, as Linux's parent task (or `cgroup_mutex`, with
-    /// CLONE_INTO_CGROUP) keeps the cgroup populated.
+    /// CLONE_INTO_CGROUP) keeps the cgroup populated. `Scalable` rmdir sets
+    /// [`REMOVING`] in it with a compare-exchange from 0, which every later can_fork
+    /// sees.
     pub(crate) nr_forking: AtomicU64,
     /// Linked members in this cgroup and its descendants (`nr_populated_*`). Written
-    /// under `css_set_lock`, read without it.
+    /// under `css_set_lock` with a load and a store (`Scalable`: read-modify-writes,
+    /// under the member-set lock of the cgroup whose member changed); read anywhere.
     pub(crate) nr_populated: AtomicU64,
-    /// The cgroup's css_set task list. Locked only while `css_set_lock` is held (so
-    /// that the Scalable profile can later use it alone).
+    /// The cgroup's css_set task list. Locked under `css_set_lock` by the Linux
+    /// profiles; under `Scalable` it is the per-cgroup lock of membership (post_fork,
+    /// task_dead, migration, cgroup.kill, rmdir's populated check).
     pub(crate) members: Mutex<MemberSet>,
 }
 
@@ -271,6 +281,7 @@ impl Hierarchy {
         );
         Arc::new_cyclic(|me| Hierarchy {
             profile,
+            scalable: profile == Profile::Scalable,
             me: me.clone(),
             root,
             tree: Mutex::new(Tree { entries }),
@@ -288,9 +299,16 @@ impl Hierarchy {
     }
 
     /// The lock profile this hierarchy imitates. `Linux618` and `Linux70` lock the
-    /// same way here: `css_set_lock` three times per task life cycle.
+    /// same way here: `css_set_lock` three times per task life cycle; `Scalable` never
+    /// takes it (per-cgroup member-set locks and atomics instead).
     pub fn profile(&self) -> Profile {
         self.profile
+    }
+
+    /// Whether membership runs without `css_set_lock` (`Profile::Scalable`).
+    #[inline]
+    pub(crate) fn is_scalable(&self) -> bool {
+        self.scalable
     }
 
     /// Acquisitions of the global `css_set_lock` so far (non-zero only with the

@@ -11,12 +11,14 @@
 
 use core::fmt;
 
-use parking_lot::Mutex;
+use arc_swap::ArcSwap;
+use parking_lot::{Mutex, MutexGuard};
 use uproc_abi::Errno;
 
 use crate::Cgroup;
 use crate::controller::pids;
-use crate::hierarchy::{Hierarchy, Node, common_ancestor};
+use crate::hierarchy::{Hierarchy, Node, REMOVING, common_ancestor};
+use crate::members::MemberSet;
 use crate::sync::{Arc, AtomicBool, Ordering, Weak};
 
 /// What the cgroup code knows of a task. The task list implements it; cgroup knows
@@ -100,16 +102,17 @@ pub struct CssLink {
     hier: Arc<Hierarchy>,
     serial: u64,
     member: Weak<dyn CgroupMember>,
-    /// Written under `css_set_lock` (with `state` locked); read anywhere.
+    /// Written under `css_set_lock` (`Scalable`: the link's `state`); read anywhere.
     linked: AtomicBool,
-    /// Lock order: `css_set_lock` -> `state` -> a cgroup's member set. `release`
-    /// takes `state` alone.
+    /// The current cgroup (`task->cgroups`): read without a lock at every fork of the
+    /// task ([`cgroup`](CssLink::cgroup)), swapped by migration with `state` held.
+    current: ArcSwap<Node>,
+    /// Lock order: `css_set_lock` -> `state` -> a cgroup's member set (`Scalable`: no
+    /// `css_set_lock`; two member sets in id order). `release` takes `state` alone.
     state: Mutex<LinkState>,
 }
 
 struct LinkState {
-    /// The current cgroup (`task->cgroups`); changes on migration.
-    cgroup: Arc<Node>,
     /// This link's entry in `cgroup`'s member set (meaningful while linked).
     key: usize,
     /// Still counted in the pids controller (until release).
@@ -119,7 +122,8 @@ struct LinkState {
 impl Cgroup {
     /// `cgroup_can_fork`: the cgroup half of fork, before the task is visible.
     ///
-    /// Takes `css_set_lock` once (`cgroup_css_set_fork`: pin the cgroup, read
+    /// `Scalable` takes no lock at all (one atomic on the cgroup's fork count, then the
+    /// per-level charge). The other profiles take `css_set_lock` once (`cgroup_css_set_fork`: pin the cgroup, read
     /// `kill_seq`), then charges the pids controller without it (`pids_can_fork` ->
     /// `pids_try_charge`): one atomic per level from this cgroup up to the root. On a
     /// full level everything is reverted, the rejection is counted in `pids.events` /
@@ -127,7 +131,16 @@ impl Cgroup {
     /// removed.
     pub fn can_fork(&self) -> Result<ForkCharge, Errno> {
         let node = &self.node;
-        let kill_seq = {
+        let kill_seq = if self.hier.is_scalable() {
+            // No lock: count the fork in, then look for rmdir's mark. rmdir sets it
+            // with a compare-exchange from 0, so either it saw this fork (EBUSY) or
+            // this fork sees the mark (the cgroup is gone).
+            if node.nr_forking.fetch_add(1, Ordering::AcqRel) & REMOVING != 0 {
+                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+                return Err(Errno::ENOENT);
+            }
+            node.kill_seq.load(Ordering::Acquire)
+        } else {
             let _css = self.hier.css_set_lock.lock();
             if node.is_removed() {
                 return Err(Errno::ENOENT);
@@ -181,19 +194,30 @@ impl Cgroup {
             return Err(Errno::EINVAL);
         }
         let dest = &self.node;
+        let scalable = self.hier.is_scalable();
         let mut moved = 0usize;
         {
-            let _css = self.hier.css_set_lock.lock();
+            let _css = (!scalable).then(|| self.hier.css_set_lock.lock());
             if dest.is_removed() {
                 return Err(Errno::ENOENT);
             }
             for link in links {
                 // Rule: css_set_lock -> link state -> member sets.
                 let mut st = link.state.lock();
-                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&st.cgroup, dest) {
+                let src = link.current.load_full();
+                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&src, dest) {
                     continue;
                 }
-                let src = st.cgroup.clone();
+                // `Scalable`: both member sets, in id order (no css_set_lock).
+                let (mut src_set, mut dest_set) = lock_pair(&src, dest);
+                if scalable && dest.is_removed() {
+                    // rmdir won the race before anything moved in (a populated cgroup
+                    // cannot be removed): report it as the locked profiles would.
+                    if moved == 0 {
+                        return Err(Errno::ENOENT);
+                    }
+                    break;
+                }
                 let ca = common_ancestor(&src, dest);
                 if st.charged {
                     // pids_can_attach: charge the new css, uncharge the old one. The
@@ -202,10 +226,10 @@ impl Cgroup {
                     pids::charge(dest.pids_levels_below(ca));
                     pids::uncharge(src.pids_levels_below(ca));
                 }
-                let m = src.members.lock().remove(st.key);
+                let m = src_set.remove(st.key);
                 debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
                 if let Some(m) = m {
-                    st.key = dest.members.lock().insert(link.serial, m);
+                    st.key = dest_set.insert(link.serial, m);
                 }
                 for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
                     n.nr_populated.fetch_add(1, Ordering::Release);
@@ -213,7 +237,8 @@ impl Cgroup {
                 for n in src.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
                     n.nr_populated.fetch_sub(1, Ordering::Release);
                 }
-                st.cgroup = dest.clone();
+                drop((src_set, dest_set));
+                link.current.store(dest.clone());
                 moved += 1;
             }
         }
@@ -224,8 +249,8 @@ impl Cgroup {
     /// `cgroup.kill` (`cgroup_kill_write` -> `cgroup_kill`): SIGKILL every member of
     /// this cgroup and its descendants.
     ///
-    /// Under `cgroup_mutex` and `css_set_lock` it bumps `kill_seq` of every cgroup of
-    /// the subtree (so a fork between can_fork and post_fork comes out
+    /// Under `cgroup_mutex` and `css_set_lock` (`Scalable`: each cgroup's member-set
+    /// lock in turn) it bumps `kill_seq` of every cgroup of the subtree (so a fork between can_fork and post_fork comes out
     /// [`killed`](PostFork::killed)) and collects the members; it calls
     /// [`CgroupMember::kill`] on each (every linked thread) after dropping both locks.
     /// ENOENT on the root (Linux has no `cgroup.kill` there) and on a removed cgroup.
@@ -239,12 +264,15 @@ impl Cgroup {
                 return Err(Errno::ENOENT);
             }
             let subtree = tree.subtree(&self.node);
-            // Rule: cgroup_mutex -> css_set_lock -> member sets.
-            let _css = self.hier.css_set_lock.lock();
+            // Rule: cgroup_mutex -> css_set_lock -> member sets. `Scalable`: each
+            // member set alone; post_fork compares `kill_seq` under the same member-set
+            // lock, so a racing fork is either collected here or sees the bump.
+            let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
             let mut v = Vec::new();
             for n in &subtree {
-                n.kill_seq.fetch_add(1, Ordering::Relaxed);
-                v.extend(n.members.lock().values().cloned());
+                let members = n.members.lock();
+                n.kill_seq.fetch_add(1, Ordering::AcqRel);
+                v.extend(members.values().cloned());
             }
             v
         };
@@ -260,7 +288,7 @@ impl Cgroup {
     /// The members linked in this cgroup itself (not descendants), in link order,
     /// collected under `css_set_lock` (the `css_task_iter` of a `cgroup.procs` read).
     pub(crate) fn members(&self) -> Vec<Arc<dyn CgroupMember>> {
-        let _css = self.hier.css_set_lock.lock();
+        let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
         self.node
             .members
             .lock()
@@ -292,7 +320,7 @@ impl ForkCharge {
     }
 
     /// `cgroup_post_fork`: link the new task into the cgroup (`css_set_lock`
-    /// acquisition #2 of its life) and hand back its [`CssLink`]. `killed` is true
+    /// acquisition #2 of its life; `Scalable`: the cgroup's member-set lock only) and hand back its [`CssLink`]. `killed` is true
     /// when `kill_seq` moved since can_fork (a `cgroup.kill` on this cgroup or an
     /// ancestor raced with the fork); the charge taken at can_fork now belongs to the
     /// link.
@@ -301,7 +329,22 @@ impl ForkCharge {
         let hier = &self.cg.hier;
         let node = &self.cg.node;
         let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
-        let (killed, key) = {
+        let (killed, key) = if hier.is_scalable() {
+            // The cgroup's own member-set lock stands for css_set_lock: cgroup.kill
+            // bumps kill_seq under it, rmdir checks populated under it.
+            let mut members = node.members.lock();
+            let killed = node.kill_seq.load(Ordering::Acquire) != self.kill_seq;
+            let key = members.insert(serial, member.clone());
+            // Other cgroups' forks update the same ancestors without a common lock.
+            for n in node.ancestors() {
+                n.nr_populated.fetch_add(1, Ordering::Release);
+            }
+            drop(members);
+            // After populated is counted: rmdir reads nr_forking == 0 only once this
+            // fork shows as populated.
+            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            (killed, key)
+        } else {
             let _css = hier.css_set_lock.lock();
             debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
             let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
@@ -316,17 +359,14 @@ impl ForkCharge {
             (killed, key)
         };
         // Built after the lock: nobody reaches the link before this returns it (the
-        // member set holds the task, not the link), and css_set_lock is held shorter.
+        // member set holds the task, not the link), and the lock is held shorter.
         let link = Arc::new(CssLink {
             hier: hier.clone(),
             serial,
             member,
             linked: AtomicBool::new(true),
-            state: Mutex::new(LinkState {
-                cgroup: node.clone(),
-                key,
-                charged: true,
-            }),
+            current: ArcSwap::new(node.clone()),
+            state: Mutex::new(LinkState { key, charged: true }),
         });
         if killed {
             tracing::debug!(path = %node.path(), "fork raced with cgroup.kill: child killed");
@@ -353,16 +393,17 @@ impl fmt::Debug for ForkCharge {
 
 impl CssLink {
     /// The task's current cgroup (changes on migration; a dead task keeps the last).
+    ///
+    /// Lock-free (an `arc-swap` load): this is what every fork of the task reads.
     pub fn cgroup(&self) -> Cgroup {
-        let node = self.state.lock().cgroup.clone();
-        Cgroup::from_parts(self.hier.clone(), node)
+        Cgroup::from_parts(self.hier.clone(), self.current.load_full())
     }
 
     /// The id of the task's current cgroup: [`Cgroup::id`] of
     /// [`cgroup`](CssLink::cgroup), without making a handle (what `pidfs_exit` records
     /// at every reap).
     pub fn cgroup_id(&self) -> u64 {
-        self.state.lock().cgroup.id
+        self.current.load().id
     }
 
     /// The task this link belongs to.
@@ -371,14 +412,16 @@ impl CssLink {
     }
 
     /// `cgroup_task_dead` (after the task's last switch): unlink it (`css_set_lock`
-    /// acquisition #3 of its life). The cgroup may become unpopulated; the pids
+    /// acquisition #3 of its life; `Scalable`: the link's state and its cgroup's
+    /// member-set lock only). The cgroup may become unpopulated; the pids
     /// charge stays until [`release`](CssLink::release). Idempotent: an unlinked task
     /// takes no lock.
     pub fn task_dead(&self) {
         if !self.linked.load(Ordering::Acquire) {
             return;
         }
-        let _css = self.hier.css_set_lock.lock();
+        let scalable = self.hier.is_scalable();
+        let _css = (!scalable).then(|| self.hier.css_set_lock.lock());
         // Rule: css_set_lock -> link state -> member set.
         let st = self.state.lock();
         // `linked` is only ever cleared here, with the state lock held: a load and a
@@ -387,20 +430,25 @@ impl CssLink {
             return;
         }
         self.linked.store(false, Ordering::Release);
-        let node = &st.cgroup;
+        // Stable while `state` is held (migration swaps it under `state`).
+        let node = self.current.load();
         let m = node.members.lock().remove(st.key);
         debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
-        // Written only under css_set_lock (held): load and store.
         for n in node.ancestors() {
-            let old = n.nr_populated.load(Ordering::Relaxed);
-            debug_assert!(old > 0, "populated count below zero");
-            n.nr_populated.store(old - 1, Ordering::Release);
+            if scalable {
+                n.nr_populated.fetch_sub(1, Ordering::Release);
+            } else {
+                // Written only under css_set_lock (held): load and store.
+                let old = n.nr_populated.load(Ordering::Relaxed);
+                debug_assert!(old > 0, "populated count below zero");
+                n.nr_populated.store(old - 1, Ordering::Release);
+            }
         }
     }
 
     /// `cgroup_release` at reap (pids: `pids_release`): uncharge the pids controller
     /// from the task's *current* cgroup; zombies count until this. Takes
-    /// `css_set_lock` only if the task was never declared dead (then it unlinks first,
+    /// `css_set_lock` (never under `Scalable`) only if the task was never declared dead (then it unlinks first,
     /// as Linux does for a task still on a list). Idempotent.
     pub fn release(&self) {
         if self.linked.load(Ordering::Acquire) {
@@ -410,9 +458,9 @@ impl CssLink {
         if !std::mem::replace(&mut st.charged, false) {
             return;
         }
-        // Uncharged under the state lock (plain atomics, no lock taken): no clone of
-        // the cgroup handle just to release it after.
-        pids::uncharge(st.cgroup.pids_levels());
+        // Uncharged under the state lock (plain atomics, no lock taken): the current
+        // cgroup cannot be swapped meanwhile.
+        pids::uncharge(self.current.load().pids_levels());
     }
 
     /// Whether the task is linked (between post_fork and task_dead).
@@ -436,9 +484,28 @@ impl fmt::Debug for CssLink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.state.lock();
         f.debug_struct("CssLink")
-            .field("cgroup", &st.cgroup.path())
+            .field("cgroup", &self.current.load().path())
             .field("linked", &self.is_linked())
             .field("charged", &st.charged)
             .finish_non_exhaustive()
+    }
+}
+
+/// The member sets of `a` and `b` (two different cgroups), locked in cgroup-id order so
+/// that two migrations in opposite directions cannot deadlock.
+fn lock_pair<'a>(
+    a: &'a Node,
+    b: &'a Node,
+) -> (MutexGuard<'a, MemberSet>, MutexGuard<'a, MemberSet>) {
+    debug_assert!(
+        !core::ptr::eq(a, b),
+        "a migration moves between two cgroups"
+    );
+    if a.id < b.id {
+        let ga = a.members.lock();
+        (ga, b.members.lock())
+    } else {
+        let gb = b.members.lock();
+        (a.members.lock(), gb)
     }
 }

@@ -5,8 +5,8 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{fork, fork_full, fork_thread};
-use uproc_abi::{Errno, Profile};
+use common::{for_each_profile, fork, fork_full, fork_thread};
+use uproc_abi::Errno;
 use uproc_cgroup::{CgroupMember, Hierarchy};
 
 /// test_cgkill_tree: a three-level tree with processes and threads on every level;
@@ -14,135 +14,145 @@ use uproc_cgroup::{CgroupMember, Hierarchy};
 /// reads "populated 0".
 #[test]
 fn kill_three_level_tree_kills_every_member_and_unpopulates() {
-    let h = Hierarchy::new(Profile::Linux70);
-    let bystander_cg = h.root().mkdir("other").unwrap();
-    let a = h.root().mkdir("a").unwrap();
-    let b1 = a.mkdir("b1").unwrap();
-    let b2 = a.mkdir("b2").unwrap();
-    let c = b1.mkdir("c").unwrap();
-    let mut victims = Vec::new();
-    let mut tgid = 100;
-    for g in [&a, &b1, &b2, &c] {
-        for _ in 0..3 {
-            victims.push(fork(g, tgid).unwrap());
-            victims.push(fork_thread(g, tgid, tgid + 1).unwrap());
-            tgid += 2;
+    for_each_profile(|p| {
+        let h = Hierarchy::new(p);
+        let bystander_cg = h.root().mkdir("other").unwrap();
+        let a = h.root().mkdir("a").unwrap();
+        let b1 = a.mkdir("b1").unwrap();
+        let b2 = a.mkdir("b2").unwrap();
+        let c = b1.mkdir("c").unwrap();
+        let mut victims = Vec::new();
+        let mut tgid = 100;
+        for g in [&a, &b1, &b2, &c] {
+            for _ in 0..3 {
+                victims.push(fork(g, tgid).unwrap());
+                victims.push(fork_thread(g, tgid, tgid + 1).unwrap());
+                tgid += 2;
+            }
         }
-    }
-    let bystander = fork(&bystander_cg, 9).unwrap();
-    assert_eq!(a.read("cgroup.events").unwrap(), "populated 1\nfrozen 0\n");
-    a.write("cgroup.kill", "1\n").unwrap();
-    for v in &victims {
-        assert_eq!(v.kills(), 1, "SIGKILL delivered once to {}", v.tid);
-        assert!(!v.link().is_linked());
-    }
-    assert_eq!(bystander.kills(), 0, "outside the subtree");
-    for g in [&a, &b1, &b2, &c] {
+        let bystander = fork(&bystander_cg, 9).unwrap();
+        assert_eq!(a.read("cgroup.events").unwrap(), "populated 1\nfrozen 0\n");
+        a.write("cgroup.kill", "1\n").unwrap();
+        for v in &victims {
+            assert_eq!(v.kills(), 1, "SIGKILL delivered once to {}", v.tid);
+            assert!(!v.link().is_linked());
+        }
+        assert_eq!(bystander.kills(), 0, "outside the subtree");
+        for g in [&a, &b1, &b2, &c] {
+            assert_eq!(
+                g.read("cgroup.events").unwrap(),
+                "populated 0\nfrozen 0\n",
+                "{g:?}"
+            );
+            assert_eq!(g.read("cgroup.procs").unwrap(), "");
+        }
         assert_eq!(
-            g.read("cgroup.events").unwrap(),
-            "populated 0\nfrozen 0\n",
-            "{g:?}"
+            a.pids_current(),
+            victims.len() as u64,
+            "zombies until reaped"
         );
-        assert_eq!(g.read("cgroup.procs").unwrap(), "");
-    }
-    assert_eq!(
-        a.pids_current(),
-        victims.len() as u64,
-        "zombies until reaped"
-    );
-    for v in &victims {
-        v.link().release();
-    }
-    assert_eq!(a.pids_current(), 0);
-    for g in [&c, &b2, &b1, &a] {
-        g.rmdir().unwrap();
-    }
+        for v in &victims {
+            v.link().release();
+        }
+        assert_eq!(a.pids_current(), 0);
+        for g in [&c, &b2, &b1, &a] {
+            g.rmdir().unwrap();
+        }
+    });
 }
 
 /// A member whose kill() does not exit at once (the signal is pending) keeps the
 /// cgroup populated until its task_dead.
 #[test]
 fn populated_stays_until_the_killed_task_is_dead() {
-    let a = Hierarchy::new(Profile::Linux70).root().mkdir("a").unwrap();
-    let (t, _) = fork_full(&a, 5, 5, true, false).unwrap();
-    a.kill().unwrap();
-    assert_eq!(t.kills(), 1);
-    assert_eq!(a.read("cgroup.events").unwrap(), "populated 1\nfrozen 0\n");
-    t.link().task_dead();
-    assert_eq!(a.read("cgroup.events").unwrap(), "populated 0\nfrozen 0\n");
-    t.link().release();
+    for_each_profile(|p| {
+        let a = Hierarchy::new(p).root().mkdir("a").unwrap();
+        let (t, _) = fork_full(&a, 5, 5, true, false).unwrap();
+        a.kill().unwrap();
+        assert_eq!(t.kills(), 1);
+        assert_eq!(a.read("cgroup.events").unwrap(), "populated 1\nfrozen 0\n");
+        t.link().task_dead();
+        assert_eq!(a.read("cgroup.events").unwrap(), "populated 0\nfrozen 0\n");
+        t.link().release();
+    });
 }
 
 /// test_cgkill_forkbomb's race: can_fork, then cgroup.kill, then post_fork: the child
 /// was not a member when the kill collected members, so post_fork reports killed.
 #[test]
 fn fork_racing_with_kill_is_killed_at_post_fork() {
-    let h = Hierarchy::new(Profile::Linux70);
-    let a = h.root().mkdir("a").unwrap();
-    let b = a.mkdir("b").unwrap();
-    let sibling = h.root().mkdir("s").unwrap();
+    for_each_profile(|p| {
+        let h = Hierarchy::new(p);
+        let a = h.root().mkdir("a").unwrap();
+        let b = a.mkdir("b").unwrap();
+        let sibling = h.root().mkdir("s").unwrap();
 
-    let charge = b.can_fork().unwrap();
-    a.kill().unwrap(); // on an ancestor of b
-    let t: Arc<dyn CgroupMember> = Arc::new(common::FakeTask {
-        tgid: 1,
-        tid: 1,
-        leader: true,
-        die_on_kill: true,
-        kills: Default::default(),
-        link: Default::default(),
+        let charge = b.can_fork().unwrap();
+        a.kill().unwrap(); // on an ancestor of b
+        let t: Arc<dyn CgroupMember> = Arc::new(common::FakeTask {
+            tgid: 1,
+            tid: 1,
+            leader: true,
+            die_on_kill: true,
+            kills: Default::default(),
+            link: Default::default(),
+        });
+        let pf = charge.post_fork(Arc::downgrade(&t));
+        assert!(pf.killed, "kill_seq moved between can_fork and post_fork");
+        assert!(
+            pf.link.is_linked(),
+            "the child is linked, then SIGKILLed by the caller"
+        );
+        pf.link.task_dead();
+        pf.link.release();
+
+        // A kill elsewhere, or before can_fork, does not mark the fork.
+        a.kill().unwrap();
+        let charge = b.can_fork().unwrap();
+        sibling.kill().unwrap();
+        let pf = charge.post_fork(Arc::downgrade(&t));
+        assert!(!pf.killed);
+        // A later kill reaches the linked child normally.
+        let (t2, killed) = fork_full(&b, 2, 2, true, true).unwrap();
+        assert!(!killed);
+        b.kill().unwrap();
+        assert_eq!(t2.kills(), 1);
+        pf.link.release();
+        t2.link().release();
+        assert_eq!(a.pids_current(), 0);
     });
-    let pf = charge.post_fork(Arc::downgrade(&t));
-    assert!(pf.killed, "kill_seq moved between can_fork and post_fork");
-    assert!(
-        pf.link.is_linked(),
-        "the child is linked, then SIGKILLed by the caller"
-    );
-    pf.link.task_dead();
-    pf.link.release();
-
-    // A kill elsewhere, or before can_fork, does not mark the fork.
-    a.kill().unwrap();
-    let charge = b.can_fork().unwrap();
-    sibling.kill().unwrap();
-    let pf = charge.post_fork(Arc::downgrade(&t));
-    assert!(!pf.killed);
-    // A later kill reaches the linked child normally.
-    let (t2, killed) = fork_full(&b, 2, 2, true, true).unwrap();
-    assert!(!killed);
-    b.kill().unwrap();
-    assert_eq!(t2.kills(), 1);
-    pf.link.release();
-    t2.link().release();
-    assert_eq!(a.pids_current(), 0);
 }
 
 #[test]
 fn cgroup_kill_values_other_than_one_are_erange() {
-    let a = Hierarchy::new(Profile::Linux70).root().mkdir("a").unwrap();
-    let t = fork(&a, 3).unwrap();
-    for v in ["0", "2", "-1", "0x2"] {
-        assert_eq!(a.write("cgroup.kill", v), Err(Errno::ERANGE), "{v:?}");
-    }
-    assert_eq!(t.kills(), 0);
-    for v in ["", "yes", "1x"] {
-        assert_eq!(a.write("cgroup.kill", v), Err(Errno::EINVAL), "{v:?}");
-    }
-    assert_eq!(
-        a.write("cgroup.kill", "4294967297"),
-        Err(Errno::ERANGE),
-        "kstrtoint overflow"
-    );
-    a.write("cgroup.kill", " 1 ").unwrap();
-    assert_eq!(t.kills(), 1);
-    t.link().release();
+    for_each_profile(|p| {
+        let a = Hierarchy::new(p).root().mkdir("a").unwrap();
+        let t = fork(&a, 3).unwrap();
+        for v in ["0", "2", "-1", "0x2"] {
+            assert_eq!(a.write("cgroup.kill", v), Err(Errno::ERANGE), "{v:?}");
+        }
+        assert_eq!(t.kills(), 0);
+        for v in ["", "yes", "1x"] {
+            assert_eq!(a.write("cgroup.kill", v), Err(Errno::EINVAL), "{v:?}");
+        }
+        assert_eq!(
+            a.write("cgroup.kill", "4294967297"),
+            Err(Errno::ERANGE),
+            "kstrtoint overflow"
+        );
+        a.write("cgroup.kill", " 1 ").unwrap();
+        assert_eq!(t.kills(), 1);
+        t.link().release();
+    });
 }
 
 #[test]
 fn kill_of_an_empty_cgroup_succeeds() {
-    let a = Hierarchy::new(Profile::Linux70).root().mkdir("a").unwrap();
-    a.kill().unwrap();
-    assert!(!a.is_populated());
+    for_each_profile(|p| {
+        let a = Hierarchy::new(p).root().mkdir("a").unwrap();
+        a.kill().unwrap();
+        assert!(!a.is_populated());
+    });
 }
 
 #[test]
@@ -168,18 +178,20 @@ fn kill_runs_member_callbacks_without_any_cgroup_lock_held() {
             }
         }
     }
-    let a = Hierarchy::new(Profile::Linux618).root().mkdir("a").unwrap();
-    let m = Arc::new(Reentrant {
-        cg: a.clone(),
-        link: Default::default(),
+    for_each_profile(|p| {
+        let a = Hierarchy::new(p).root().mkdir("a").unwrap();
+        let m = Arc::new(Reentrant {
+            cg: a.clone(),
+            link: Default::default(),
+        });
+        let pf = a
+            .can_fork()
+            .unwrap()
+            .post_fork(Arc::downgrade(&(m.clone() as Arc<dyn CgroupMember>)));
+        *m.link.lock().unwrap() = Some(pf.link.clone());
+        a.kill().unwrap();
+        assert!(!pf.link.is_linked());
+        assert_eq!(a.children().len(), 1);
+        *m.link.lock().unwrap() = None;
     });
-    let pf = a
-        .can_fork()
-        .unwrap()
-        .post_fork(Arc::downgrade(&(m.clone() as Arc<dyn CgroupMember>)));
-    *m.link.lock().unwrap() = Some(pf.link.clone());
-    a.kill().unwrap();
-    assert!(!pf.link.is_linked());
-    assert_eq!(a.children().len(), 1);
-    *m.link.lock().unwrap() = None;
 }

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use uproc_abi::Errno;
+use uproc_abi::{Errno, Profile};
 use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, TaskResolver};
 
 /// A task: its numbers, its link, how often it was killed, and whether a kill makes
@@ -149,5 +149,12 @@ impl Rng {
     }
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
+    }
+}
+
+/// Runs `f` under every lock profile: the rules checked hold in all of them.
+pub fn for_each_profile(f: impl Fn(Profile)) {
+    for &p in Profile::ALL {
+        f(p);
     }
 }
