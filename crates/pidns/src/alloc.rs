@@ -182,6 +182,25 @@ fn rollback(ns: &Arc<PidNamespace>, done: &[Reserved]) {
     }
 }
 
+/// The reservations just rolled back counted in `allocated` (reserve, then the
+/// `PIDNS_ADDING` check at publish): a dying init's zap may have seen them and be
+/// waiting for the count to drop, so wake its reaper as `free_pid` would.
+fn wake_after_rollback(ns: &Arc<PidNamespace>, done: &[Reserved]) {
+    let Some(wakeup) = ns.map().wakeup.get() else {
+        return;
+    };
+    for r in done {
+        let level_ns = chain(ns).nth(r.level_from_inner).expect("level exists");
+        let closed_and_emptying = {
+            let st = level_ns.state.read();
+            !st.adding && matches!(st.idr.allocated, 1 | 2)
+        };
+        if closed_and_emptying {
+            wakeup(level_ns);
+        }
+    }
+}
+
 fn publish(pid: &Arc<Pid>) {
     for up in pid.numbers() {
         up.ns.state.write().idr.publish(up.nr, Arc::clone(pid));
@@ -292,8 +311,11 @@ fn alloc_two_phase(
     if !ns.adding.load(Ordering::Acquire) {
         // 6.18: `out_unlock` drops the lock, `out_free` retakes it for the rollback.
         drop(g);
-        let _g = map.pidmap_lock.lock();
-        rollback(ns, &done[..n]);
+        {
+            let _g = map.pidmap_lock.lock();
+            rollback(ns, &done[..n]);
+        }
+        wake_after_rollback(ns, &done[..n]);
         return Err(Errno::ENOMEM);
     }
     if let Some(hooks) = map.pidfs.get() {

@@ -131,6 +131,10 @@ impl Task {
             if *e == Errno::EAGAIN {
                 tracing::warn!(level = ns.level(), "fork rejected: pid namespace full");
             }
+            // A `Linux618` allocation that reserved numbers and then found the
+            // namespace closed rolled them back: a dying init's zap may have been
+            // waiting for exactly that (the allocator raised the reaper wakeup).
+            sys.process_zaps();
         })?;
         // 3. CLONE_PIDFD
         let pidfd = f.contains(CloneFlags::PIDFD).then(|| {
