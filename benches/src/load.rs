@@ -85,11 +85,10 @@ pub fn expected_locks(profile: Profile, levels: u32) -> (u64, u64, u64) {
     match profile {
         Profile::Linux618 => (u64::from(levels) + 3, 3, 3),
         Profile::Linux70 => (2, 3, 3),
-        // No `tasklist_lock` on fork/exit/reap (per-process locks), no `pidmap_lock` but
-        // the amortised refills of per-thread number batches (an upper bound, see
-        // [`SCALABLE_REFILL_SLACK`]); `css_set_lock` as Linux 7.0 until cgroup
-        // membership goes lock-free.
-        Profile::Scalable => (0, 0, 3),
+        // No `tasklist_lock` on fork/exit/reap (per-process locks), no `css_set_lock`
+        // (per-cgroup membership), no `pidmap_lock` but the amortised refills of
+        // per-thread number batches (an upper bound, see [`SCALABLE_REFILL_SLACK`]).
+        Profile::Scalable => (0, 0, 0),
     }
 }
 
