@@ -186,12 +186,15 @@ impl System {
     }
 
     /// Acquisitions of the named global locks: `[pidmap_lock, tasklist_lock,
-    /// css_set_lock]` (real counts with the `lockstat` feature, else 0).
+    /// css_set_lock, pidns_pool_lock]` (real counts with the `lockstat` feature, else
+    /// 0). The last one sums the per-namespace number-pool locks of `Scalable` (batch
+    /// refills and flushes; 0 under the other profiles).
     pub fn lock_stats(&self) -> Vec<LockStat> {
         vec![
             self.map.pidmap_lock_stat(),
             self.tasklist_lock.stat(),
             self.cgroups.css_set_lock_stat(),
+            self.map.pool_lock_stat(),
         ]
     }
 
