@@ -7,11 +7,13 @@
 //! Everything that changes membership is done under the global `css_set_lock`
 //! (Linux618 / Linux70 profiles), which is what makes the kill/fork race come out
 //! right: a fork either linked its child before a `cgroup.kill` collected the members
-//! (and is killed with them), or sees the moved `kill_seq` at post_fork.
+//! (and is killed with them), or sees the moved `kill_seq` at post_fork. Under
+//! `Scalable` the forking cgroup's member-set lock plays that part (the kill bumps
+//! `kill_seq` and collects under it, post_fork compares and inserts under it), and
+//! rmdir closes a cgroup to forks by setting `REMOVING` in its fork count.
 
 use core::fmt;
 
-use arc_swap::ArcSwap;
 use parking_lot::{Mutex, MutexGuard};
 use uproc_abi::Errno;
 
@@ -19,7 +21,7 @@ use crate::Cgroup;
 use crate::controller::pids;
 use crate::hierarchy::{Hierarchy, Node, REMOVING, common_ancestor};
 use crate::members::MemberSet;
-use crate::sync::{Arc, AtomicBool, Ordering, Weak};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
 /// What the cgroup code knows of a task. The task list implements it; cgroup knows
 /// nothing of pids otherwise.
@@ -104,15 +106,17 @@ pub struct CssLink {
     member: Weak<dyn CgroupMember>,
     /// Written under `css_set_lock` (`Scalable`: the link's `state`); read anywhere.
     linked: AtomicBool,
-    /// The current cgroup (`task->cgroups`): read without a lock at every fork of the
-    /// task ([`cgroup`](CssLink::cgroup)), swapped by migration with `state` held.
-    current: ArcSwap<Node>,
+    /// The id of the current cgroup, mirrored from `state` (written with it held) so
+    /// that the id recorded at every reap (`pidfs_exit`) is read without a lock.
+    current_id: AtomicU64,
     /// Lock order: `css_set_lock` -> `state` -> a cgroup's member set (`Scalable`: no
     /// `css_set_lock`; two member sets in id order). `release` takes `state` alone.
     state: Mutex<LinkState>,
 }
 
 struct LinkState {
+    /// The current cgroup (`task->cgroups`); changes on migration.
+    cgroup: Arc<Node>,
     /// This link's entry in `cgroup`'s member set (meaningful while linked).
     key: usize,
     /// Still counted in the pids controller (until release).
@@ -204,10 +208,10 @@ impl Cgroup {
             for link in links {
                 // Rule: css_set_lock -> link state -> member sets.
                 let mut st = link.state.lock();
-                let src = link.current.load_full();
-                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&src, dest) {
+                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&st.cgroup, dest) {
                     continue;
                 }
+                let src = st.cgroup.clone();
                 // `Scalable`: both member sets, in id order (no css_set_lock).
                 let (mut src_set, mut dest_set) = lock_pair(&src, dest);
                 if scalable && dest.is_removed() {
@@ -238,7 +242,8 @@ impl Cgroup {
                     n.nr_populated.fetch_sub(1, Ordering::Release);
                 }
                 drop((src_set, dest_set));
-                link.current.store(dest.clone());
+                st.cgroup = dest.clone();
+                link.current_id.store(dest.id, Ordering::Relaxed);
                 moved += 1;
             }
         }
@@ -365,8 +370,12 @@ impl ForkCharge {
             serial,
             member,
             linked: AtomicBool::new(true),
-            current: ArcSwap::new(node.clone()),
-            state: Mutex::new(LinkState { key, charged: true }),
+            current_id: AtomicU64::new(node.id),
+            state: Mutex::new(LinkState {
+                cgroup: node.clone(),
+                key,
+                charged: true,
+            }),
         });
         if killed {
             tracing::debug!(path = %node.path(), "fork raced with cgroup.kill: child killed");
@@ -394,16 +403,18 @@ impl fmt::Debug for ForkCharge {
 impl CssLink {
     /// The task's current cgroup (changes on migration; a dead task keeps the last).
     ///
-    /// Lock-free (an `arc-swap` load): this is what every fork of the task reads.
+    /// Takes the link's own state lock (never shared with another task's life cycle);
+    /// `arc-swap` in its place was measured slower (see `IMPLEMENTATION.md`).
     pub fn cgroup(&self) -> Cgroup {
-        Cgroup::from_parts(self.hier.clone(), self.current.load_full())
+        let node = self.state.lock().cgroup.clone();
+        Cgroup::from_parts(self.hier.clone(), node)
     }
 
     /// The id of the task's current cgroup: [`Cgroup::id`] of
     /// [`cgroup`](CssLink::cgroup), without making a handle (what `pidfs_exit` records
     /// at every reap).
     pub fn cgroup_id(&self) -> u64 {
-        self.current.load().id
+        self.current_id.load(Ordering::Relaxed)
     }
 
     /// The task this link belongs to.
@@ -430,8 +441,7 @@ impl CssLink {
             return;
         }
         self.linked.store(false, Ordering::Release);
-        // Stable while `state` is held (migration swaps it under `state`).
-        let node = self.current.load();
+        let node = &st.cgroup;
         let m = node.members.lock().remove(st.key);
         debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
         for n in node.ancestors() {
@@ -458,9 +468,9 @@ impl CssLink {
         if !std::mem::replace(&mut st.charged, false) {
             return;
         }
-        // Uncharged under the state lock (plain atomics, no lock taken): the current
-        // cgroup cannot be swapped meanwhile.
-        pids::uncharge(self.current.load().pids_levels());
+        // Uncharged under the state lock (plain atomics, no lock taken): no clone of
+        // the cgroup handle just to release it after.
+        pids::uncharge(st.cgroup.pids_levels());
     }
 
     /// Whether the task is linked (between post_fork and task_dead).
@@ -484,7 +494,7 @@ impl fmt::Debug for CssLink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.state.lock();
         f.debug_struct("CssLink")
-            .field("cgroup", &self.current.load().path())
+            .field("cgroup", &st.cgroup.path())
             .field("linked", &self.is_linked())
             .field("charged", &st.charged)
             .finish_non_exhaustive()
