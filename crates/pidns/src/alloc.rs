@@ -348,6 +348,20 @@ fn alloc_scalable(
     pid_max: &[i32],
     pid: &mut Arc<Pid>,
 ) -> Result<(), Errno> {
+    if ns.parent().is_none() {
+        // One level (the common case): no chain walk, no rollback array.
+        let nr = reserve_pooled(ns, set_tid.first().copied(), pid_max[0])?;
+        fill_number(pid, 0, nr);
+        let pool = pool_of(ns);
+        pool.publish(nr, Arc::clone(pid));
+        if pool.word.fetch_add(1, Ordering::AcqRel) & ADDING == 0 {
+            pool.word.fetch_sub(1, Ordering::Relaxed);
+            pool.unpublish(nr);
+            pool.release(nr);
+            return Err(Errno::ENOMEM);
+        }
+        return Ok(());
+    }
     let mut done = [Reserved {
         level_from_inner: 0,
         nr: 0,
