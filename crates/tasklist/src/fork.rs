@@ -247,6 +247,16 @@ impl Task {
     }
 }
 
+/// `fatal_signal_pending(current)` for fork: the caller's group is exiting or has a
+/// fatal signal queued, or the caller itself is exiting. The caller holds `me`'s
+/// siglock.
+fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
+    st.group_exit.is_some()
+        || st.shared_pending.contains(Signal::KILL)
+        || me.exiting.load(Ordering::Acquire)
+        || me.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
+}
+
 /// Step 5 of fork: checks that must be made under the lock, then the attach. Takes
 /// `tasklist_lock` (write) once; inside it, children locks and siglocks (rules 1-3).
 fn attach(
@@ -261,33 +271,16 @@ fn attach(
     if !child.pid.ns().is_adding() {
         return Err(Errno::ENOMEM);
     }
-    // One siglock round for everything read from the caller's group: its parent only
-    // for CLONE_PARENT, and its subreaper bits for the usual case where the new
-    // process's parent is the caller itself.
-    let (my_parent, pgrp, session, dying, my_sub) = {
-        let st = me.group.sig.lock();
-        (
-            if parent_flag {
-                st.real_parent.upgrade()
-            } else {
-                None
-            },
-            st.pgrp.clone(),
-            st.session.clone(),
-            st.group_exit.is_some() || st.shared_pending.contains(Signal::KILL),
-            st.has_child_subreaper || st.is_subreaper,
-        )
-    };
-    if dying
-        || me.exiting.load(Ordering::Acquire)
-        || me.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
-    {
-        return Err(Errno::EINTR);
-    }
     let weak_any = TaskInner::as_any_weak(child);
     if thread {
+        // The "group is dying" check and the insertion are one siglock hold, as in
+        // `copy_process`: a group exit (which marks every thread under the siglock)
+        // either came first (EINTR) or will see, and kill, the new thread.
         let leader = {
             let mut st = me.group.sig.lock();
+            if group_dying(me, &st) {
+                return Err(Errno::EINTR);
+            }
             st.threads.push(Arc::downgrade(child));
             st.nr_live += 1;
             st.leader.upgrade()
@@ -296,6 +289,25 @@ fn attach(
             l.threads.lock().push(Task::from_inner(child.clone()));
         }
     } else {
+        // One siglock round for everything read from the caller's group: its parent
+        // only for CLONE_PARENT, and its subreaper bits for the usual case where the
+        // new process's parent is the caller itself.
+        let (my_parent, pgrp, session, my_sub) = {
+            let st = me.group.sig.lock();
+            if group_dying(me, &st) {
+                return Err(Errno::EINTR);
+            }
+            (
+                if parent_flag {
+                    st.real_parent.upgrade()
+                } else {
+                    None
+                },
+                st.pgrp.clone(),
+                st.session.clone(),
+                st.has_child_subreaper || st.is_subreaper,
+            )
+        };
         let (rp, has_sub) = if parent_flag {
             let rp = my_parent.as_ref().ok_or(Errno::EINVAL)?;
             let ps = rp.group.sig.lock();
