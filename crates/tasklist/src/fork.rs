@@ -140,6 +140,10 @@ impl Task {
             sys.pidfs
                 .pidfd_prepare_stale(me.active_ns(), pid.clone(), fl)
         });
+        // cgroup_threadgroup_change_begin: a new thread joins this group, so the group's
+        // migration must wait until the thread is linked (and the cgroup read below is
+        // the group's current one).
+        let caller_group_guard = thread.then(|| me.group.threadgroup_rwsem.read());
         // 4. cgroup_can_fork
         let cg = match &args.cgroup {
             Some(c) => c.clone(),
@@ -196,11 +200,16 @@ impl Task {
             name: Mutex::new(*me.name.lock()),
             threads: Mutex::new(Vec::new()),
         });
+        // A new process can be named in `cgroup.procs` from the attach on: its own
+        // group's migration waits for the link too.
+        let new_group_guard = (!thread).then(|| child.group.threadgroup_rwsem.read());
         // 5. attach under tasklist_lock (write): the only acquisition of fork.
         let attached = attach(&sys, me, &child, thread, parent_flag, autoreap);
         if let Err(e) = attached {
             // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
             charge.cancel();
+            drop(new_group_guard);
+            drop(caller_group_guard);
             drop(child);
             free_pid(&pid);
             // The freed number may have been the last but the init's of a closed
@@ -222,6 +231,9 @@ impl Task {
                 link.release();
             }
         }
+        // cgroup_threadgroup_change_end: linked, a migration now moves it with the group.
+        drop(new_group_guard);
+        drop(caller_group_guard);
         // wake_up_new_task: from here on signals act on it directly.
         let (fatal, status) = {
             let st = child.group.sig.lock();

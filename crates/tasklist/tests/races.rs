@@ -151,3 +151,70 @@ fn thread_forked_while_its_group_dies_fails_with_eintr_or_dies_with_the_group() 
         }
     }
 }
+
+#[test]
+fn migration_racing_a_thread_fork_moves_the_whole_thread_group() {
+    let iters = race_iterations(100_000, 4_000);
+    for &prof in Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        let a = sys.cgroup_root().mkdir("a").unwrap();
+        let b = sys.cgroup_root().mkdir("b").unwrap();
+        let p = fork(&init);
+        let tgid = p.nspid()[0].to_string();
+        let split = AtomicUsize::new(0);
+        let order = AtomicUsize::new(0);
+        let balance = Balance::with_jitter(if cfg!(debug_assertions) { 600 } else { 150 });
+        hammer(
+            iters,
+            |r| {
+                a.attach(&p).unwrap();
+                (
+                    std::sync::Mutex::new(None),
+                    [AtomicUsize::new(0), AtomicUsize::new(0)],
+                    balance.delays(r),
+                    r,
+                )
+            },
+            |(out, done, (delay, _), _)| {
+                stagger(*delay);
+                let t = p
+                    .fork(&CloneArgs {
+                        flags: CloneFlags::NEW_THREAD,
+                        ..Default::default()
+                    })
+                    .expect("thread fork");
+                done[0].store(order.fetch_add(1, Ordering::SeqCst), Ordering::Relaxed);
+                *out.lock().unwrap() = Some(t);
+            },
+            |(_, done, (_, delay), r)| {
+                stagger(*delay);
+                if r % 2 == 0 {
+                    b.write("cgroup.procs", &tgid).expect("cgroup.procs write");
+                } else {
+                    b.attach(&p).expect("attach");
+                }
+                done[1].store(order.fetch_add(1, Ordering::SeqCst), Ordering::Relaxed);
+            },
+            |(out, done, _, _)| {
+                balance
+                    .a_was_first(done[0].load(Ordering::Relaxed) < done[1].load(Ordering::Relaxed));
+                let t = out.into_inner().unwrap().expect("forked");
+                if t.cgroup() != p.cgroup() {
+                    split.fetch_add(1, Ordering::Relaxed);
+                }
+                t.exit(0);
+            },
+        );
+        assert_eq!(
+            split.load(Ordering::Relaxed),
+            0,
+            "{prof}: fork and migration exclude each other (cgroup_threadgroup_rwsem): a \
+             thread forked during a cgroup.procs write moves with its group"
+        );
+        p.exit(0);
+        reap(&init, &p);
+        a.rmdir().expect("the old cgroup is empty: rmdir succeeds");
+        assert_at_rest(&sys);
+    }
+}

@@ -155,12 +155,25 @@ pub struct Balance {
     offset: std::sync::atomic::AtomicIsize,
     /// Consecutive rounds the same side was first (signed by the side).
     streak: std::sync::atomic::AtomicIsize,
+    /// Half-width of the sweep around the balance point, in spins (default 8).
+    jitter: usize,
 }
 
 impl Balance {
+    /// A balance sweeping `jitter` spins either side of the balance point: for a
+    /// window that lies well inside one side's path rather than at its end.
+    pub fn with_jitter(jitter: usize) -> Balance {
+        Balance {
+            jitter,
+            ..Balance::default()
+        }
+    }
+
     /// The spins for (side a, side b) in round `r`.
     pub fn delays(&self, r: usize) -> (usize, usize) {
-        let jitter = (r % 17) as isize - 8;
+        let half = if self.jitter == 0 { 8 } else { self.jitter };
+        // A stride coprime with the width visits every offset.
+        let jitter = ((r * 7919) % (2 * half + 1)) as isize - half as isize;
         let d = self.offset.load(std::sync::atomic::Ordering::Relaxed) + jitter;
         if d >= 0 {
             (d as usize, 0)
