@@ -80,7 +80,8 @@ fn reserve_level(
 /// `set_tid[0]` asks for a number in `ns`, `set_tid[1]` in its parent, and so on
 /// (clone3's `set_tid`); levels without an entry allocate cyclically. Errors, in Linux's
 /// order: more entries than levels -> EINVAL; an entry `< 1` or `>= pid_max` -> EINVAL;
-/// an entry without `cap_checkpoint_restore` -> EPERM; an entry in use -> EEXIST; a full
+/// an entry other than 1 for a namespace without an init -> EINVAL; an entry without
+/// `cap_checkpoint_restore` -> EPERM; an entry in use -> EEXIST; a full
 /// level -> EAGAIN; a number other than 1 in a namespace without an init -> EINVAL; `ns`
 /// closed because its init died -> ENOMEM. On failure nothing stays reserved, but the
 /// cyclic cursors that moved stay moved (a failed fork consumes the position).
@@ -103,6 +104,10 @@ pub fn alloc_pid(
         pid_max[i] = level_ns.pid_max();
         if let Some(&tid) = set_tid.get(i) {
             if tid < 1 || tid >= pid_max[i] {
+                return Err(Errno::EINVAL);
+            }
+            // "PID 1 (init) must be created first" is checked before the capability.
+            if tid != 1 && !level_ns.has_child_reaper() {
                 return Err(Errno::EINVAL);
             }
             if !cap_checkpoint_restore {
@@ -367,8 +372,22 @@ fn alloc_scalable(
         nr: 0,
     }; MAX_PID_NS_LEVEL as usize + 1];
     let mut n = 0;
+    // A pid needs a number below every ancestor's pid_max too, so a nested namespace
+    // never holds more live pids than its tightest ancestor allows: its pool hands out
+    // numbers below that bound only (its own pid_max is PID_MAX_LIMIT by default, and
+    // the pool's FIFO would otherwise walk, and build lookup slots for, all 4M numbers
+    // before reusing one). EAGAIN stays exact: when every number below the bound is in
+    // use here, some outer level is full as well. `set_tid` may still ask for any
+    // number below the namespace's own pid_max.
+    let levels = pid.numbers().len();
+    let mut bound = [0i32; MAX_PID_NS_LEVEL as usize + 1];
+    let mut tightest = i32::MAX;
+    for i in (0..levels).rev() {
+        tightest = tightest.min(pid_max[i]);
+        bound[i] = tightest;
+    }
     for (i, level_ns) in chain(ns).enumerate() {
-        match reserve_pooled(level_ns, set_tid.get(i).copied(), pid_max[i]) {
+        match reserve_pooled(level_ns, set_tid.get(i).copied(), bound[i]) {
             Ok(nr) => {
                 done[n] = Reserved {
                     level_from_inner: i,

@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
 use uproc_abi::lockstat::{LockStat, NamedRwLock};
 use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
-use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, TaskResolver};
+use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, MigrateFn, TaskResolver};
 use uproc_pidfs::{FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds};
 use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid};
 
@@ -93,7 +93,8 @@ impl System {
                 exit_signal: AtomicI32::new(0),
                 pending: AtomicU64::new(0),
                 ns_for_children: Mutex::new(root_ns.clone()),
-                cap_checkpoint_restore: AtomicBool::new(false),
+                // Root-like, as Linux's init: `set_tid` works out of the box.
+                cap_checkpoint_restore: AtomicBool::new(true),
                 hook: Mutex::new(None),
                 css: OnceLock::new(),
                 fork_cgroup: charge.cgroup().clone(),
@@ -287,14 +288,21 @@ impl PidfdBackend for System {
 
 impl TaskResolver for System {
     fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno> {
+        Ok(self.resolve(pid)?.group.css_links())
+    }
+
+    fn with_thread_group(&self, pid: i32, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
+        self.resolve(pid)?.group.migrate(f)
+    }
+}
+
+impl System {
+    /// The task a `cgroup.procs` write names (root-namespace number); ESRCH if none.
+    fn resolve(&self, pid: i32) -> Result<Arc<TaskInner>, Errno> {
         if pid <= 0 {
             return Err(Errno::ESRCH);
         }
         let p = self.root_ns.find_pid(pid).ok_or(Errno::ESRCH)?;
-        let t = pid_task(&p).ok_or(Errno::ESRCH)?;
-        let st = t.group.sig.lock();
-        Ok(ThreadGroup::live_threads(&st)
-            .filter_map(|t| t.css.get().cloned())
-            .collect())
+        pid_task(&p).ok_or(Errno::ESRCH)
     }
 }
