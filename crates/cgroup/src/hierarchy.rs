@@ -50,6 +50,8 @@ pub struct Hierarchy {
     /// `kill_seq`, `nr_forking`, `removed`). Three acquisitions per task life cycle.
     pub(crate) css_set_lock: NamedMutex<()>,
     next_id: AtomicU64,
+    /// Link serials (Linux profiles only; `Scalable` numbers per cgroup, so no fork
+    /// writes a runtime-wide counter).
     pub(crate) next_link: AtomicU64,
     resolver: Mutex<Option<Weak<dyn TaskResolver>>>,
 }

@@ -124,6 +124,8 @@ pub struct PostFork {
 /// it does both, so a task list that forgets cannot leak a charge.
 pub struct CssLink {
     hier: Arc<Hierarchy>,
+    /// Link order in the runtime (Linux profiles: migration re-inserts at it); 0 under
+    /// `Scalable`, whose member sets number their own entries.
     serial: u64,
     member: Weak<dyn CgroupMember>,
     /// Written under `css_set_lock` (`Scalable`: the link's `state`); read anywhere.
@@ -256,7 +258,12 @@ impl Cgroup {
                 let m = src_set.remove(st.key);
                 debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
                 if let Some(m) = m {
-                    st.key = dest_set.insert(link.serial, m);
+                    st.key = if scalable {
+                        // To the tail of the destination (`list_move_tail`).
+                        dest_set.append(m)
+                    } else {
+                        dest_set.insert(link.serial, m)
+                    };
                 }
                 for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
                     n.nr_populated.fetch_add(1, Ordering::Release);
@@ -356,13 +363,20 @@ impl ForkCharge {
         self.armed = false;
         let hier = &self.cg.hier;
         let node = &self.cg.node;
-        let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
-        let (killed, key) = if hier.is_scalable() {
+        let scalable = hier.is_scalable();
+        // Scalable: the serial comes from the cgroup's own set (no runtime-wide counter
+        // every fork would write); it is only used for ordering inside that set.
+        let serial = if scalable {
+            0
+        } else {
+            hier.next_link.fetch_add(1, Ordering::Relaxed)
+        };
+        let (killed, key) = if scalable {
             // The cgroup's own member-set lock stands for css_set_lock: cgroup.kill
             // bumps kill_seq under it, rmdir checks populated under it.
             let mut members = node.members.lock();
             let killed = node.kill_seq.load(Ordering::Acquire) != self.kill_seq;
-            let key = members.insert(serial, member.clone());
+            let key = members.append(member.clone());
             // Other cgroups' forks update the same ancestors without a common lock.
             for n in node.ancestors() {
                 n.nr_populated.fetch_add(1, Ordering::Release);
