@@ -112,7 +112,7 @@ impl Cgroup {
                 }
                 out
             }
-            File::Events => format!("populated {}\nfrozen 0\n", u8::from(node.is_populated())),
+            File::Events => format!("populated {}\nfrozen 0\n", u8::from(self.populated())),
             File::Kill => return Err(Errno::EACCES),
             File::Type => "domain\n".to_owned(),
             File::PidsMax => format!("{}\n", pids().limit()),

@@ -141,6 +141,9 @@ pub struct CssLink {
 struct LinkState {
     /// The current cgroup (`task->cgroups`); changes on migration.
     cgroup: Arc<Node>,
+    /// The member-set shard of `cgroup` holding this link's entry (0 but under
+    /// `Scalable`).
+    shard: usize,
     /// This link's entry in `cgroup`'s member set (meaningful while linked).
     key: usize,
     /// Still counted in the pids controller (until release).
@@ -162,8 +165,9 @@ impl Cgroup {
         let kill_seq = if self.hier.is_scalable() {
             // No lock: count the fork in, then look for rmdir's mark. rmdir sets it
             // with a compare-exchange from 0, so either it saw this fork (EBUSY) or
-            // this fork sees the mark (the cgroup is gone).
-            if node.nr_forking.fetch_add(1, Ordering::AcqRel) & REMOVING != 0 {
+            // this fork sees the mark (the cgroup is gone). The root (untracked) can
+            // be neither removed nor killed.
+            if node.tracked && node.nr_forking.fetch_add(1, Ordering::AcqRel) & REMOVING != 0 {
                 node.nr_forking.fetch_sub(1, Ordering::AcqRel);
                 return Err(Errno::ENOENT);
             }
@@ -177,7 +181,9 @@ impl Cgroup {
             node.kill_seq.load(Ordering::Relaxed)
         };
         if let Err(level) = pids::try_charge(node.pids_levels()) {
-            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            if node.tracked {
+                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            }
             self.pids_event(level);
             return Err(Errno::EAGAIN);
         }
@@ -238,7 +244,8 @@ impl Cgroup {
                 }
                 let src = st.cgroup.clone();
                 // `Scalable`: both member sets, in id order (no css_set_lock).
-                let (mut src_set, mut dest_set) = lock_pair(&src, dest);
+                let dest_shard = dest.my_shard();
+                let (mut src_set, mut dest_set) = lock_pair(&src, st.shard, dest, dest_shard);
                 if scalable && dest.is_removed() {
                     // rmdir won the race before anything moved in (a populated cgroup
                     // cannot be removed): report it as the locked profiles would.
@@ -257,6 +264,7 @@ impl Cgroup {
                 }
                 let m = src_set.remove(st.key);
                 debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
+                st.shard = dest_shard;
                 if let Some(m) = m {
                     st.key = if scalable {
                         // To the tail of the destination (`list_move_tail`).
@@ -266,10 +274,14 @@ impl Cgroup {
                     };
                 }
                 for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
-                    n.nr_populated.fetch_add(1, Ordering::Release);
+                    if n.tracked {
+                        n.nr_populated.fetch_add(1, Ordering::Release);
+                    }
                 }
                 for n in src.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
-                    n.nr_populated.fetch_sub(1, Ordering::Release);
+                    if n.tracked {
+                        n.nr_populated.fetch_sub(1, Ordering::Release);
+                    }
                 }
                 drop((src_set, dest_set));
                 st.cgroup = dest.clone();
@@ -305,9 +317,13 @@ impl Cgroup {
             let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
             let mut v = Vec::new();
             for n in &subtree {
-                let members = n.members.lock();
+                // Bumped before any shard is collected: a post_fork that compares after
+                // a shard was collected takes that shard's lock after the collection,
+                // so it sees the bump.
                 n.kill_seq.fetch_add(1, Ordering::AcqRel);
-                v.extend(members.values().cloned());
+                for shard in n.members.iter() {
+                    v.extend(shard.lock().values().cloned());
+                }
             }
             v
         };
@@ -324,12 +340,33 @@ impl Cgroup {
     /// collected under `css_set_lock` (the `css_task_iter` of a `cgroup.procs` read).
     pub(crate) fn members(&self) -> Vec<Arc<dyn CgroupMember>> {
         let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
-        self.node
+        let mut out = Vec::new();
+        // `Scalable`: shard by shard (link order within each), as Linux walks one
+        // css_set after another.
+        for shard in self.node.members.iter() {
+            out.extend(shard.lock().values().filter_map(Weak::upgrade));
+        }
+        out
+    }
+
+    /// `cgroup.events` "populated". Kept as a count in every cgroup except the
+    /// `Scalable` root, whose answer is computed: a member of its own, or a populated
+    /// child.
+    pub(crate) fn populated(&self) -> bool {
+        let node = &self.node;
+        if node.tracked {
+            return node.is_populated();
+        }
+        if node
             .members
-            .lock()
-            .values()
-            .filter_map(Weak::upgrade)
-            .collect()
+            .iter()
+            .any(|m| m.lock().values().next().is_some())
+        {
+            return true;
+        }
+        let tree = self.hier.tree.lock();
+        tree.children_of(node.id)
+            .is_some_and(|c| c.values().any(|n| n.is_populated()))
     }
 }
 
@@ -351,7 +388,9 @@ impl ForkCharge {
         }
         let node = &self.cg.node;
         pids::uncharge(node.pids_levels());
-        node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+        if node.tracked {
+            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// `cgroup_post_fork`: link the new task into the cgroup (`css_set_lock`
@@ -374,23 +413,26 @@ impl ForkCharge {
         let (killed, key) = if scalable {
             // The cgroup's own member-set lock stands for css_set_lock: cgroup.kill
             // bumps kill_seq under it, rmdir checks populated under it.
-            let mut members = node.members.lock();
+            let shard = node.my_shard();
+            let mut members = node.members[shard].lock();
             let killed = node.kill_seq.load(Ordering::Acquire) != self.kill_seq;
             let key = members.append(member.clone());
             // Other cgroups' forks update the same ancestors without a common lock.
-            for n in node.ancestors() {
+            for n in node.tracked_ancestors() {
                 n.nr_populated.fetch_add(1, Ordering::Release);
             }
             drop(members);
             // After populated is counted: rmdir reads nr_forking == 0 only once this
             // fork shows as populated.
-            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
-            (killed, key)
+            if node.tracked {
+                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            }
+            (killed, (shard, key))
         } else {
             let _css = hier.css_set_lock.lock();
             debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
             let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
-            let key = node.members.lock().insert(serial, member.clone());
+            let key = (0, node.members[0].lock().insert(serial, member.clone()));
             // Every writer of `nr_populated` holds css_set_lock: a load and a store
             // suffice (no read-modify-write per level).
             for n in node.ancestors() {
@@ -410,7 +452,8 @@ impl ForkCharge {
             current_id: AtomicU64::new(node.id),
             state: Mutex::new(LinkState {
                 cgroup: node.clone(),
-                key,
+                shard: key.0,
+                key: key.1,
                 charged: true,
             }),
         });
@@ -479,9 +522,9 @@ impl CssLink {
         }
         self.linked.store(false, Ordering::Release);
         let node = &st.cgroup;
-        let m = node.members.lock().remove(st.key);
+        let m = node.members[st.shard].lock().remove(st.key);
         debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
-        for n in node.ancestors() {
+        for n in node.tracked_ancestors() {
             if scalable {
                 n.nr_populated.fetch_sub(1, Ordering::Release);
             } else {
@@ -538,21 +581,24 @@ impl fmt::Debug for CssLink {
     }
 }
 
-/// The member sets of `a` and `b` (two different cgroups), locked in cgroup-id order so
-/// that two migrations in opposite directions cannot deadlock.
+/// Shard `sa` of `a`'s member sets and shard `sb` of `b`'s (two different cgroups),
+/// locked in cgroup-id order so that two migrations in opposite directions cannot
+/// deadlock.
 fn lock_pair<'a>(
     a: &'a Node,
+    sa: usize,
     b: &'a Node,
+    sb: usize,
 ) -> (MutexGuard<'a, MemberSet>, MutexGuard<'a, MemberSet>) {
     debug_assert!(
         !core::ptr::eq(a, b),
         "a migration moves between two cgroups"
     );
     if a.id < b.id {
-        let ga = a.members.lock();
-        (ga, b.members.lock())
+        let ga = a.members[sa].lock();
+        (ga, b.members[sb].lock())
     } else {
-        let gb = b.members.lock();
-        (a.members.lock(), gb)
+        let gb = b.members[sb].lock();
+        (a.members[sa].lock(), gb)
     }
 }
