@@ -36,7 +36,7 @@
 //! | `cgroup_mutex` | `parking_lot::Mutex` | the tree's shape: children, ids (mkdir, rmdir, kill's subtree walk) |
 //! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's cgroup, `linked`, `populated`, `kill_seq`, `nr_forking`, `removed` (never taken under `Scalable`) |
 //! | a link's state | `parking_lot::Mutex` | its current cgroup (the id mirrored in an atomic for lock-free reads), slab key, and whether it is still charged |
-//! | a cgroup's member set | `parking_lot::Mutex` | inside `css_set_lock` under the Linux profiles; under `Scalable` the per-cgroup lock of membership (post_fork, task_dead, migration, kill, rmdir) |
+//! | a cgroup's member set(s) | `parking_lot::Mutex` | one, inside `css_set_lock`, under the Linux profiles; under `Scalable` 8 shards per cgroup, each its own lock of membership (post_fork, task_dead, migration, kill, rmdir takes all) |
 //! | pids counters | atomics, no lock | `counter`, `limit`, `peak`, events |
 //!
 //! Lock order: `cgroup_mutex` -> `css_set_lock` -> link state -> member set. Under
@@ -52,8 +52,10 @@
 //!
 //! Under `Scalable` nothing takes it: `can_fork` is one atomic on the cgroup's fork
 //! count (rmdir marks it `REMOVING` with a compare-exchange from 0) plus the per-level
-//! charge; post_fork and task_dead take the member-set lock of the task's own cgroup.
-//! Every lock a life cycle takes belongs to its own task or its own cgroup.
+//! charge; post_fork and task_dead take one member-set shard of the task's own cgroup
+//! (the forking thread's shard: 8 per cgroup), and the root keeps no counts every fork
+//! would write. No lock or counter a life cycle writes is shared by every fork of the
+//! runtime, except the per-level pids counters of the cgroups it is charged to.
 //!
 //! # Invariants
 //!

@@ -8,8 +8,9 @@
 //! (Linux618 / Linux70 profiles), which is what makes the kill/fork race come out
 //! right: a fork either linked its child before a `cgroup.kill` collected the members
 //! (and is killed with them), or sees the moved `kill_seq` at post_fork. Under
-//! `Scalable` the forking cgroup's member-set lock plays that part (the kill bumps
-//! `kill_seq` and collects under it, post_fork compares and inserts under it), and
+//! `Scalable` the member-set shard locks play that part (the kill bumps `kill_seq`,
+//! then collects each shard under its lock; post_fork compares and inserts under its
+//! shard's lock), and
 //! rmdir closes a cgroup to forks by setting `REMOVING` in its fork count. Migration
 //! and fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
 //! list holds its group's lock for reading from can_fork to post_fork, and a migration
