@@ -111,7 +111,7 @@ impl Cgroup {
             // Rule: cgroup_mutex -> the cgroup's member-set lock. Populated changes
             // for this childless cgroup only under that lock; a fork past can_fork
             // holds nr_forking above 0, and one not yet there will see REMOVING.
-            let _members = self.node.members.lock();
+            let _members = self.node.lock_all_members();
             if self.node.nr_populated.load(Ordering::Acquire) > 0
                 || self
                     .node
@@ -225,7 +225,7 @@ impl Cgroup {
 
     /// `cgroup.events` "populated": any linked (not yet dead) member in this subtree.
     pub fn is_populated(&self) -> bool {
-        self.node.is_populated()
+        self.populated()
     }
 
     /// Whether [`rmdir`](Cgroup::rmdir) removed this cgroup.

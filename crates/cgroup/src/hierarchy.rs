@@ -4,7 +4,7 @@
 use core::fmt;
 use std::collections::{BTreeMap, HashMap};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use uproc_abi::lockstat::{LockStat, NamedMutex};
 use uproc_abi::{Errno, Profile};
 
@@ -50,6 +50,8 @@ pub struct Hierarchy {
     /// `kill_seq`, `nr_forking`, `removed`). Three acquisitions per task life cycle.
     pub(crate) css_set_lock: NamedMutex<()>,
     next_id: AtomicU64,
+    /// Link serials (Linux profiles only; `Scalable` numbers per cgroup, so no fork
+    /// writes a runtime-wide counter).
     pub(crate) next_link: AtomicU64,
     resolver: Mutex<Option<Weak<dyn TaskResolver>>>,
 }
@@ -150,26 +152,68 @@ pub(crate) struct Node {
     /// under `css_set_lock` with a load and a store (`Scalable`: read-modify-writes,
     /// under the member-set lock of the cgroup whose member changed); read anywhere.
     pub(crate) nr_populated: AtomicU64,
-    /// The cgroup's css_set task list. Locked under `css_set_lock` by the Linux
-    /// profiles; under `Scalable` it is the per-cgroup lock of membership (post_fork,
-    /// task_dead, migration, cgroup.kill, rmdir's populated check).
-    pub(crate) members: Mutex<MemberSet>,
+    /// The cgroup's css_set task lists. One under the Linux profiles, locked inside
+    /// `css_set_lock`. Under `Scalable`, [`MEMBER_SHARDS`] of them, each its own lock:
+    /// a thread links the tasks it forks into "its" shard ([`Node::my_shard`]), so
+    /// forks of different threads into one cgroup (the root, typically) share no lock.
+    /// Lock order inside a cgroup: shards in index order.
+    pub(crate) members: Box<[Mutex<MemberSet>]>,
+    /// Whether `nr_forking` and `nr_populated` are kept: not for the root under
+    /// `Scalable` (it can be neither removed nor killed, and its populated state is
+    /// computed on demand), so no fork writes a line every fork of the runtime shares.
+    pub(crate) tracked: bool,
+}
+
+/// Member-set shards per cgroup under `Scalable`.
+pub(crate) const MEMBER_SHARDS: usize = 8;
+
+static NEXT_THREAD_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+std::thread_local! {
+    /// This thread's member-set shard index (round robin over threads).
+    static THREAD_SHARD: usize =
+        NEXT_THREAD_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 impl Node {
-    fn new(id: u64, name: String, parent: Option<Arc<Node>>) -> Node {
+    fn new(id: u64, name: String, parent: Option<Arc<Node>>, scalable: bool) -> Node {
         let pids = parent.is_some().then(PidsCounter::new);
+        let shards = if scalable { MEMBER_SHARDS } else { 1 };
         Node {
             id,
             name,
+            tracked: !(scalable && parent.is_none()),
             parent,
             pids,
             removed: AtomicBool::new(false),
             kill_seq: AtomicU64::new(0),
             nr_forking: AtomicU64::new(0),
             nr_populated: AtomicU64::new(0),
-            members: Mutex::new(MemberSet::default()),
+            members: (0..shards)
+                .map(|_| Mutex::new(MemberSet::default()))
+                .collect(),
         }
+    }
+
+    /// The member-set shard the calling thread links into (always 0 with one shard).
+    #[inline]
+    pub(crate) fn my_shard(&self) -> usize {
+        let n = self.members.len();
+        if n == 1 {
+            0
+        } else {
+            THREAD_SHARD.with(|s| *s) % n
+        }
+    }
+
+    /// Every shard locked, in index order (`Scalable` rmdir).
+    pub(crate) fn lock_all_members(&self) -> Vec<MutexGuard<'_, MemberSet>> {
+        self.members.iter().map(|m| m.lock()).collect()
+    }
+
+    /// This node and its ancestors whose populated count is kept.
+    pub(crate) fn tracked_ancestors(&self) -> impl Iterator<Item = &Node> + Clone {
+        self.ancestors().filter(|n| n.tracked)
     }
 
     /// This node and every ancestor up to and including the root.
@@ -270,7 +314,12 @@ impl Hierarchy {
     /// # References
     /// `cgroup_init` / `cgroup_setup_root` (the default hierarchy).
     pub fn new(profile: Profile) -> Arc<Hierarchy> {
-        let root = Arc::new(Node::new(1, String::new(), None));
+        let root = Arc::new(Node::new(
+            1,
+            String::new(),
+            None,
+            profile == Profile::Scalable,
+        ));
         let mut entries = HashMap::new();
         entries.insert(
             1,
@@ -342,6 +391,7 @@ impl Hierarchy {
             self.alloc_id(),
             name.to_owned(),
             Some(parent.clone()),
+            self.scalable,
         ))
     }
 

@@ -34,12 +34,14 @@
 //! | lock | kind | protects |
 //! |---|---|---|
 //! | `cgroup_mutex` | `parking_lot::Mutex` | the tree's shape: children, ids (mkdir, rmdir, kill's subtree walk) |
-//! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's cgroup, `linked`, `populated`, `kill_seq`, `nr_forking`, `removed` |
-//! | a link's state | `parking_lot::Mutex` | its current cgroup and whether it is still charged |
-//! | a cgroup's member set | `parking_lot::Mutex` | taken only under `css_set_lock` (the Scalable profile will use it alone) |
+//! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's cgroup, `linked`, `populated`, `kill_seq`, `nr_forking`, `removed` (never taken under `Scalable`) |
+//! | a link's state | `parking_lot::Mutex` | its current cgroup (the id mirrored in an atomic for lock-free reads), slab key, and whether it is still charged |
+//! | a cgroup's member set(s) | `parking_lot::Mutex` | one, inside `css_set_lock`, under the Linux profiles; under `Scalable` 8 shards per cgroup, each its own lock of membership (post_fork, task_dead, migration, kill, rmdir takes all) |
 //! | pids counters | atomics, no lock | `counter`, `limit`, `peak`, events |
 //!
-//! Lock order: `cgroup_mutex` -> `css_set_lock` -> link state -> member set.
+//! Lock order: `cgroup_mutex` -> `css_set_lock` -> link state -> member set. Under
+//! `Scalable`: `cgroup_mutex` -> one member set; link state -> one member set, or two in
+//! cgroup-id order (migration).
 //! [`CssLink::release`] takes a link's state alone. [`CgroupMember::kill`] and the
 //! [`TaskResolver`] are always called with no lock held.
 //!
@@ -47,6 +49,13 @@
 //! takes `css_set_lock` exactly three times, as Linux does: can_fork, post_fork,
 //! task_dead. Migration and `cgroup.kill` take it once each, reading `cgroup.procs`
 //! once; release takes it only for a task that was never declared dead.
+//!
+//! Under `Scalable` nothing takes it: `can_fork` is one atomic on the cgroup's fork
+//! count (rmdir marks it `REMOVING` with a compare-exchange from 0) plus the per-level
+//! charge; post_fork and task_dead take one member-set shard of the task's own cgroup
+//! (the forking thread's shard: 8 per cgroup), and the root keeps no counts every fork
+//! would write. No lock or counter a life cycle writes is shared by every fork of the
+//! runtime, except the per-level pids counters of the cgroups it is charged to.
 //!
 //! # Invariants
 //!
@@ -117,7 +126,9 @@ mod sync;
 pub use cgroup::{Cgroup, WeakCgroup};
 pub use controller::pids::{Limit, PID_MAX_LIMIT};
 pub use hierarchy::Hierarchy;
-pub use membership::{Attachable, CgroupMember, CssLink, ForkCharge, PostFork, TaskResolver};
+pub use membership::{
+    Attachable, CgroupMember, CssLink, ForkCharge, MigrateFn, PostFork, TaskResolver,
+};
 
 /// The lock-free pids charge on its own, for `tests/loom_pids.rs`: loom cannot run the
 /// rest of the crate (its locks are `parking_lot`'s), and does not need to.

@@ -28,12 +28,15 @@ struct Entry {
     next: usize,
 }
 
-/// The member set of one cgroup. Guarded by the node's `members` mutex, itself taken
-/// only under `css_set_lock`.
+/// The member set of one cgroup. Guarded by the node's `members` mutex (taken inside
+/// `css_set_lock` under the Linux profiles; alone under `Scalable`).
 pub(crate) struct MemberSet {
     slots: Slab<Entry>,
     head: usize,
     tail: usize,
+    /// The serial [`append`](MemberSet::append) gives next (`Scalable`: serials are per
+    /// cgroup, drawn under this set's lock, instead of one runtime-wide counter).
+    next_serial: u64,
 }
 
 impl Default for MemberSet {
@@ -42,11 +45,28 @@ impl Default for MemberSet {
             slots: Slab::new(),
             head: NIL,
             tail: NIL,
+            next_serial: 1,
         }
     }
 }
 
 impl MemberSet {
+    /// Inserts `member` at the tail with this set's next serial (`list_add_tail`, and
+    /// `list_move_tail` for a migrated task): O(1), no runtime-wide counter.
+    pub(crate) fn append(&mut self, member: Weak<dyn CgroupMember>) -> usize {
+        let serial = self.next_serial.max(self.tail_serial() + 1);
+        self.next_serial = serial + 1;
+        self.insert(serial, member)
+    }
+
+    fn tail_serial(&self) -> u64 {
+        if self.tail == NIL {
+            0
+        } else {
+            self.slots[self.tail].serial
+        }
+    }
+
     /// Inserts `member` at its `serial` position; returns the key that
     /// [`remove`](MemberSet::remove) takes.
     pub(crate) fn insert(&mut self, serial: u64, member: Weak<dyn CgroupMember>) -> usize {
@@ -158,6 +178,18 @@ mod tests {
         s.insert(0, Arc::downgrade(&ms[0]));
         s.insert(3, Arc::downgrade(&ms[3]));
         assert_eq!(tgids(&s), vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn append_goes_to_the_tail_whatever_the_serials_before() {
+        let ms: Vec<Arc<dyn CgroupMember>> = (0..4).map(|i| Arc::new(M(i)) as _).collect();
+        let mut s = MemberSet::default();
+        s.insert(10, Arc::downgrade(&ms[0]));
+        s.append(Arc::downgrade(&ms[1]));
+        let k = s.append(Arc::downgrade(&ms[2]));
+        assert!(s.remove(k).is_some());
+        s.append(Arc::downgrade(&ms[3]));
+        assert_eq!(tgids(&s), vec![0, 1, 3]);
     }
 
     #[test]

@@ -7,11 +7,18 @@
 //! Everything that changes membership is done under the global `css_set_lock`
 //! (Linux618 / Linux70 profiles), which is what makes the kill/fork race come out
 //! right: a fork either linked its child before a `cgroup.kill` collected the members
-//! (and is killed with them), or sees the moved `kill_seq` at post_fork.
+//! (and is killed with them), or sees the moved `kill_seq` at post_fork. Under
+//! `Scalable` the member-set shard locks play that part (the kill bumps `kill_seq`,
+//! then collects each shard under its lock; post_fork compares and inserts under its
+//! shard's lock), and
+//! rmdir closes a cgroup to forks by setting `REMOVING` in its fork count. Migration
+//! and fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
+//! list holds its group's lock for reading from can_fork to post_fork, and a migration
+//! runs inside [`TaskResolver::with_thread_group`] /
+//! [`Attachable::with_threadgroup_locked`], which hold it for writing.
 
 use core::fmt;
 
-use arc_swap::ArcSwap;
 use parking_lot::{Mutex, MutexGuard};
 use uproc_abi::Errno;
 
@@ -19,7 +26,7 @@ use crate::Cgroup;
 use crate::controller::pids;
 use crate::hierarchy::{Hierarchy, Node, REMOVING, common_ancestor};
 use crate::members::MemberSet;
-use crate::sync::{Arc, AtomicBool, Ordering, Weak};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
 /// What the cgroup code knows of a task. The task list implements it; cgroup knows
 /// nothing of pids otherwise.
@@ -41,6 +48,10 @@ pub trait CgroupMember: Send + Sync + 'static {
     }
 }
 
+/// The closure a migration runs over a thread group's links while the group cannot
+/// fork ([`TaskResolver::with_thread_group`], [`Attachable::with_threadgroup_locked`]).
+pub type MigrateFn<'a> = dyn FnMut(&[Arc<CssLink>]) -> Result<(), Errno> + 'a;
+
 /// Finds the css links of a whole thread group from a pid written to `cgroup.procs`
 /// (numbers of the root pid namespace). The task list registers one with
 /// [`Hierarchy::set_resolver`].
@@ -48,12 +59,26 @@ pub trait TaskResolver: Send + Sync + 'static {
     /// Every live thread's link of the thread group containing `pid`; ESRCH when no
     /// such task exists.
     fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno>;
+
+    /// Runs `f` over the links of the thread group containing `pid` while that group
+    /// can neither fork a thread nor finish forking a child into its cgroup (the write
+    /// side of `cgroup_threadgroup_rwsem`), so a migration moves the whole group. The
+    /// default collects the links and runs `f` without that exclusion.
+    fn with_thread_group(&self, pid: i32, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
+        f(&self.thread_group_links(pid)?)
+    }
 }
 
 /// Something that can be moved between cgroups as a whole thread group.
 pub trait Attachable {
     /// The links of every live thread of the thread group.
     fn css_links(&self) -> Vec<Arc<CssLink>>;
+
+    /// Runs `f` over [`css_links`](Attachable::css_links) while the group cannot fork
+    /// (see [`TaskResolver::with_thread_group`]). The default has no such exclusion.
+    fn with_threadgroup_locked(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
+        f(&self.css_links())
+    }
 }
 
 impl Attachable for Vec<Arc<CssLink>> {
@@ -100,19 +125,26 @@ pub struct PostFork {
 /// it does both, so a task list that forgets cannot leak a charge.
 pub struct CssLink {
     hier: Arc<Hierarchy>,
+    /// Link order in the runtime (Linux profiles: migration re-inserts at it); 0 under
+    /// `Scalable`, whose member sets number their own entries.
     serial: u64,
     member: Weak<dyn CgroupMember>,
     /// Written under `css_set_lock` (`Scalable`: the link's `state`); read anywhere.
     linked: AtomicBool,
-    /// The current cgroup (`task->cgroups`): read without a lock at every fork of the
-    /// task ([`cgroup`](CssLink::cgroup)), swapped by migration with `state` held.
-    current: ArcSwap<Node>,
+    /// The id of the current cgroup, mirrored from `state` (written with it held) so
+    /// that the id recorded at every reap (`pidfs_exit`) is read without a lock.
+    current_id: AtomicU64,
     /// Lock order: `css_set_lock` -> `state` -> a cgroup's member set (`Scalable`: no
     /// `css_set_lock`; two member sets in id order). `release` takes `state` alone.
     state: Mutex<LinkState>,
 }
 
 struct LinkState {
+    /// The current cgroup (`task->cgroups`); changes on migration.
+    cgroup: Arc<Node>,
+    /// The member-set shard of `cgroup` holding this link's entry (0 but under
+    /// `Scalable`).
+    shard: usize,
     /// This link's entry in `cgroup`'s member set (meaningful while linked).
     key: usize,
     /// Still counted in the pids controller (until release).
@@ -134,8 +166,9 @@ impl Cgroup {
         let kill_seq = if self.hier.is_scalable() {
             // No lock: count the fork in, then look for rmdir's mark. rmdir sets it
             // with a compare-exchange from 0, so either it saw this fork (EBUSY) or
-            // this fork sees the mark (the cgroup is gone).
-            if node.nr_forking.fetch_add(1, Ordering::AcqRel) & REMOVING != 0 {
+            // this fork sees the mark (the cgroup is gone). The root (untracked) can
+            // be neither removed nor killed.
+            if node.tracked && node.nr_forking.fetch_add(1, Ordering::AcqRel) & REMOVING != 0 {
                 node.nr_forking.fetch_sub(1, Ordering::AcqRel);
                 return Err(Errno::ENOENT);
             }
@@ -149,7 +182,9 @@ impl Cgroup {
             node.kill_seq.load(Ordering::Relaxed)
         };
         if let Err(level) = pids::try_charge(node.pids_levels()) {
-            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            if node.tracked {
+                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            }
             self.pids_event(level);
             return Err(Errno::EAGAIN);
         }
@@ -180,11 +215,12 @@ impl Cgroup {
     ///
     /// The pids controller charges the destination unconditionally and uncharges the
     /// source (`pids_can_attach`), so `pids.current` may end above `pids.max`.
-    /// Takes `css_set_lock` once. ENOENT if this cgroup was removed; EINVAL for a link
-    /// of another hierarchy.
+    /// Takes `css_set_lock` once, inside the task's thread-group exclusion
+    /// ([`Attachable::with_threadgroup_locked`]): a thread being forked lands in the
+    /// group's cgroup either before (and moves with it) or after (and is forked there).
+    /// ENOENT if this cgroup was removed; EINVAL for a link of another hierarchy.
     pub fn attach(&self, task: &impl Attachable) -> Result<(), Errno> {
-        let links = task.css_links();
-        self.attach_links(&links)
+        task.with_threadgroup_locked(&mut |links| self.attach_links(links))
     }
 
     /// [`attach`](Cgroup::attach) for links already collected (the `cgroup.procs`
@@ -204,12 +240,13 @@ impl Cgroup {
             for link in links {
                 // Rule: css_set_lock -> link state -> member sets.
                 let mut st = link.state.lock();
-                let src = link.current.load_full();
-                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&src, dest) {
+                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&st.cgroup, dest) {
                     continue;
                 }
+                let src = st.cgroup.clone();
                 // `Scalable`: both member sets, in id order (no css_set_lock).
-                let (mut src_set, mut dest_set) = lock_pair(&src, dest);
+                let dest_shard = dest.my_shard();
+                let (mut src_set, mut dest_set) = lock_pair(&src, st.shard, dest, dest_shard);
                 if scalable && dest.is_removed() {
                     // rmdir won the race before anything moved in (a populated cgroup
                     // cannot be removed): report it as the locked profiles would.
@@ -228,17 +265,28 @@ impl Cgroup {
                 }
                 let m = src_set.remove(st.key);
                 debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
+                st.shard = dest_shard;
                 if let Some(m) = m {
-                    st.key = dest_set.insert(link.serial, m);
+                    st.key = if scalable {
+                        // To the tail of the destination (`list_move_tail`).
+                        dest_set.append(m)
+                    } else {
+                        dest_set.insert(link.serial, m)
+                    };
                 }
                 for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
-                    n.nr_populated.fetch_add(1, Ordering::Release);
+                    if n.tracked {
+                        n.nr_populated.fetch_add(1, Ordering::Release);
+                    }
                 }
                 for n in src.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
-                    n.nr_populated.fetch_sub(1, Ordering::Release);
+                    if n.tracked {
+                        n.nr_populated.fetch_sub(1, Ordering::Release);
+                    }
                 }
                 drop((src_set, dest_set));
-                link.current.store(dest.clone());
+                st.cgroup = dest.clone();
+                link.current_id.store(dest.id, Ordering::Relaxed);
                 moved += 1;
             }
         }
@@ -270,9 +318,13 @@ impl Cgroup {
             let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
             let mut v = Vec::new();
             for n in &subtree {
-                let members = n.members.lock();
+                // Bumped before any shard is collected: a post_fork that compares after
+                // a shard was collected takes that shard's lock after the collection,
+                // so it sees the bump.
                 n.kill_seq.fetch_add(1, Ordering::AcqRel);
-                v.extend(members.values().cloned());
+                for shard in n.members.iter() {
+                    v.extend(shard.lock().values().cloned());
+                }
             }
             v
         };
@@ -289,12 +341,33 @@ impl Cgroup {
     /// collected under `css_set_lock` (the `css_task_iter` of a `cgroup.procs` read).
     pub(crate) fn members(&self) -> Vec<Arc<dyn CgroupMember>> {
         let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
-        self.node
+        let mut out = Vec::new();
+        // `Scalable`: shard by shard (link order within each), as Linux walks one
+        // css_set after another.
+        for shard in self.node.members.iter() {
+            out.extend(shard.lock().values().filter_map(Weak::upgrade));
+        }
+        out
+    }
+
+    /// `cgroup.events` "populated". Kept as a count in every cgroup except the
+    /// `Scalable` root, whose answer is computed: a member of its own, or a populated
+    /// child.
+    pub(crate) fn populated(&self) -> bool {
+        let node = &self.node;
+        if node.tracked {
+            return node.is_populated();
+        }
+        if node
             .members
-            .lock()
-            .values()
-            .filter_map(Weak::upgrade)
-            .collect()
+            .iter()
+            .any(|m| m.lock().values().next().is_some())
+        {
+            return true;
+        }
+        let tree = self.hier.tree.lock();
+        tree.children_of(node.id)
+            .is_some_and(|c| c.values().any(|n| n.is_populated()))
     }
 }
 
@@ -316,7 +389,9 @@ impl ForkCharge {
         }
         let node = &self.cg.node;
         pids::uncharge(node.pids_levels());
-        node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+        if node.tracked {
+            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// `cgroup_post_fork`: link the new task into the cgroup (`css_set_lock`
@@ -328,27 +403,37 @@ impl ForkCharge {
         self.armed = false;
         let hier = &self.cg.hier;
         let node = &self.cg.node;
-        let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
-        let (killed, key) = if hier.is_scalable() {
+        let scalable = hier.is_scalable();
+        // Scalable: the serial comes from the cgroup's own set (no runtime-wide counter
+        // every fork would write); it is only used for ordering inside that set.
+        let serial = if scalable {
+            0
+        } else {
+            hier.next_link.fetch_add(1, Ordering::Relaxed)
+        };
+        let (killed, key) = if scalable {
             // The cgroup's own member-set lock stands for css_set_lock: cgroup.kill
             // bumps kill_seq under it, rmdir checks populated under it.
-            let mut members = node.members.lock();
+            let shard = node.my_shard();
+            let mut members = node.members[shard].lock();
             let killed = node.kill_seq.load(Ordering::Acquire) != self.kill_seq;
-            let key = members.insert(serial, member.clone());
+            let key = members.append(member.clone());
             // Other cgroups' forks update the same ancestors without a common lock.
-            for n in node.ancestors() {
+            for n in node.tracked_ancestors() {
                 n.nr_populated.fetch_add(1, Ordering::Release);
             }
             drop(members);
             // After populated is counted: rmdir reads nr_forking == 0 only once this
             // fork shows as populated.
-            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
-            (killed, key)
+            if node.tracked {
+                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            }
+            (killed, (shard, key))
         } else {
             let _css = hier.css_set_lock.lock();
             debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
             let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
-            let key = node.members.lock().insert(serial, member.clone());
+            let key = (0, node.members[0].lock().insert(serial, member.clone()));
             // Every writer of `nr_populated` holds css_set_lock: a load and a store
             // suffice (no read-modify-write per level).
             for n in node.ancestors() {
@@ -365,8 +450,13 @@ impl ForkCharge {
             serial,
             member,
             linked: AtomicBool::new(true),
-            current: ArcSwap::new(node.clone()),
-            state: Mutex::new(LinkState { key, charged: true }),
+            current_id: AtomicU64::new(node.id),
+            state: Mutex::new(LinkState {
+                cgroup: node.clone(),
+                shard: key.0,
+                key: key.1,
+                charged: true,
+            }),
         });
         if killed {
             tracing::debug!(path = %node.path(), "fork raced with cgroup.kill: child killed");
@@ -394,16 +484,18 @@ impl fmt::Debug for ForkCharge {
 impl CssLink {
     /// The task's current cgroup (changes on migration; a dead task keeps the last).
     ///
-    /// Lock-free (an `arc-swap` load): this is what every fork of the task reads.
+    /// Takes the link's own state lock (never shared with another task's life cycle);
+    /// `arc-swap` in its place was measured slower (see `IMPLEMENTATION.md`).
     pub fn cgroup(&self) -> Cgroup {
-        Cgroup::from_parts(self.hier.clone(), self.current.load_full())
+        let node = self.state.lock().cgroup.clone();
+        Cgroup::from_parts(self.hier.clone(), node)
     }
 
     /// The id of the task's current cgroup: [`Cgroup::id`] of
     /// [`cgroup`](CssLink::cgroup), without making a handle (what `pidfs_exit` records
     /// at every reap).
     pub fn cgroup_id(&self) -> u64 {
-        self.current.load().id
+        self.current_id.load(Ordering::Relaxed)
     }
 
     /// The task this link belongs to.
@@ -430,11 +522,10 @@ impl CssLink {
             return;
         }
         self.linked.store(false, Ordering::Release);
-        // Stable while `state` is held (migration swaps it under `state`).
-        let node = self.current.load();
-        let m = node.members.lock().remove(st.key);
+        let node = &st.cgroup;
+        let m = node.members[st.shard].lock().remove(st.key);
         debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
-        for n in node.ancestors() {
+        for n in node.tracked_ancestors() {
             if scalable {
                 n.nr_populated.fetch_sub(1, Ordering::Release);
             } else {
@@ -458,9 +549,9 @@ impl CssLink {
         if !std::mem::replace(&mut st.charged, false) {
             return;
         }
-        // Uncharged under the state lock (plain atomics, no lock taken): the current
-        // cgroup cannot be swapped meanwhile.
-        pids::uncharge(self.current.load().pids_levels());
+        // Uncharged under the state lock (plain atomics, no lock taken): no clone of
+        // the cgroup handle just to release it after.
+        pids::uncharge(st.cgroup.pids_levels());
     }
 
     /// Whether the task is linked (between post_fork and task_dead).
@@ -484,28 +575,31 @@ impl fmt::Debug for CssLink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.state.lock();
         f.debug_struct("CssLink")
-            .field("cgroup", &self.current.load().path())
+            .field("cgroup", &st.cgroup.path())
             .field("linked", &self.is_linked())
             .field("charged", &st.charged)
             .finish_non_exhaustive()
     }
 }
 
-/// The member sets of `a` and `b` (two different cgroups), locked in cgroup-id order so
-/// that two migrations in opposite directions cannot deadlock.
+/// Shard `sa` of `a`'s member sets and shard `sb` of `b`'s (two different cgroups),
+/// locked in cgroup-id order so that two migrations in opposite directions cannot
+/// deadlock.
 fn lock_pair<'a>(
     a: &'a Node,
+    sa: usize,
     b: &'a Node,
+    sb: usize,
 ) -> (MutexGuard<'a, MemberSet>, MutexGuard<'a, MemberSet>) {
     debug_assert!(
         !core::ptr::eq(a, b),
         "a migration moves between two cgroups"
     );
     if a.id < b.id {
-        let ga = a.members.lock();
-        (ga, b.members.lock())
+        let ga = a.members[sa].lock();
+        (ga, b.members[sb].lock())
     } else {
-        let gb = b.members.lock();
-        (a.members.lock(), gb)
+        let gb = b.members[sb].lock();
+        (a.members[sa].lock(), gb)
     }
 }

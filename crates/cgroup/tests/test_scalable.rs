@@ -258,3 +258,53 @@ fn concurrent_forks_never_exceed_pids_max() {
     assert!(a.pids_peak() <= 5);
     assert_eq!(a.pids_events(), refused, "every refusal counted once");
 }
+
+/// Threads forking into one cgroup link into different member-set shards: every
+/// member is still listed once, populated is exact (computed for the root), and a
+/// kill still reaches every shard.
+#[test]
+fn forks_from_many_threads_into_one_cgroup_are_all_listed_and_killed() {
+    let h = Hierarchy::new(Profile::Scalable);
+    let root = h.root();
+    let a = root.mkdir("a").unwrap();
+    let spawn_into = |cg: &uproc_cgroup::Cgroup, base: i32| {
+        let cg = cg.clone();
+        std::thread::spawn(move || {
+            (0..100)
+                .map(|i| fork_full(&cg, base + i, base + i, true, false).unwrap().0)
+                .collect::<Vec<_>>()
+        })
+    };
+    let in_root: Vec<Arc<FakeTask>> = (0..4)
+        .map(|t| spawn_into(&root, t * 1000))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let in_a: Vec<Arc<FakeTask>> = (0..4)
+        .map(|t| spawn_into(&a, 10_000 + t * 1000))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    assert_eq!(root.read("cgroup.procs").unwrap().lines().count(), 400);
+    assert_eq!(a.read("cgroup.procs").unwrap().lines().count(), 400);
+    assert_eq!(a.pids_current(), 400);
+    assert!(root.is_populated() && a.is_populated());
+    a.kill().unwrap();
+    assert!(
+        in_a.iter().all(|t| t.kills() == 1),
+        "the kill reached every shard"
+    );
+    for t in &in_a {
+        t.exit_and_reap();
+    }
+    assert!(!a.is_populated());
+    assert!(root.is_populated(), "the root's own members");
+    for t in &in_root {
+        t.exit_and_reap();
+    }
+    assert!(!root.is_populated());
+    assert_eq!(root.read("cgroup.procs").unwrap(), "");
+    a.rmdir().unwrap();
+}

@@ -3,7 +3,7 @@
 //! | profile | structure | lock | numbering |
 //! |---|---|---|---|
 //! | `Linux618` | `BTreeMap` (the rb-tree `pidfs_ino_tree`) | one mutex, taken only under `pidmap_lock` | a counter under that mutex |
-//! | `Linux70` | hash table of [`SHARDS`] buckets (`pidfs_ino_ht`) | one mutex per bucket | [`InoCookie`] batches |
+//! | `Linux70`, `Scalable` | hash table of [`SHARDS`] buckets (`pidfs_ino_ht`) | one mutex per bucket | [`InoCookie`] batches |
 //!
 //! Entries are `Weak`: the index names pids, it does not own them (the namespace's idr
 //! and the handles do). An entry lives from `alloc_pid` (hook `add_pid`) to `free_pid`

@@ -3,7 +3,7 @@
 //! - `Linux618`: one `u64` counter that lives with the ordered index (see
 //!   [`crate::index`]), advanced under the index mutex, itself taken only "under
 //!   `pidmap_lock`": numbers are handed out in creation order.
-//! - `Linux70`: [`InoCookie`], Linux's `gen_cookie_next`: each thread takes a batch of
+//! - `Linux70` and `Scalable`: [`InoCookie`], Linux's `gen_cookie_next`: each thread takes a batch of
 //!   numbers from a shared atomic counter and hands them out without touching shared
 //!   memory until the batch runs out. Unique, never reused, but not ordered across
 //!   threads.

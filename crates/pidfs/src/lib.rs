@@ -34,8 +34,8 @@
 //! | data | protected by |
 //! |---|---|
 //! | `Linux618` counter + `BTreeMap` index | its own mutex, only ever taken with `pidmap_lock` held (the hooks run under it; `find_by_ino` takes it), i.e. "under `pidmap_lock`" |
-//! | `Linux70` hash index | one mutex per bucket (64 buckets), never under `pidmap_lock` |
-//! | `Linux70` ino numbers | [`InoCookie`]: per-thread batches of one atomic counter |
+//! | `Linux70` / `Scalable` hash index | one mutex per bucket (64 buckets), never under `pidmap_lock` (`Scalable` has none) |
+//! | `Linux70` / `Scalable` ino numbers | [`InoCookie`]: per-thread batches of one atomic counter |
 //! | per-pid state (flags, exit info, waiters) | the pid's state mutex (`wait_pidfd.lock`) |
 //!
 //! Order: `pidmap_lock` -> index mutex; the state mutex is a leaf. No lock is held while
@@ -54,8 +54,9 @@
 //!
 //! `Linux618`: ordered tree + global counter under `pidmap_lock` (a full alloc + free
 //! takes `pidmap_lock` 3 times, the index updated inside). `Linux70`: batched cookies and
-//! a sharded hash table, updated after `pidmap_lock` is dropped (2 times). See
-//! `IMPLEMENTATION.md`.
+//! a sharded hash table, updated after `pidmap_lock` is dropped (2 times). `Scalable`:
+//! the same batches and sharded table with no `pidmap_lock` at all (its pid allocator
+//! has none), so no lock of pidfs is shared by all forks. See `IMPLEMENTATION.md`.
 #![forbid(unsafe_code)]
 
 mod backend;

@@ -87,7 +87,7 @@ impl Pidfs {
     /// The pid with inode number `ino`, while its numbers are allocated.
     ///
     /// `Linux618` takes `pidmap_lock` (the tree lived under it, as in 6.x); `Linux70`
-    /// takes one bucket lock of the hash table.
+    /// and `Scalable` take one bucket lock of the hash table.
     ///
     /// # References
     /// `pidfs_ino_get_pid` in `fs/pidfs.c`.
@@ -280,7 +280,8 @@ fn check_open_flags(flags: PidfdFlags) -> Result<(), Errno> {
 
 impl PidfsHooks for Pidfs {
     /// `pidfs_add_pid`: assign the next ino and insert into the index. `Linux618`: called
-    /// with `pidmap_lock` held (the index mutex nests inside it); `Linux70`: after it.
+    /// with `pidmap_lock` held (the index mutex nests inside it); `Linux70`: after it;
+    /// `Scalable`: with no global lock anywhere.
     fn add_pid(&self, pid: &Arc<Pid>) -> Result<(), Errno> {
         let ino = self.index.add(pid);
         tracing::trace!(ino, nr = pid.nr(), "pidfs: ino assigned");

@@ -453,3 +453,13 @@ fn dropped_subscriber_does_not_disturb_the_exit() {
         assert!(r.try_recv().is_ok());
     });
 }
+
+#[test]
+fn ten_thousand_blocking_rounds_scalable() {
+    blocking_rounds(Profile::Scalable, 10_000);
+}
+
+#[test]
+fn ten_thousand_async_rounds_scalable() {
+    async_rounds(Profile::Scalable, 10_000);
+}

@@ -194,7 +194,13 @@ fn second_pidfs_on_a_map_is_not_installed() {
 #[test]
 fn pidmap_lock_acquisitions_per_life_cycle() {
     const { assert!(lockstat::ENABLED, "tests run with uproc-abi/lockstat") };
-    for (p, expected) in [(Profile::Linux618, 3), (Profile::Linux70, 2)] {
+    // Scalable: no pidmap_lock at all (numbers from per-thread batches, inos from
+    // per-thread batches, a bucket lock of the sharded index).
+    for (p, expected) in [
+        (Profile::Linux618, 3),
+        (Profile::Linux70, 2),
+        (Profile::Scalable, 0),
+    ] {
         let w = World::new(p);
         w.alloc_in(&w.root.clone());
         let before = w.map.pidmap_lock_stat().write;
@@ -239,8 +245,8 @@ proptest! {
     /// Against a reference model: the index holds exactly the live pids, every ino is
     /// new, and freed inos are never found again.
     #[test]
-    fn index_matches_a_reference_model(ops in proptest::collection::vec(op(), 1..200), linux70 in any::<bool>()) {
-        let p = if linux70 { Profile::Linux70 } else { Profile::Linux618 };
+    fn index_matches_a_reference_model(ops in proptest::collection::vec(op(), 1..200), profile in 0..Profile::ALL.len()) {
+        let p = Profile::ALL[profile];
         let w = World::new(p);
         let mut live = vec![w.alloc_in(&w.root.clone())];
         let mut freed = Vec::new();

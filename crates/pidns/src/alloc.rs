@@ -375,13 +375,41 @@ fn alloc_scalable(
     pid_max: &[i32],
     pid: &mut Arc<Pid>,
 ) -> Result<(), Errno> {
+    if ns.parent().is_none() {
+        // One level (the common case): no chain walk, no rollback array.
+        let nr = reserve_pooled(ns, set_tid.first().copied(), pid_max[0])?;
+        fill_number(pid, 0, nr);
+        let pool = pool_of(ns);
+        pool.publish(nr, Arc::clone(pid));
+        if pool.word.fetch_add(1, Ordering::AcqRel) & ADDING == 0 {
+            pool.word.fetch_sub(1, Ordering::Relaxed);
+            pool.unpublish(nr);
+            pool.release(nr);
+            return Err(Errno::ENOMEM);
+        }
+        return Ok(());
+    }
     let mut done = [Reserved {
         level_from_inner: 0,
         nr: 0,
     }; MAX_PID_NS_LEVEL as usize + 1];
     let mut n = 0;
+    // A pid needs a number below every ancestor's pid_max too, so a nested namespace
+    // never holds more live pids than its tightest ancestor allows: its pool hands out
+    // numbers below that bound only (its own pid_max is PID_MAX_LIMIT by default, and
+    // the pool's FIFO would otherwise walk, and build lookup slots for, all 4M numbers
+    // before reusing one). EAGAIN stays exact: when every number below the bound is in
+    // use here, some outer level is full as well. `set_tid` may still ask for any
+    // number below the namespace's own pid_max.
+    let levels = pid.numbers().len();
+    let mut bound = [0i32; MAX_PID_NS_LEVEL as usize + 1];
+    let mut tightest = i32::MAX;
+    for i in (0..levels).rev() {
+        tightest = tightest.min(pid_max[i]);
+        bound[i] = tightest;
+    }
     for (i, level_ns) in chain(ns).enumerate() {
-        match reserve_pooled(level_ns, set_tid.get(i).copied(), pid_max[i]) {
+        match reserve_pooled(level_ns, set_tid.get(i).copied(), bound[i]) {
             Ok(nr) => {
                 done[n] = Reserved {
                     level_from_inner: i,

@@ -13,6 +13,10 @@
 //!   300 once the cursor passed 300, `set_tid`, the init-first rule) and error codes.
 //! - [`PidMap`]: what all namespaces of one runtime share: the [`Profile`] and the named
 //!   global `pidmap_lock`, plus the hooks pidfs installs.
+//! - Under `Scalable`, each namespace's number pool (`pool.rs`): a FIFO of free numbers
+//!   behind a per-namespace lock taken once per batch, per-thread batches in front of
+//!   it, a per-number state byte that arbitrates ownership, and a table of per-number
+//!   lookup slots.
 //!
 //! # Locks, and who touches what
 //!
@@ -23,6 +27,10 @@
 //! | `Pid::numbers` | private to `alloc_pid` until published; immutable after | anyone |
 //! | `Pid::ino` | pidfs, once, before the pid escapes `alloc_pid` | anyone |
 //! | `Pid::task_slot` | tasklist, under its tasklist lock | anyone |
+//! | `Scalable`: a number's state byte | compare-exchange, no lock | anyone |
+//! | `Scalable`: a number's lookup slot | its own word-sized `RwLock`, by the number's owner | `find_pid`, the same lock |
+//! | `Scalable`: the free-number FIFO and fresh cursor | the namespace's pool lock (counted, `pidns_pool_lock`), once per batch | the same |
+//! | `Scalable`: `pid_allocated` + `PIDNS_ADDING` | one atomic word, read-modify-writes | lock-free |
 //!
 //! The per-namespace state lock nests inside `pidmap_lock` and is never held while
 //! calling out of this crate, except that `Linux618` calls pidfs's hooks with
@@ -30,8 +38,9 @@
 //!
 //! # Invariants
 //!
-//! - A number is in one of three states in its namespace: free, reserved (bit set, no
-//!   entry: invisible to `find_pid`), published. All levels of one pid are published
+//! - A number is in one of three states in its namespace: free, reserved (`Linux*`: bit
+//!   set, no entry; `Scalable`: owned, slot empty; invisible to `find_pid` either way),
+//!   published. All levels of one pid are published
 //!   together, so a lookup never finds a pid that is missing a level.
 //! - `nr_allocated()` counts reserved + published numbers; at rest it equals the number
 //!   of pids not yet freed that have a number in that namespace. (Linux's
@@ -44,8 +53,14 @@
 //!
 //! See [`alloc_pid`]'s module table: `Linux618` takes `pidmap_lock` once per level to
 //! reserve plus once to publish (2 for a single-level fork), `Linux70` once. Freeing
-//! takes it once in both. A future profile plugs into `alloc.rs` without changing
-//! callers.
+//! takes it once in both. `Scalable` never takes it: numbers come from per-thread
+//! batches of a per-namespace FIFO pool (least recently freed first; the pool lock is
+//! taken once per 64 operations of a thread and counted by [`PidMap::pool_lock_stat`]),
+//! `set_tid` claims its number directly, and `find_pid` reads a per-number slot. It keeps
+//! every error code and rule except the order numbers are handed out in: a freed number
+//! waits behind every free number in the shared pool ([`PidNamespace::pool_len`]), and
+//! EAGAIN means every number below `pid_max` is in use (other threads' batches are
+//! drained first). See `IMPLEMENTATION.md`.
 #![forbid(unsafe_code)]
 
 mod alloc;

@@ -144,6 +144,8 @@ struct Entry {
 #[derive(Default)]
 struct Caches {
     entries: Vec<Entry>,
+    /// The entry used last: a thread forking in one namespace finds it first try.
+    last: usize,
 }
 
 impl Drop for Caches {
@@ -377,8 +379,19 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     }
 
     /// This thread's entry for this pool, created (evicting the oldest) if needed.
+    #[inline]
     fn entry<'c>(self: &Arc<Self>, c: &'c mut Caches) -> &'c mut Entry {
+        let last = c.last;
+        if c.entries.get(last).is_some_and(|e| e.id == self.id) {
+            return &mut c.entries[last];
+        }
+        self.entry_slow(c)
+    }
+
+    #[cold]
+    fn entry_slow<'c>(self: &Arc<Self>, c: &'c mut Caches) -> &'c mut Entry {
         if let Some(i) = c.entries.iter().position(|e| e.id == self.id) {
+            c.last = i;
             return &mut c.entries[i];
         }
         if c.entries.len() == CACHED {
@@ -389,6 +402,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         }
         let weak: Weak<dyn Flush> = Arc::downgrade(self) as Weak<dyn Flush>;
         c.entries.push(Entry::new(self.id, weak));
+        c.last = c.entries.len() - 1;
         c.entries.last_mut().expect("just pushed")
     }
 

@@ -378,3 +378,43 @@ fn stress_small_namespace_with_lookups() {
     nrs.sort_unstable();
     assert_eq!(nrs, (2..PID_MAX).collect::<Vec<_>>());
 }
+
+/// A new namespace's own pid_max is PID_MAX_LIMIT, but it can never hold more live pids
+/// than its tightest ancestor allows: its pool stays below that bound (so it does not
+/// walk, and build lookup slots for, 4M numbers), and EAGAIN stays exact.
+#[test]
+fn nested_pool_stays_below_the_tightest_ancestor_limit() {
+    let (root_ns, _init) = root_with_init(Profile::Scalable, 400);
+    let child = root_ns.new_child().unwrap();
+    let c_init = alloc_pid(&child, &[], false).unwrap();
+    child.set_child_reaper(Some(common::any_reaper()));
+    for _ in 0..5_000 {
+        let p = alloc(&child);
+        assert!(
+            p.nr() < 400,
+            "{} in the child: beyond the root's pid_max",
+            p.nr()
+        );
+        free_pid(&p);
+    }
+    // set_tid may still use the child's own, larger range.
+    let high = alloc_pid(&child, &[100_000, 0][..1], true).unwrap();
+    assert_eq!(high.nr(), 100_000);
+    // Fill the root: 1 (root init) + 1 (child init) + high + the rest.
+    let mut held = Vec::new();
+    loop {
+        match alloc_pid(&child, &[], false) {
+            Ok(p) => held.push(p),
+            Err(e) => {
+                assert_eq!(e, Errno::EAGAIN);
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        root_ns.nr_allocated(),
+        399,
+        "the root is full, not the child's pool"
+    );
+    drop(c_init);
+}

@@ -243,6 +243,11 @@ pub(crate) fn do_notify_parent(
     let mut autoreap = t.group.autoreap.load(Ordering::Acquire);
     let Some(p) = parent else { return true };
     let mut ps = p.group.sig.lock();
+    if ps.zapping {
+        // A dying namespace init reaps every child, whatever its exit signal
+        // (`zap_pid_ns_processes` waits with `__WALL`).
+        return true;
+    }
     if sig == Signal::CHLD.raw() {
         match ps.sigchld {
             SigChld::Ignore => autoreap = true,

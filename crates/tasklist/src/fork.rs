@@ -146,6 +146,10 @@ impl Task {
             sys.pidfs
                 .pidfd_prepare_stale(me.active_ns(), pid.clone(), fl)
         });
+        // cgroup_threadgroup_change_begin: a new thread joins this group, so the group's
+        // migration must wait until the thread is linked (and the cgroup read below is
+        // the group's current one).
+        let caller_group_guard = thread.then(|| me.group.threadgroup_rwsem.read());
         // 4. cgroup_can_fork
         let cg = match &args.cgroup {
             Some(c) => c.clone(),
@@ -202,12 +206,17 @@ impl Task {
             name: Mutex::new(*me.name.lock()),
             threads: Mutex::new(Vec::new()),
         });
+        // A new process can be named in `cgroup.procs` from the attach on: its own
+        // group's migration waits for the link too.
+        let new_group_guard = (!thread).then(|| child.group.threadgroup_rwsem.read());
         // 5. attach: fork's only `tasklist_lock` acquisition (`Linux*`; none under
         // `Scalable`).
         let attached = attach(&sys, me, &child, thread, parent_flag, autoreap);
         if let Err(e) = attached {
             // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
             charge.cancel();
+            drop(new_group_guard);
+            drop(caller_group_guard);
             drop(child);
             free_pid(&pid);
             // The freed number may have been the last but the init's of a closed
@@ -229,6 +238,9 @@ impl Task {
                 link.release();
             }
         }
+        // cgroup_threadgroup_change_end: linked, a migration now moves it with the group.
+        drop(new_group_guard);
+        drop(caller_group_guard);
         // wake_up_new_task: from here on signals act on it directly.
         let (fatal, status) = {
             let st = child.group.sig.lock();
@@ -252,6 +264,16 @@ impl Task {
         }
         Ok(Task::from_inner(child))
     }
+}
+
+/// `fatal_signal_pending(current)` for fork: the caller's group is exiting or has a
+/// fatal signal queued, or the caller itself is exiting. The caller holds `me`'s
+/// siglock.
+fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
+    st.group_exit.is_some()
+        || st.shared_pending.contains(Signal::KILL)
+        || me.exiting.load(Ordering::Acquire)
+        || me.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
 }
 
 /// Step 5 of fork: checks that must be made in the attach's critical section, then the
@@ -282,9 +304,12 @@ fn attach(
     }
     let weak_any = TaskInner::as_any_weak(child);
     if thread {
+        // The "group is dying" check and the insertion are one siglock hold, as in
+        // `copy_process`: a group exit (which marks every thread under the siglock)
+        // either came first (EINTR) or will see, and kill, the new thread.
         let leader = {
             let mut st = me.group.sig.lock();
-            if caller_dying(me, &st) || st.nr_live == 0 {
+            if group_dying(me, &st) || st.nr_live == 0 {
                 return Err(Errno::EINTR);
             }
             st.threads.push(Arc::downgrade(child));
@@ -315,7 +340,7 @@ fn attach(
                     None
                 },
                 st.ids.clone(),
-                caller_dying(me, &st),
+                group_dying(me, &st),
                 st.has_child_subreaper || st.is_subreaper,
             )
         };
@@ -359,13 +384,4 @@ fn attach(
         *child.pid.task_slot().write() = Some(weak_any);
         return Ok(());
     }
-}
-
-/// The caller cannot fork any more: its group is exiting or a fatal signal is pending
-/// (EINTR). `st` is the caller's group state (its siglock held).
-fn caller_dying(me: &TaskInner, st: &crate::task::GroupState) -> bool {
-    st.group_exit.is_some()
-        || st.shared_pending.contains(Signal::KILL)
-        || me.exiting.load(Ordering::Acquire)
-        || me.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
 }

@@ -27,6 +27,7 @@
 //! the global `tasklist_lock` around the tree changes, exactly where Linux does.
 //!
 //! ```text
+//! a group's threadgroup_rwsem               (fork: read; cgroup migration: write)
 //! tasklist_lock (NamedRwLock, global)       Linux*: fork attach, exit_notify, release
 //!   |                                        every profile: slow paths only
 //!   -> a dying group D's `children` lock
@@ -35,8 +36,13 @@
 //!         -> per-task leaf mutexes (hook, threads, name, ns_for_children), Pid::task_slot
 //! ```
 //!
-//! 1. `tasklist_lock` is taken before any lock of this crate and never while one is
-//!    held. `Linux618`/`Linux70` write it at fork's attach (1), `exit_notify` (1) and
+//! 0. A group's `threadgroup_rwsem` (`cgroup_threadgroup_rwsem`, per group) is the
+//!    outermost: a fork adding a task to a group holds it for reading from choosing the
+//!    cgroup until `cgroup_post_fork` linked the task; a migration of the group
+//!    (`cgroup.procs`, [`Cgroup::attach`](uproc_cgroup::Cgroup::attach)) holds it for
+//!    writing, so a thread group is never split across cgroups. Nothing else takes it.
+//! 1. `tasklist_lock` is taken before any lock of this crate (but the rwsem) and never
+//!    while one is held. `Linux618`/`Linux70` write it at fork's attach (1), `exit_notify` (1) and
 //!    `release_task` (1) — exactly three per life cycle of a plain child, as Linux —
 //!    and read it for the stop/continue parent notification. `Scalable` takes it on
 //!    none of these. Every profile takes it for the slow paths: setpgid, setsid (write;
@@ -80,9 +86,10 @@
 //!
 //! Per life cycle (fork + exit + reap of a plain child) the named global locks are taken
 //! exactly: `tasklist_lock` write 3 (`Linux*`) or 0 (`Scalable`); `pidmap_lock` 2
-//! (`Linux70`: alloc, free), 3 (`Linux618`: reserve, publish, free) or an amortised
-//! batch refill (`Scalable`); `css_set_lock` 3 (can_fork, post_fork, task_dead).
-//! Waiting never takes `tasklist_lock`.
+//! (`Linux70`: alloc, free), 3 (`Linux618`: reserve, publish, free) or 0 (`Scalable`,
+//! whose per-namespace number pool lock, `pidns_pool_lock`, is only taken by amortised
+//! batch refills); `css_set_lock` 3 (can_fork, post_fork, task_dead) or 0 (`Scalable`:
+//! per-cgroup membership). Waiting never takes `tasklist_lock`.
 //!
 //! # Which lock protects which field
 //!

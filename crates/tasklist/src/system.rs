@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
 use uproc_abi::lockstat::{LockStat, NamedRwLock};
 use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
-use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, TaskResolver};
+use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, MigrateFn, TaskResolver};
 use uproc_pidfs::{FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds};
 use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid};
 
@@ -194,12 +194,15 @@ impl System {
     }
 
     /// Acquisitions of the named global locks: `[pidmap_lock, tasklist_lock,
-    /// css_set_lock]` (real counts with the `lockstat` feature, else 0).
+    /// css_set_lock, pidns_pool_lock]` (real counts with the `lockstat` feature, else
+    /// 0). The last one sums the per-namespace number-pool locks of `Scalable` (batch
+    /// refills and flushes; 0 under the other profiles).
     pub fn lock_stats(&self) -> Vec<LockStat> {
         vec![
             self.map.pidmap_lock_stat(),
             self.tasklist_lock.stat(),
             self.cgroups.css_set_lock_stat(),
+            self.map.pool_lock_stat(),
         ]
     }
 
@@ -305,14 +308,21 @@ impl PidfdBackend for System {
 
 impl TaskResolver for System {
     fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno> {
+        Ok(self.resolve(pid)?.group.css_links())
+    }
+
+    fn with_thread_group(&self, pid: i32, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
+        self.resolve(pid)?.group.migrate(f)
+    }
+}
+
+impl System {
+    /// The task a `cgroup.procs` write names (root-namespace number); ESRCH if none.
+    fn resolve(&self, pid: i32) -> Result<Arc<TaskInner>, Errno> {
         if pid <= 0 {
             return Err(Errno::ESRCH);
         }
         let p = self.root_ns.find_pid(pid).ok_or(Errno::ESRCH)?;
-        let t = pid_task(&p).ok_or(Errno::ESRCH)?;
-        let st = t.group.sig.lock();
-        Ok(ThreadGroup::live_threads(&st)
-            .filter_map(|t| t.css.get().cloned())
-            .collect())
+        pid_task(&p).ok_or(Errno::ESRCH)
     }
 }

@@ -227,7 +227,8 @@ impl Runtime {
     }
 
     /// Acquisitions of the global locks (`pidmap_lock`, `tasklist_lock`,
-    /// `css_set_lock`); zeros unless the `lockstat` feature is on.
+    /// `css_set_lock`, and `Scalable`'s per-namespace `pidns_pool_lock` summed); zeros
+    /// unless the `lockstat` feature is on.
     pub fn lock_stats(&self) -> Vec<LockStat> {
         self.inner.system.lock_stats()
     }
