@@ -379,19 +379,3 @@ pub mod loom_model {
         }
     }
 }
-#[cfg(test)]
-mod size_probe {
-    #[test]
-    fn sizes() {
-        eprintln!(
-            "TaskInner {} ThreadGroup {} GroupState {} Children {} Comm {} Pid {} CssLink {}",
-            std::mem::size_of::<crate::task::TaskInner>(),
-            std::mem::size_of::<crate::task::ThreadGroup>(),
-            std::mem::size_of::<crate::task::GroupState>(),
-            std::mem::size_of::<crate::task::Children>(),
-            std::mem::size_of::<crate::task::Comm>(),
-            std::mem::size_of::<uproc_pidns::Pid>(),
-            std::mem::size_of::<uproc_cgroup::CssLink>(),
-        );
-    }
-}

@@ -370,10 +370,18 @@ impl TaskInner {
         loop {
             let Some(p) = parent else { return f(None) };
             let mut ch = p.group.children.lock();
-            let now = self.group.sig.lock().real_parent.upgrade();
-            match now {
-                Some(n) if Arc::ptr_eq(&n.group, &p.group) => return f(Some((&n, &mut ch))),
-                _ => {
+            // The usual case, the same parent thread, needs no second `upgrade`.
+            let moved = {
+                let st = self.group.sig.lock();
+                (!std::ptr::eq(st.real_parent.as_ptr(), Arc::as_ptr(&p)))
+                    .then(|| st.real_parent.upgrade())
+            };
+            match moved {
+                None => return f(Some((&p, &mut ch))),
+                Some(Some(n)) if Arc::ptr_eq(&n.group, &p.group) => {
+                    return f(Some((&n, &mut ch)));
+                }
+                Some(now) => {
                     drop(ch);
                     parent = now;
                 }
