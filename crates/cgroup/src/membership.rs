@@ -24,7 +24,8 @@ use uproc_abi::Errno;
 
 use crate::Cgroup;
 use crate::controller::pids;
-use crate::hierarchy::{Hierarchy, Node, REMOVING, common_ancestor};
+use crate::fork_gate;
+use crate::hierarchy::{Hierarchy, Node, common_ancestor};
 use crate::members::MemberSet;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
@@ -168,8 +169,7 @@ impl Cgroup {
             // with a compare-exchange from 0, so either it saw this fork (EBUSY) or
             // this fork sees the mark (the cgroup is gone). The root (untracked) can
             // be neither removed nor killed.
-            if node.tracked && node.nr_forking.fetch_add(1, Ordering::AcqRel) & REMOVING != 0 {
-                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            if node.tracked && !fork_gate::enter(&node.nr_forking) {
                 return Err(Errno::ENOENT);
             }
             node.kill_seq.load(Ordering::Acquire)
@@ -183,7 +183,7 @@ impl Cgroup {
         };
         if let Err(level) = pids::try_charge(node.pids_levels()) {
             if node.tracked {
-                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+                fork_gate::leave(&node.nr_forking);
             }
             self.pids_event(level);
             return Err(Errno::EAGAIN);
@@ -390,7 +390,7 @@ impl ForkCharge {
         let node = &self.cg.node;
         pids::uncharge(node.pids_levels());
         if node.tracked {
-            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            fork_gate::leave(&node.nr_forking);
         }
     }
 
@@ -426,7 +426,7 @@ impl ForkCharge {
             // After populated is counted: rmdir reads nr_forking == 0 only once this
             // fork shows as populated.
             if node.tracked {
-                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+                fork_gate::leave(&node.nr_forking);
             }
             (killed, (shard, key))
         } else {
@@ -440,7 +440,7 @@ impl ForkCharge {
                 let v = n.nr_populated.load(Ordering::Relaxed);
                 n.nr_populated.store(v + 1, Ordering::Release);
             }
-            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            fork_gate::leave(&node.nr_forking);
             (killed, key)
         };
         // Built after the lock: nobody reaches the link before this returns it (the
