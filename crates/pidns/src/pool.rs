@@ -69,7 +69,7 @@ use crate::sync::{AtomicU8, AtomicU64, Ordering, PoolGuard, PoolLock, Slot, thre
 /// Numbers per chunk of the table (allocated on first use).
 pub(crate) const CHUNK: usize = if cfg!(loom) { 4 } else { 4096 };
 /// The largest batch a thread caches (alloc side and free side each).
-pub(crate) const MAX_BATCH: usize = 64;
+pub(crate) const MAX_BATCH: usize = 128;
 /// How many namespaces a thread keeps batches for; a thread that alternates between
 /// more returns the least recently used one's numbers to its pool.
 const CACHED: usize = 8;
