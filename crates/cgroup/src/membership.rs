@@ -10,9 +10,8 @@
 //! (and is killed with them), or sees the moved `kill_seq` at post_fork. Under
 //! `Scalable` the member-set shard locks play that part (the kill bumps `kill_seq`,
 //! then collects each shard under its lock; post_fork compares and inserts under its
-//! shard's lock), and
-//! rmdir closes a cgroup to forks by setting `REMOVING` in its fork count. Migration
-//! and fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
+//! shard's lock), and rmdir closes a cgroup to forks by setting `REMOVING` in its
+//! fork count (`fork_gate.rs`). Migration and fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
 //! list holds its group's lock for reading from can_fork to post_fork, and a migration
 //! runs inside [`TaskResolver::with_thread_group`] /
 //! [`Attachable::with_threadgroup_locked`], which hold it for writing.
@@ -156,7 +155,8 @@ impl Cgroup {
     /// `cgroup_can_fork`: the cgroup half of fork, before the task is visible.
     ///
     /// `Scalable` takes no lock at all (one atomic on the cgroup's fork count, then the
-    /// per-level charge). The other profiles take `css_set_lock` once (`cgroup_css_set_fork`: pin the cgroup, read
+    /// per-level charge). The other profiles take `css_set_lock` once
+    /// (`cgroup_css_set_fork`: pin the cgroup, read
     /// `kill_seq`), then charges the pids controller without it (`pids_can_fork` ->
     /// `pids_try_charge`): one atomic per level from this cgroup up to the root. On a
     /// full level everything is reverted, the rejection is counted in `pids.events` /
@@ -297,8 +297,9 @@ impl Cgroup {
     /// `cgroup.kill` (`cgroup_kill_write` -> `cgroup_kill`): SIGKILL every member of
     /// this cgroup and its descendants.
     ///
-    /// Under `cgroup_mutex` and `css_set_lock` (`Scalable`: each cgroup's member-set
-    /// lock in turn) it bumps `kill_seq` of every cgroup of the subtree (so a fork between can_fork and post_fork comes out
+    /// Under `cgroup_mutex` and `css_set_lock` (`Scalable`: each member-set shard's lock
+    /// in turn) it bumps `kill_seq` of every cgroup of the subtree (so a fork between
+    /// can_fork and post_fork comes out
     /// [`killed`](PostFork::killed)) and collects the members; it calls
     /// [`CgroupMember::kill`] on each (every linked thread) after dropping both locks.
     /// ENOENT on the root (Linux has no `cgroup.kill` there) and on a removed cgroup.
@@ -312,9 +313,8 @@ impl Cgroup {
                 return Err(Errno::ENOENT);
             }
             let subtree = tree.subtree(&self.node);
-            // Rule: cgroup_mutex -> css_set_lock -> member sets. `Scalable`: each
-            // member set alone; post_fork compares `kill_seq` under the same member-set
-            // lock, so a racing fork is either collected here or sees the bump.
+            // Rule: cgroup_mutex -> css_set_lock -> member sets. `Scalable`: no
+            // css_set_lock; one shard at a time (see the bump below).
             let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
             let mut v = Vec::new();
             for n in &subtree {
@@ -395,7 +395,8 @@ impl ForkCharge {
     }
 
     /// `cgroup_post_fork`: link the new task into the cgroup (`css_set_lock`
-    /// acquisition #2 of its life; `Scalable`: the cgroup's member-set lock only) and hand back its [`CssLink`]. `killed` is true
+    /// acquisition #2 of its life; `Scalable`: one member-set shard's lock only) and hand
+    /// back its [`CssLink`]. `killed` is true
     /// when `kill_seq` moved since can_fork (a `cgroup.kill` on this cgroup or an
     /// ancestor raced with the fork); the charge taken at can_fork now belongs to the
     /// link.
