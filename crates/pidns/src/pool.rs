@@ -432,12 +432,14 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     pub(crate) fn published(&self) -> Vec<Arc<T>> {
         let mut out = Vec::new();
         for c in self.chunks.iter().filter_map(OnceLock::get) {
-            out.extend(
-                c.slot
-                    .iter()
-                    .filter(|s| s.is_published())
-                    .filter_map(Slot::load_full),
-            );
+            // Only owned numbers can be published: one atomic load skips the others
+            // without touching their slot's lock.
+            let owned = c
+                .state
+                .iter()
+                .zip(c.slot.iter())
+                .filter(|(st, _)| st.load(Ordering::Acquire) & OWNED != 0);
+            out.extend(owned.filter_map(|(_, slot)| slot.load_full()));
         }
         out
     }
