@@ -8,7 +8,8 @@ use uproc_abi::Errno;
 
 use crate::controller::pids::Limit;
 use crate::files;
-use crate::hierarchy::{Hierarchy, Node, REMOVING, check_name};
+use crate::fork_gate;
+use crate::hierarchy::{Hierarchy, Node, check_name};
 use crate::sync::{Arc, Ordering, Weak};
 
 /// A handle to one cgroup of a [`Hierarchy`]: cheap to clone, compared and hashed by
@@ -113,11 +114,7 @@ impl Cgroup {
             // holds nr_forking above 0, and one not yet there will see REMOVING.
             let _members = self.node.lock_all_members();
             if self.node.nr_populated.load(Ordering::Acquire) > 0
-                || self
-                    .node
-                    .nr_forking
-                    .compare_exchange(0, REMOVING, Ordering::AcqRel, Ordering::Acquire)
-                    .is_err()
+                || !fork_gate::close_if_idle(&self.node.nr_forking)
             {
                 return Err(Errno::EBUSY);
             }

@@ -120,10 +120,6 @@ impl Tree {
     }
 }
 
-/// `Scalable`: the bit rmdir sets in [`Node::nr_forking`] (with a compare-exchange
-/// from 0) to close the cgroup to forks.
-pub(crate) const REMOVING: u64 = 1 << 63;
-
 /// One cgroup (`struct cgroup` with its pids css and the one css_set uproc keeps per
 /// cgroup). Shared by [`Cgroup`] handles, [`CssLink`](crate::CssLink)s, children and
 /// the tree.
@@ -145,8 +141,8 @@ pub(crate) struct Node {
     /// (`Scalable`: without a lock), decremented by post_fork or cancel. rmdir refuses
     /// (EBUSY) while non-zero, as Linux's parent task (or `cgroup_mutex`, with
     /// CLONE_INTO_CGROUP) keeps the cgroup populated. `Scalable` rmdir sets
-    /// [`REMOVING`] in it with a compare-exchange from 0, which every later can_fork
-    /// sees.
+    /// [`REMOVING`](crate::fork_gate::REMOVING) in it with a compare-exchange from 0,
+    /// which every later can_fork sees.
     pub(crate) nr_forking: AtomicU64,
     /// Linked members in this cgroup and its descendants (`nr_populated_*`). Written
     /// under `css_set_lock` with a load and a store (`Scalable`: read-modify-writes,
@@ -167,6 +163,7 @@ pub(crate) struct Node {
 /// Member-set shards per cgroup under `Scalable`.
 pub(crate) const MEMBER_SHARDS: usize = 8;
 
+/// Hands each thread the next shard index, round robin.
 static NEXT_THREAD_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 std::thread_local! {

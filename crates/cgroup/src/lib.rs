@@ -118,6 +118,7 @@
 mod cgroup;
 mod controller;
 mod files;
+mod fork_gate;
 mod hierarchy;
 mod members;
 mod membership;
@@ -174,6 +175,54 @@ pub mod loom_model {
         /// `pids.peak` of level `i`.
         pub fn peak(&self, i: usize) -> u64 {
             self.0[i].peak()
+        }
+    }
+
+    /// One cgroup's `Scalable` fork gate (`nr_forking`), with its populated count and
+    /// a loom mutex standing for its member-set locks, driven through the crate's own
+    /// gate functions.
+    #[derive(Debug)]
+    pub struct Gate {
+        forking: crate::sync::AtomicU64,
+        populated: crate::sync::AtomicU64,
+        members: loom::sync::Mutex<()>,
+    }
+
+    impl Default for Gate {
+        fn default() -> Gate {
+            Gate {
+                forking: crate::sync::AtomicU64::new(0),
+                populated: crate::sync::AtomicU64::new(0),
+                members: loom::sync::Mutex::new(()),
+            }
+        }
+    }
+
+    impl Gate {
+        /// can_fork, then post_fork (count populated under the member lock, leave):
+        /// false if the cgroup was closed.
+        pub fn fork(&self) -> bool {
+            if !crate::fork_gate::enter(&self.forking) {
+                return false;
+            }
+            {
+                let _m = self.members.lock().expect("member lock");
+                self.populated.fetch_add(1, crate::sync::Ordering::Release);
+            }
+            crate::fork_gate::leave(&self.forking);
+            true
+        }
+
+        /// rmdir: under the member lock, populated 0 and no fork in flight closes it.
+        pub fn rmdir(&self) -> bool {
+            let _m = self.members.lock().expect("member lock");
+            self.populated.load(crate::sync::Ordering::Acquire) == 0
+                && crate::fork_gate::close_if_idle(&self.forking)
+        }
+
+        /// Linked members counted.
+        pub fn populated(&self) -> u64 {
+            self.populated.load(crate::sync::Ordering::Acquire)
         }
     }
 }

@@ -10,9 +10,8 @@
 //! (and is killed with them), or sees the moved `kill_seq` at post_fork. Under
 //! `Scalable` the member-set shard locks play that part (the kill bumps `kill_seq`,
 //! then collects each shard under its lock; post_fork compares and inserts under its
-//! shard's lock), and
-//! rmdir closes a cgroup to forks by setting `REMOVING` in its fork count. Migration
-//! and fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
+//! shard's lock), and rmdir closes a cgroup to forks by setting `REMOVING` in its
+//! fork count (`fork_gate.rs`). Migration and fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
 //! list holds its group's lock for reading from can_fork to post_fork, and a migration
 //! runs inside [`TaskResolver::with_thread_group`] /
 //! [`Attachable::with_threadgroup_locked`], which hold it for writing.
@@ -24,7 +23,8 @@ use uproc_abi::Errno;
 
 use crate::Cgroup;
 use crate::controller::pids;
-use crate::hierarchy::{Hierarchy, Node, REMOVING, common_ancestor};
+use crate::fork_gate;
+use crate::hierarchy::{Hierarchy, Node, common_ancestor};
 use crate::members::MemberSet;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
@@ -155,7 +155,8 @@ impl Cgroup {
     /// `cgroup_can_fork`: the cgroup half of fork, before the task is visible.
     ///
     /// `Scalable` takes no lock at all (one atomic on the cgroup's fork count, then the
-    /// per-level charge). The other profiles take `css_set_lock` once (`cgroup_css_set_fork`: pin the cgroup, read
+    /// per-level charge). The other profiles take `css_set_lock` once
+    /// (`cgroup_css_set_fork`: pin the cgroup, read
     /// `kill_seq`), then charges the pids controller without it (`pids_can_fork` ->
     /// `pids_try_charge`): one atomic per level from this cgroup up to the root. On a
     /// full level everything is reverted, the rejection is counted in `pids.events` /
@@ -168,8 +169,7 @@ impl Cgroup {
             // with a compare-exchange from 0, so either it saw this fork (EBUSY) or
             // this fork sees the mark (the cgroup is gone). The root (untracked) can
             // be neither removed nor killed.
-            if node.tracked && node.nr_forking.fetch_add(1, Ordering::AcqRel) & REMOVING != 0 {
-                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            if node.tracked && !fork_gate::enter(&node.nr_forking) {
                 return Err(Errno::ENOENT);
             }
             node.kill_seq.load(Ordering::Acquire)
@@ -183,7 +183,7 @@ impl Cgroup {
         };
         if let Err(level) = pids::try_charge(node.pids_levels()) {
             if node.tracked {
-                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+                fork_gate::leave(&node.nr_forking);
             }
             self.pids_event(level);
             return Err(Errno::EAGAIN);
@@ -297,8 +297,9 @@ impl Cgroup {
     /// `cgroup.kill` (`cgroup_kill_write` -> `cgroup_kill`): SIGKILL every member of
     /// this cgroup and its descendants.
     ///
-    /// Under `cgroup_mutex` and `css_set_lock` (`Scalable`: each cgroup's member-set
-    /// lock in turn) it bumps `kill_seq` of every cgroup of the subtree (so a fork between can_fork and post_fork comes out
+    /// Under `cgroup_mutex` and `css_set_lock` (`Scalable`: each member-set shard's lock
+    /// in turn) it bumps `kill_seq` of every cgroup of the subtree (so a fork between
+    /// can_fork and post_fork comes out
     /// [`killed`](PostFork::killed)) and collects the members; it calls
     /// [`CgroupMember::kill`] on each (every linked thread) after dropping both locks.
     /// ENOENT on the root (Linux has no `cgroup.kill` there) and on a removed cgroup.
@@ -312,9 +313,8 @@ impl Cgroup {
                 return Err(Errno::ENOENT);
             }
             let subtree = tree.subtree(&self.node);
-            // Rule: cgroup_mutex -> css_set_lock -> member sets. `Scalable`: each
-            // member set alone; post_fork compares `kill_seq` under the same member-set
-            // lock, so a racing fork is either collected here or sees the bump.
+            // Rule: cgroup_mutex -> css_set_lock -> member sets. `Scalable`: no
+            // css_set_lock; one shard at a time (see the bump below).
             let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
             let mut v = Vec::new();
             for n in &subtree {
@@ -390,12 +390,13 @@ impl ForkCharge {
         let node = &self.cg.node;
         pids::uncharge(node.pids_levels());
         if node.tracked {
-            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            fork_gate::leave(&node.nr_forking);
         }
     }
 
     /// `cgroup_post_fork`: link the new task into the cgroup (`css_set_lock`
-    /// acquisition #2 of its life; `Scalable`: the cgroup's member-set lock only) and hand back its [`CssLink`]. `killed` is true
+    /// acquisition #2 of its life; `Scalable`: one member-set shard's lock only) and hand
+    /// back its [`CssLink`]. `killed` is true
     /// when `kill_seq` moved since can_fork (a `cgroup.kill` on this cgroup or an
     /// ancestor raced with the fork); the charge taken at can_fork now belongs to the
     /// link.
@@ -426,7 +427,7 @@ impl ForkCharge {
             // After populated is counted: rmdir reads nr_forking == 0 only once this
             // fork shows as populated.
             if node.tracked {
-                node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+                fork_gate::leave(&node.nr_forking);
             }
             (killed, (shard, key))
         } else {
@@ -440,7 +441,7 @@ impl ForkCharge {
                 let v = n.nr_populated.load(Ordering::Relaxed);
                 n.nr_populated.store(v + 1, Ordering::Release);
             }
-            node.nr_forking.fetch_sub(1, Ordering::AcqRel);
+            fork_gate::leave(&node.nr_forking);
             (killed, key)
         };
         // Built after the lock: nobody reaches the link before this returns it (the

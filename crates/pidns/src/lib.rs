@@ -55,7 +55,7 @@
 //! reserve plus once to publish (2 for a single-level fork), `Linux70` once. Freeing
 //! takes it once in both. `Scalable` never takes it: numbers come from per-thread
 //! batches of a per-namespace FIFO pool (least recently freed first; the pool lock is
-//! taken once per 64 operations of a thread and counted by [`PidMap::pool_lock_stat`]),
+//! taken once per 128 operations of a thread and counted by [`PidMap::pool_lock_stat`]),
 //! `set_tid` claims its number directly, and `find_pid` reads a per-number slot. It keeps
 //! every error code and rule except the order numbers are handed out in: a freed number
 //! waits behind every free number in the shared pool ([`PidNamespace::pool_len`]), and

@@ -69,7 +69,7 @@ use crate::sync::{AtomicU8, AtomicU64, Ordering, PoolGuard, PoolLock, Slot, thre
 /// Numbers per chunk of the table (allocated on first use).
 pub(crate) const CHUNK: usize = if cfg!(loom) { 4 } else { 4096 };
 /// The largest batch a thread caches (alloc side and free side each).
-pub(crate) const MAX_BATCH: usize = 64;
+pub(crate) const MAX_BATCH: usize = 128;
 /// How many namespaces a thread keeps batches for; a thread that alternates between
 /// more returns the least recently used one's numbers to its pool.
 const CACHED: usize = 8;
@@ -432,12 +432,14 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     pub(crate) fn published(&self) -> Vec<Arc<T>> {
         let mut out = Vec::new();
         for c in self.chunks.iter().filter_map(OnceLock::get) {
-            out.extend(
-                c.slot
-                    .iter()
-                    .filter(|s| s.is_published())
-                    .filter_map(Slot::load_full),
-            );
+            // Only owned numbers can be published: one atomic load skips the others
+            // without touching their slot's lock.
+            let owned = c
+                .state
+                .iter()
+                .zip(c.slot.iter())
+                .filter(|(st, _)| st.load(Ordering::Acquire) & OWNED != 0);
+            out.extend(owned.filter_map(|(_, slot)| slot.load_full()));
         }
         out
     }

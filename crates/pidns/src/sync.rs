@@ -52,15 +52,6 @@ impl<T> Slot<T> {
         return self.inner.read().expect("slot lock").clone();
     }
 
-    /// Whether something is published, without taking a reference.
-    #[inline]
-    pub(crate) fn is_published(&self) -> bool {
-        #[cfg(not(loom))]
-        return self.inner.read().is_some();
-        #[cfg(loom)]
-        return self.inner.read().expect("slot lock").is_some();
-    }
-
     /// Publishes `value` (or clears the slot with `None`).
     #[inline]
     pub(crate) fn store(&self, value: Option<Arc<T>>) {
