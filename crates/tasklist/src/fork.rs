@@ -129,6 +129,10 @@ impl Task {
             if *e == Errno::EAGAIN {
                 tracing::warn!(level = ns.level(), "fork rejected: pid namespace full");
             }
+            // A number reserved and rolled back in a closed namespace may have hidden
+            // its emptiness from the dead init's check: the rollback raised the
+            // re-check flag, act on it (the ENOMEM race).
+            sys.process_zaps();
         })?;
         // 3. CLONE_PIDFD
         let pidfd = f.contains(CloneFlags::PIDFD).then(|| {

@@ -218,3 +218,63 @@ fn migration_racing_a_thread_fork_moves_the_whole_thread_group() {
         assert_at_rest(&sys);
     }
 }
+
+#[test]
+fn fork_into_a_closing_namespace_never_strands_its_dead_init() {
+    let iters = race_iterations(100_000, 10_000);
+    for &prof in Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        // Forks into the namespace from outside it, so the zap does not kill the forker;
+        // its children autoreap.
+        let outsider = fork(&init);
+        outsider.set_sigchld(SigChld::Ignore);
+        let stranded = AtomicUsize::new(0);
+        // The window (the dead init's emptiness check) lies after the point the balance
+        // finds (the namespace closing): sweep widely around it.
+        let balance = Balance::with_jitter(if cfg!(debug_assertions) { 600 } else { 150 });
+        hammer(
+            iters,
+            |r| {
+                let n = fork_flags(&init, CloneFlags::NEWPID);
+                outsider.setns_pid(&n.pid_ns()).unwrap();
+                (n, std::sync::Mutex::new(None), balance.delays(r))
+            },
+            |(_, out, (delay, _))| {
+                stagger(*delay);
+                *out.lock().unwrap() = Some(outsider.fork(&CloneArgs::default()));
+            },
+            |(n, _, (_, delay))| {
+                stagger(*delay);
+                n.exit(0);
+            },
+            |(n, out, _)| {
+                let forked = out.into_inner().unwrap().expect("fork ran");
+                balance.a_was_first(forked.is_ok());
+                match forked {
+                    Ok(c) => assert_eq!(c.state(), TaskState::Dead, "{prof}: killed by the zap"),
+                    Err(e) => assert_eq!(e, Errno::ENOMEM, "{prof}: the namespace is closed"),
+                }
+                let info = init
+                    .wait(
+                        WaitId::Pid(init.pid_of(&n)),
+                        WaitOptions::EXITED | WaitOptions::NOHANG,
+                    )
+                    .unwrap();
+                if info.is_none() {
+                    // A blocking wait for it would hang; the runtime is left as it is.
+                    stranded.fetch_add(1, Ordering::Relaxed);
+                }
+            },
+        );
+        assert_eq!(
+            stranded.load(Ordering::Relaxed),
+            0,
+            "{prof}: a fork that finds the namespace closed must wake its dead init \
+             (the init stays an unreapable zombie of an empty namespace otherwise)"
+        );
+        outsider.exit(0);
+        reap(&init, &outsider);
+        assert_at_rest(&sys);
+    }
+}
