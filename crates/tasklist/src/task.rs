@@ -389,6 +389,12 @@ impl Attachable for Task {
     fn with_threadgroup_locked(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
         self.0.group.migrate(f)
     }
+
+    fn belongs_to(&self, h: &uproc_cgroup::Hierarchy) -> bool {
+        self.0
+            .sys()
+            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(&s.cgroups), h))
+    }
 }
 
 impl PartialEq for Task {
@@ -637,6 +643,12 @@ impl Task {
     /// Sets the task name, truncated to 15 bytes (`PR_SET_NAME`).
     pub fn set_name(&self, name: &str) {
         *self.0.name.lock() = Comm::new(name);
+    }
+
+    /// Whether the task belongs to runtime `sys` (its objects are EINVAL to another
+    /// runtime's calls), in whatever state it is.
+    pub fn belongs_to(&self, sys: &System) -> bool {
+        std::ptr::eq(self.0.sys.as_ptr(), sys)
     }
 
     /// The runtime the task belongs to.
