@@ -651,12 +651,10 @@ impl Task {
         std::ptr::eq(self.0.sys.as_ptr(), sys)
     }
 
-    /// The runtime the task belongs to.
-    ///
-    /// # Panics
-    /// If the [`System`] was dropped while this handle lived on.
-    pub fn system(&self) -> Arc<System> {
-        self.0.sys().expect("the System of this task was dropped")
+    /// The runtime the task belongs to; `None` once that [`System`] was dropped (a
+    /// handle that outlived its runtime).
+    pub fn system(&self) -> Option<Arc<System>> {
+        self.0.sys()
     }
 
     /// The task's `struct pid`.

@@ -190,6 +190,7 @@ fn dropping_the_last_system_handle_frees_namespaces_pids_and_tasks() {
                 "{p}: a task of a dropped runtime cannot fork"
             );
             assert_eq!(survivor.nspid().len(), 2, "{p}: its numbers stay readable");
+            assert!(survivor.system().is_none(), "{p}: no runtime, and no panic");
             drop(survivor);
             let dead = |w: &Weak<_>| w.upgrade().is_none();
             assert!(dead(&weak.0), "{p}/{round}: the root namespace is freed");
