@@ -131,9 +131,9 @@ impl Task {
             if *e == Errno::EAGAIN {
                 tracing::warn!(level = ns.level(), "fork rejected: pid namespace full");
             }
-            // A `Linux618` allocation that reserved numbers and then found the
-            // namespace closed rolled them back: a dying init's zap may have been
-            // waiting for exactly that (the allocator raised the reaper wakeup).
+            // A number reserved and rolled back in a closed namespace may have hidden
+            // its emptiness from the dead init's check: the rollback raised the
+            // re-check flag, act on it (the ENOMEM race).
             sys.process_zaps();
         })?;
         // 3. CLONE_PIDFD

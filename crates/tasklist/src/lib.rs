@@ -18,6 +18,9 @@
 //!   `children` list; a child holds its parent (`real_parent`) weakly. So there is no
 //!   `Arc` cycle: once reaped (detached from its parent's list, its pid slot cleared) a
 //!   task is freed as soon as the last user handle goes.
+//! - A namespace's idr holds its published [`Pid`]s and each `Pid` holds its
+//!   namespaces: that loop is cut by `free_pid`. Dropping the `System` frees every
+//!   number still allocated, so the last handle of a runtime frees everything.
 //! - A [`Pid`] names a task only weakly (`task_slot`); a namespace's `child_reaper` is
 //!   weak too. pidfs's backend and cgroup's resolver are the `System`, weakly.
 //!

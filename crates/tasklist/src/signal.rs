@@ -88,19 +88,30 @@ pub(crate) fn send_thread(
 }
 
 fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> Result<(), Errno> {
+    let outcome = decide(t, sig, sender, thread);
+    act(t, outcome);
+    Ok(())
+}
+
+/// The siglock half of a delivery (`prepare_signal` + the state changes of
+/// `complete_signal`): queue the signal and mark the group stopped, continued or dying
+/// (`group_exit`, which fails every later fork of the group with EINTR). Takes only the
+/// group's siglock, so a caller may hold `tasklist_lock` (read) around it; the rest
+/// ([`act`]) runs with no lock held.
+fn decide(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> Outcome {
     if sig.is_probe() {
-        return Ok(());
+        return Outcome::Nothing;
     }
     tracing::debug!(target_pid = t.pid.numbers()[0].nr, sig = sig.raw(), "kill");
     let g = &t.group;
-    let outcome = {
+    {
         let mut st = g.sig.lock();
         if st.nr_live == 0 || st.group_exit.is_some() {
             // A zombie, or a group already dying: nothing to do.
-            return Ok(());
+            return Outcome::Nothing;
         }
         if st.unkillable && init_ignores(t, sig, sender) {
-            return Ok(());
+            return Outcome::Nothing;
         }
         match sig.default_action() {
             DefaultAction::Ignore => {
@@ -163,7 +174,12 @@ fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) ->
                 Outcome::Fatal { sig, status }
             }
         }
-    };
+    }
+}
+
+/// What [`decide`] left to do, with no lock held: notify the parent of a stop or
+/// continue, end the threads of a dying group (hooks, bare exits).
+fn act(t: &Arc<TaskInner>, outcome: Outcome) {
     match outcome {
         Outcome::Nothing => {}
         Outcome::Stopped => notify_parent_cldstop(t, false),
@@ -173,6 +189,72 @@ fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) ->
             complete_fatal(t, sig, status);
         }
         Outcome::Fatal { sig, status } => complete_fatal(t, sig, status),
+    }
+}
+
+/// How many extra walks `Scalable`'s [`signal_groups`] makes at most.
+const LATE_WALKS: usize = 3;
+
+/// Signals every group of `targets` as one step against forks: the targets are
+/// collected and each group marked (its fate decided under its siglock) with
+/// `tasklist_lock` (read) held, as Linux holds it over the whole loop of `kill(-1)` and
+/// `__kill_pgrp_info`. Under `Linux*` a fork attaches under the write lock, so its child
+/// was either collected, or its parent is already marked and the fork fails with EINTR:
+/// no child escapes. The actions run after the lock is dropped. ESRCH if nothing
+/// matched.
+///
+/// `Scalable`'s forks do not take `tasklist_lock`: a fork may have passed its "dying?"
+/// check before its parent was marked and attach its child after the walk. Such a fork
+/// holds its parent group's `children` lock from the check to the attach, so after
+/// marking, the walk takes each target's `children` lock once (every such attach has
+/// then completed) and collects again: the children found only now are decided too,
+/// and so on until a walk finds nothing new (at most [`LATE_WALKS`] times: a process
+/// that is not a target, such as the caller, may keep forking meanwhile).
+/// A marked parent forks no more (for a fatal signal; a stop or continue reaches the
+/// late child as if it had been forked before the call).
+fn signal_groups(
+    sys: &System,
+    collect: impl Fn() -> Vec<Arc<TaskInner>>,
+    sig: Signal,
+    sender: Sender<'_>,
+) -> Result<(), Errno> {
+    let decide_all = |targets: Vec<Arc<TaskInner>>| -> Vec<(Arc<TaskInner>, Outcome)> {
+        targets
+            .into_iter()
+            .map(|t| {
+                let o = decide(&t, sig, sender, false);
+                (t, o)
+            })
+            .collect()
+    };
+    let mut decided = {
+        let _r = sys.tasklist_lock.read();
+        decide_all(collect())
+    };
+    if decided.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    let mut barrier_from = 0;
+    // Bounded: processes that are not targets (the caller, an init) may keep forking.
+    let mut rounds = 0;
+    while !sys.tasklist_on_hot_path && barrier_from < decided.len() && rounds < LATE_WALKS {
+        rounds += 1;
+        // The groups marked last (a late child may itself have been forking).
+        for (t, _) in &decided[barrier_from..] {
+            drop(t.group.children.lock());
+        }
+        barrier_from = decided.len();
+        let late: Vec<Arc<TaskInner>> = {
+            let _r = sys.tasklist_lock.read();
+            collect()
+                .into_iter()
+                .filter(|t| !decided.iter().any(|(d, _)| Arc::ptr_eq(d, t)))
+                .collect()
+        };
+        decided.extend(decide_all(late));
+    }
+    for (t, o) in decided {
+        act(&t, o);
     }
     Ok(())
 }
@@ -258,67 +340,15 @@ pub(crate) fn kill_pgrp(
     sig: Signal,
     sender: Sender<'_>,
 ) -> Result<(), Errno> {
-    let results = walk_and_signal(sys, sig, sender, || {
+    let collect = || {
         sys.root_ns
             .pids()
             .iter()
             .filter_map(|p| pid_task(p))
             .filter(|t| t.leader && t.group.sig.lock().in_pgrp(pgrp))
             .collect()
-    });
-    let mut result = Err(Errno::ESRCH);
-    for r in results {
-        if r.is_ok() || result.is_err() {
-            result = r;
-        }
-    }
-    result
-}
-
-/// The walk of `kill(-1)` and `kill(-pgid)`: collects the targets with `collect` under
-/// `tasklist_lock` (read) and signals each (after the lock). Returns every send's
-/// result, none when nothing matched.
-///
-/// Linux sends while it holds `tasklist_lock` (read), which no fork's attach can
-/// enter, so a child forked concurrently is either found or its parent's fork sees the
-/// signal. uproc sends after the walk (delivery may end bare tasks, which takes locks
-/// a walk must not hold), and `Scalable`'s forks do not take `tasklist_lock` at all:
-/// so after a fatal signal the walk runs once more and signals what it did not find
-/// the first time. A parent signalled after the first walk either fails its fork (the
-/// attach checks for a pending fatal signal under the parent's siglock) or had passed
-/// that check, holding its group's `children` lock until the child is attached; the
-/// fatal delivery takes that lock to wake the group's waiters ([`complete_fatal`]), so
-/// it returns only once the child is attached and the second walk finds it. A
-/// signalled process forks no more. (A `CLONE_PARENT` fork attaches under the
-/// grandparent's lock and can still slip between the walks.)
-fn walk_and_signal(
-    sys: &System,
-    sig: Signal,
-    sender: Sender<'_>,
-    collect: impl Fn() -> Vec<Arc<TaskInner>>,
-) -> Vec<Result<(), Errno>> {
-    let first = {
-        let _r = sys.tasklist_lock.read();
-        collect()
     };
-    let mut results: Vec<_> = first.iter().map(|t| send_group(t, sig, sender)).collect();
-    let fatal = matches!(
-        sig.default_action(),
-        DefaultAction::Term | DefaultAction::Core
-    );
-    if fatal && !first.is_empty() {
-        let second = {
-            let _r = sys.tasklist_lock.read();
-            collect()
-        };
-        for t in second
-            .iter()
-            .filter(|t| !first.iter().any(|f| Arc::ptr_eq(f, t)))
-        {
-            results.push(send_group(t, sig, sender));
-        }
-    }
-    results
+    signal_groups(sys, collect, sig, sender)
 }
 
 fn find_in(ns: &PidNamespace, nr: i32) -> Option<Arc<TaskInner>> {
@@ -350,18 +380,15 @@ impl Task {
             return kill_pgrp(&sys, &pgrp, sig, me);
         }
         if pid == -1 {
-            let results = walk_and_signal(&sys, sig, me, || {
+            let collect = || {
                 ns.pids()
                     .iter()
                     .filter(|p| p.nr_in(ns) > 1)
                     .filter_map(|p| pid_task(p))
                     .filter(|t| t.leader && !Arc::ptr_eq(&t.group, &self.0.group))
                     .collect()
-            });
-            if results.is_empty() {
-                return Err(Errno::ESRCH);
-            }
-            return results.into_iter().find(Result::is_err).unwrap_or(Ok(()));
+            };
+            return signal_groups(&sys, collect, sig, me);
         }
         let Some(nr) = pid.checked_neg() else {
             return Err(Errno::ESRCH); // INT_MIN

@@ -12,7 +12,7 @@ use uproc_abi::lockstat::{LockStat, NamedRwLock};
 use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
 use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, MigrateFn, TaskResolver};
 use uproc_pidfs::{FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds};
-use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid};
+use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid, free_pid};
 
 /// How a [`System`] is built.
 #[derive(Clone, Debug)]
@@ -183,13 +183,16 @@ impl System {
     }
 
     /// `open_by_handle_at(2)` on a pidfs file handle, as `caller` (its namespace decides
-    /// visibility).
+    /// visibility). EINVAL if `caller` is a task of another runtime.
     pub fn open_by_handle(
         &self,
         caller: &Task,
         h: &FileHandle,
         flags: PidfdFlags,
     ) -> Result<PidFd, Errno> {
+        if !caller.belongs_to(self) {
+            return Err(Errno::EINVAL);
+        }
         self.pidfs.open_by_handle(caller.0.active_ns(), h, flags)
     }
 
@@ -260,6 +263,26 @@ impl System {
                 self.zapping.lock().retain(|t| t != &init);
             }
         }
+    }
+}
+
+/// Dropping the last handle of a runtime frees everything it built. A namespace's idr
+/// holds its published pids and every pid holds its namespaces, so a pid still
+/// allocated (the init's, which is never reaped, a process-group id, or the pid of a
+/// task whose handle outlives the runtime) would keep the whole namespace tree, pidfs's
+/// index and the pid objects alive forever. Every number is returned here: a task
+/// handle that outlives its runtime keeps its `Pid` object (numbers readable, nothing
+/// findable), and every call that needs the runtime answers ESRCH.
+impl Drop for System {
+    fn drop(&mut self) {
+        // Every pid has a number in the root namespace, nested ones included.
+        for pid in self.root_ns.pids() {
+            if !pid.is_freed() {
+                *pid.task_slot().write() = None;
+                free_pid(&pid);
+            }
+        }
+        tracing::debug!(profile = %self.cfg.profile, "system dropped");
     }
 }
 

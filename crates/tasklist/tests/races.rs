@@ -218,3 +218,118 @@ fn migration_racing_a_thread_fork_moves_the_whole_thread_group() {
         assert_at_rest(&sys);
     }
 }
+
+#[test]
+fn fork_into_a_closing_namespace_never_strands_its_dead_init() {
+    let iters = race_iterations(100_000, 10_000);
+    for &prof in Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        // Forks into the namespace from outside it, so the zap does not kill the forker;
+        // its children autoreap.
+        let outsider = fork(&init);
+        outsider.set_sigchld(SigChld::Ignore);
+        let stranded = AtomicUsize::new(0);
+        // The window (the dead init's emptiness check) lies after the point the balance
+        // finds (the namespace closing): sweep widely around it.
+        let balance = Balance::with_jitter(if cfg!(debug_assertions) { 600 } else { 150 });
+        hammer(
+            iters,
+            |r| {
+                let n = fork_flags(&init, CloneFlags::NEWPID);
+                outsider.setns_pid(&n.pid_ns()).unwrap();
+                (n, std::sync::Mutex::new(None), balance.delays(r))
+            },
+            |(_, out, (delay, _))| {
+                stagger(*delay);
+                *out.lock().unwrap() = Some(outsider.fork(&CloneArgs::default()));
+            },
+            |(n, _, (_, delay))| {
+                stagger(*delay);
+                n.exit(0);
+            },
+            |(n, out, _)| {
+                let forked = out.into_inner().unwrap().expect("fork ran");
+                balance.a_was_first(forked.is_ok());
+                match forked {
+                    Ok(c) => assert_eq!(c.state(), TaskState::Dead, "{prof}: killed by the zap"),
+                    Err(e) => assert_eq!(e, Errno::ENOMEM, "{prof}: the namespace is closed"),
+                }
+                let info = init
+                    .wait(
+                        WaitId::Pid(init.pid_of(&n)),
+                        WaitOptions::EXITED | WaitOptions::NOHANG,
+                    )
+                    .unwrap();
+                if info.is_none() {
+                    // A blocking wait for it would hang; the runtime is left as it is.
+                    stranded.fetch_add(1, Ordering::Relaxed);
+                }
+            },
+        );
+        assert_eq!(
+            stranded.load(Ordering::Relaxed),
+            0,
+            "{prof}: a fork that finds the namespace closed must wake its dead init \
+             (the init stays an unreapable zombie of an empty namespace otherwise)"
+        );
+        outsider.exit(0);
+        reap(&init, &outsider);
+        assert_at_rest(&sys);
+    }
+}
+
+#[test]
+fn kill_minus_one_racing_a_fork_leaves_no_child_alive() {
+    let iters = race_iterations(100_000, 4_000);
+    let mut escaped = Vec::new();
+    for &prof in Profile::ALL {
+        for by_pgrp in [false, true] {
+            let sys = system_with(prof);
+            let init = sys.init();
+            let balance = Balance::default();
+            let n = AtomicUsize::new(0);
+            hammer(
+                iters,
+                |r| (fork(&init), std::sync::Mutex::new(None), balance.delays(r)),
+                |(p, out, (delay, _))| {
+                    stagger(*delay);
+                    *out.lock().unwrap() = Some(p.fork(&CloneArgs::default()));
+                },
+                |(p, _, (_, delay))| {
+                    stagger(*delay);
+                    if by_pgrp {
+                        // p is in init's process group: kill(0) from init.
+                        let _ = init.kill(0, uproc_abi::Signal::KILL);
+                    } else {
+                        init.kill(-1, uproc_abi::Signal::KILL).unwrap();
+                    }
+                    let _ = p;
+                },
+                |(p, out, _)| {
+                    let forked = out.into_inner().unwrap().expect("fork ran");
+                    balance.a_was_first(forked.is_ok());
+                    if let Ok(c) = forked {
+                        if c.is_alive() {
+                            n.fetch_add(1, Ordering::Relaxed);
+                            c.exit(0);
+                        }
+                    }
+                    assert!(!p.is_alive(), "{prof}: the target died");
+                    reap(&init, &p);
+                },
+            );
+            if n.load(Ordering::Relaxed) > 0 {
+                escaped.push(format!(
+                    "{prof}/pgrp={by_pgrp}: {}",
+                    n.load(Ordering::Relaxed)
+                ));
+            }
+        }
+    }
+    assert!(
+        escaped.is_empty(),
+        "Linux holds tasklist_lock over kill(-1)'s whole loop: a fork either attached its \
+         child before (killed too) or fails with EINTR; children escaped: {escaped:?}"
+    );
+}

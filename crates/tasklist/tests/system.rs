@@ -4,8 +4,9 @@
 #[macro_use]
 mod common;
 use common::*;
+use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal};
-use uproc_tasklist::{System, SystemConfig, TaskState};
+use uproc_tasklist::{CloneArgs, System, SystemConfig, TaskState};
 
 fn pid_max_out_of_range_is_einval() {
     for bad in [0, 300, 4_194_305] {
@@ -142,6 +143,152 @@ fn cgroup_attach_procs_and_kill_reach_tasks() {
     reap(&init, &b);
     assert_eq!(cg.pids_current(), 0);
     cg.rmdir().unwrap();
+}
+
+#[test]
+fn dropping_the_last_system_handle_frees_namespaces_pids_and_tasks() {
+    use std::sync::Weak;
+    for &p in uproc_abi::Profile::ALL {
+        for round in 0..500 {
+            let sys = system_with(p);
+            let init = sys.init();
+            // Leave things behind: a running child, a zombie, a nested namespace with
+            // its own init and child, a process group, a thread.
+            let running = fork(&init);
+            let zombie = fork(&init);
+            zombie.exit(1);
+            let n = fork_flags(&init, uproc_abi::CloneFlags::NEWPID);
+            let inner = fork(&n);
+            let t = thread(&running);
+            running.setpgid(0, 0).unwrap();
+            let weak = (
+                Arc::downgrade(sys.root_ns()),
+                Arc::downgrade(&n.pid_ns()),
+                Arc::downgrade(sys.pidfs()),
+                Arc::downgrade(sys.cgroups()),
+                Arc::downgrade(init.struct_pid()),
+                Arc::downgrade(inner.struct_pid()),
+                [
+                    init.downgrade(),
+                    running.downgrade(),
+                    zombie.downgrade(),
+                    n.downgrade(),
+                ],
+                Arc::downgrade(&sys),
+            );
+            // One handle outlives the runtime: its calls fail, it frees nothing else.
+            let survivor = inner;
+            drop((sys, init, running, zombie, n, t));
+            assert!(
+                weak.7.upgrade().is_none(),
+                "{p}/{round}: the System is freed"
+            );
+            assert_eq!(
+                survivor.fork(&CloneArgs::default()).map(|_| ()),
+                Err(uproc_abi::Errno::ESRCH),
+                "{p}: a task of a dropped runtime cannot fork"
+            );
+            assert_eq!(survivor.nspid().len(), 2, "{p}: its numbers stay readable");
+            assert!(survivor.system().is_none(), "{p}: no runtime, and no panic");
+            drop(survivor);
+            let dead = |w: &Weak<_>| w.upgrade().is_none();
+            assert!(dead(&weak.0), "{p}/{round}: the root namespace is freed");
+            assert!(dead(&weak.1), "{p}/{round}: the nested namespace is freed");
+            assert!(weak.2.upgrade().is_none(), "{p}/{round}: pidfs is freed");
+            assert!(
+                weak.3.upgrade().is_none(),
+                "{p}/{round}: the cgroup hierarchy is freed"
+            );
+            assert!(
+                weak.4.upgrade().is_none(),
+                "{p}/{round}: init's pid is freed"
+            );
+            assert!(
+                weak.5.upgrade().is_none(),
+                "{p}/{round}: a nested pid is freed"
+            );
+            for t in &weak.6 {
+                assert!(t.upgrade().is_none(), "{p}/{round}: every task is freed");
+            }
+        }
+    }
+}
+
+#[test]
+fn objects_of_another_runtime_are_einval() {
+    for &p in uproc_abi::Profile::ALL {
+        let (a, b) = (system_with(p), system_with(p));
+        let (ia, ib) = (a.init(), b.init());
+        let cg_b = b.cgroup_root().mkdir("x").unwrap();
+        // A live task of runtime a, attached to a cgroup of runtime b.
+        let live = fork(&ia);
+        assert_eq!(
+            cg_b.attach(&live),
+            Err(Errno::EINVAL),
+            "{p}: live task of another runtime"
+        );
+        // ... and once it has died (no css links left to compare).
+        let dead = fork(&ia);
+        dead.exit(0);
+        reap(&ia, &dead);
+        assert_eq!(
+            cg_b.attach(&dead),
+            Err(Errno::EINVAL),
+            "{p}: dead task of another runtime"
+        );
+        let zombie = fork(&ia);
+        zombie.exit(0);
+        assert_eq!(
+            cg_b.attach(&zombie),
+            Err(Errno::EINVAL),
+            "{p}: zombie of another runtime"
+        );
+        // The same calls within one runtime work.
+        let cg_a = a.cgroup_root().mkdir("x").unwrap();
+        assert_eq!(cg_a.attach(&live), Ok(()));
+        assert_eq!(
+            cg_a.attach(&dead),
+            Ok(()),
+            "{p}: a dead task of this runtime moves nothing"
+        );
+        // A pidfd of another runtime.
+        let fd = ia
+            .pidfd_open(ia.pid_of(&zombie), uproc_abi::PidfdFlags::empty())
+            .unwrap();
+        assert_eq!(
+            ib.wait(
+                uproc_tasklist::WaitId::PidFd(&fd),
+                uproc_abi::WaitOptions::EXITED
+            ),
+            Err(Errno::EINVAL),
+            "{p}: waitid(P_PIDFD) with another runtime's pidfd"
+        );
+        // A file handle opened as a caller of another runtime.
+        assert_eq!(
+            b.open_by_handle(&ia, &fd.file_handle(), uproc_abi::PidfdFlags::empty())
+                .map(|_| ()),
+            Err(Errno::EINVAL),
+            "{p}: open_by_handle_at with a caller of another runtime"
+        );
+        // setns to another runtime's namespace, CLONE_INTO_CGROUP of another runtime.
+        assert_eq!(ia.setns_pid(b.root_ns()), Err(Errno::EINVAL));
+        assert_eq!(
+            ia.fork(&CloneArgs {
+                flags: CloneFlags::INTO_CGROUP,
+                cgroup: Some(cg_b.clone()),
+                ..Default::default()
+            })
+            .map(|_| ()),
+            Err(Errno::EINVAL),
+            "{p}: CLONE_INTO_CGROUP with another runtime's cgroup"
+        );
+        assert!(live.belongs_to(&a) && !live.belongs_to(&b));
+        reap(&ia, &zombie);
+        live.exit(0);
+        reap(&ia, &live);
+        assert_at_rest(&a);
+        assert_at_rest(&b);
+    }
 }
 
 every_profile!(

@@ -197,8 +197,8 @@ impl Balance {
         self.streak.store(streak, Ordering::Relaxed);
         let step = dir << streak.unsigned_abs().min(8);
         let o = self.offset.load(Ordering::Relaxed) + step / 2;
-        self.offset
-            .store(o.clamp(-100_000, 100_000), Ordering::Relaxed);
+        // Bounded: a side starved by the scheduler must not drive the offset away.
+        self.offset.store(o.clamp(-3000, 3000), Ordering::Relaxed);
     }
 }
 
