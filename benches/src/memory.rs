@@ -51,15 +51,12 @@ impl MemoryOutcome {
 
     /// One JSON line.
     pub fn json(&self) -> String {
-        format!(
-            "{{\"type\":\"memory\",\"profile\":\"{}\",\"count\":{},\"rss_before\":{},\"rss_after\":{},\"bytes_per_task\":{:.1},\"ns_per_fork\":{:.1}}}",
-            self.profile.name(),
-            self.count,
-            self.rss_before,
-            self.rss_after,
-            self.bytes_per_task(),
-            self.ns_per_fork
-        )
+        serde_json::json!({
+            "type": "memory", "profile": self.profile.name(), "count": self.count,
+            "rss_before": self.rss_before, "rss_after": self.rss_after,
+            "bytes_per_task": self.bytes_per_task(), "ns_per_fork": self.ns_per_fork,
+        })
+        .to_string()
     }
 }
 
