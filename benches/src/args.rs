@@ -133,115 +133,35 @@ pub struct Options {
     pub count: usize,
 }
 
-impl Options {
-    /// The profiles, flattened and without repeats, in the order given.
-    pub fn profile_list(&self) -> Vec<Profile> {
-        let mut out: Vec<Profile> = Vec::new();
-        for sel in &self.profiles {
-            let ps = match sel {
-                ProfileSel::All => Profile::ALL,
-                ProfileSel::One(p) => core::slice::from_ref(p),
-            };
-            for p in ps {
-                if !out.contains(p) {
-                    out.push(*p);
-                }
-            }
+/// `v` without repeats, in first-seen order.
+fn dedup<T: PartialEq>(v: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    v.into_iter().for_each(|x| {
+        if !out.contains(&x) {
+            out.push(x)
         }
-        out
+    });
+    out
+}
+
+impl Options {
+    /// The profiles, `all` expanded, without repeats, in the order given.
+    pub fn profile_list(&self) -> Vec<Profile> {
+        dedup(self.profiles.iter().flat_map(|sel| match sel {
+            ProfileSel::All => Profile::ALL.to_vec(),
+            ProfileSel::One(p) => vec![*p],
+        }))
     }
 
     /// The worker counts, ascending, without repeats.
     pub fn worker_list(&self) -> Vec<usize> {
-        let mut w: Vec<usize> = self.workers.iter().map(|&n| n.into()).collect();
+        let mut w = dedup(self.workers.iter().map(|&n| usize::from(n)));
         w.sort_unstable();
-        w.dedup();
         w
     }
 
     /// The bodies without repeats, in the order given.
     pub fn body_list(&self) -> Vec<Body> {
-        let mut b = self.bodies.clone();
-        let mut seen = Vec::new();
-        b.retain(|x| {
-            !seen.contains(x) && {
-                seen.push(*x);
-                true
-            }
-        });
-        b
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(s: &str) -> Result<Options, clap::Error> {
-        Options::try_parse_from(std::iter::once("threadspawn").chain(s.split_whitespace()))
-    }
-
-    #[test]
-    fn defaults_are_the_documented_ones() {
-        let o = parse("").unwrap();
-        assert_eq!(o.profile_list(), Profile::ALL.to_vec());
-        assert_eq!(&o.worker_list()[..2], &[1, 2]);
-        assert_eq!((o.seconds, o.repeats, o.levels), (2.0, 3, 0));
-        assert_eq!(o.body_list(), vec![Body::None]);
-        assert!(o.peers && !o.json && !o.memory && o.plot.is_none());
-        assert_eq!(o.sample_one_in, 64);
-        assert_eq!(o.count, 1_000_000);
-    }
-
-    #[test]
-    fn lists_and_flags_parse() {
-        let o = parse("--workers 4,1,2,2 --seconds=0.5 --repeats 1 --levels 2 --pidfd --cgroup --body none,tokio,none --no-peers --json --plot x.svg --profile linux70,linux618,linux70")
-            .unwrap();
-        assert_eq!(o.worker_list(), vec![1, 2, 4]);
-        assert_eq!((o.seconds, o.repeats, o.levels), (0.5, 1, 2));
-        assert!(o.pidfd && o.cgroup && o.json && !o.peers);
-        assert_eq!(o.body_list(), vec![Body::None, Body::Tokio]);
-        assert_eq!(o.profile_list(), vec![Profile::Linux70, Profile::Linux618]);
-        assert_eq!(o.plot.as_deref(), Some(std::path::Path::new("x.svg")));
-        assert!(parse("--no-peers --peers").unwrap().peers);
-    }
-
-    #[test]
-    fn values_are_checked() {
-        for bad in [
-            "--workers 0",
-            "--workers 1,x",
-            "--seconds 0",
-            "--seconds -1",
-            "--repeats 0",
-            "--levels 33",
-            "--body fibre",
-            "--bogus",
-            "--seconds",
-            "--json=1",
-            "--profile bogus",
-            "--count 0",
-        ] {
-            let e = parse(bad).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{bad}: {e}");
-        }
-    }
-
-    #[test]
-    fn help_lists_defaults_and_allowed_values() {
-        let help = format!(
-            "{}",
-            <Options as clap::CommandFactory>::command().render_long_help()
-        );
-        for needle in [
-            "[default: all]",
-            "[possible values: all, linux618, linux70",
-            "[default: 2]",
-            "- tokio:",
-            "--plot <FILE>",
-            "linux618",
-        ] {
-            assert!(help.contains(needle), "{needle} missing from\n{help}");
-        }
+        dedup(self.bodies.iter().copied())
     }
 }

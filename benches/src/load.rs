@@ -8,9 +8,10 @@
 //! innermost first, so a run leaves no task, pid or charge behind.
 
 use crate::args::Body;
+use crate::run::Outcome;
 use uproc::{CloneArgs, CloneFlags, Errno, Runtime, Spawn, Task, WaitId, WaitOptions};
 use uproc_abi::Profile;
-use uproc_abi::lockstat::{Histogram, LockStat};
+use uproc_abi::lockstat::LockStat;
 
 /// How each fork is made, whatever the body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,17 +33,7 @@ pub struct Locks(pub Vec<LockStat>);
 
 impl Default for Locks {
     fn default() -> Self {
-        Locks(LOCK_NAMES.iter().map(|n| zero(n)).collect())
-    }
-}
-
-fn zero(name: &'static str) -> LockStat {
-    LockStat {
-        name,
-        write: 0,
-        read: 0,
-        hold: Histogram::default(),
-        wait: Histogram::default(),
+        Locks(LOCK_NAMES.map(LockStat::zero).to_vec())
     }
 }
 
@@ -53,7 +44,7 @@ impl Locks {
         let mut c = Locks::default();
         for s in stats {
             if let Some(i) = LOCK_NAMES.iter().position(|n| *n == s.name) {
-                c.0[i] = add(&c.0[i], s, 1);
+                c.0[i].add(s);
             }
         }
         c
@@ -65,37 +56,14 @@ impl Locks {
             self.0
                 .iter()
                 .zip(&before.0)
-                .map(|(a, b)| add(a, b, -1))
+                .map(|(a, b)| a.since(b))
                 .collect(),
         )
     }
 
     /// Adds `other` lock by lock.
     pub fn add(&mut self, other: &Locks) {
-        for (a, b) in self.0.iter_mut().zip(&other.0) {
-            *a = add(a, b, 1);
-        }
-    }
-}
-
-/// `a + b` (sign 1) or `a - b` (sign -1), counts and histograms alike.
-fn add(a: &LockStat, b: &LockStat, sign: i8) -> LockStat {
-    let op = |x: u64, y: u64| if sign > 0 { x + y } else { x.wrapping_sub(y) };
-    let hist = |x: &Histogram, y: &Histogram| {
-        if sign > 0 {
-            let mut h = x.clone();
-            h.add(y);
-            h
-        } else {
-            x.since(y)
-        }
-    };
-    LockStat {
-        name: a.name,
-        write: op(a.write, b.write),
-        read: op(a.read, b.read),
-        hold: hist(&a.hold, &b.hold),
-        wait: hist(&a.wait, &b.wait),
+        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| a.add(b));
     }
 }
 
@@ -114,15 +82,6 @@ impl Expected {
         match self {
             Expected::Exactly(n) => got == n * ops,
             Expected::AtMost(x) => got as f64 <= x * ops as f64,
-        }
-    }
-}
-
-impl core::fmt::Display for Expected {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Expected::Exactly(n) => write!(f, "{n}"),
-            Expected::AtMost(x) => write!(f, "<= {x}"),
         }
     }
 }
@@ -170,36 +129,29 @@ pub struct Setup {
 impl Setup {
     /// A fresh runtime under `profile` with `workers` parents shaped by `shape`.
     pub fn new(profile: Profile, shape: ForkShape, workers: usize) -> Result<Setup, String> {
-        let rt = Runtime::builder()
-            .profile(profile)
-            .build()
-            .map_err(|e| errno("Runtime::build", e))?;
-        let mut top = rt.init();
-        let mut holders = Vec::new();
+        let rt = Runtime::builder().profile(profile).build();
+        let rt = rt.map_err(|e| errno("Runtime::build", e))?;
+        let (mut top, mut holders) = (rt.init(), Vec::new());
+        let newpid = CloneArgs {
+            flags: CloneFlags::NEWPID,
+            ..Default::default()
+        };
         for _ in 0..shape.levels {
-            let args = CloneArgs {
-                flags: CloneFlags::NEWPID,
-                ..Default::default()
-            };
-            let h = top
-                .fork(&args)
+            top = top
+                .fork(&newpid)
                 .map_err(|e| errno("fork(CLONE_NEWPID)", e))?;
-            holders.push(h.clone());
-            top = h;
+            holders.push(top.clone());
         }
-        let cgroup = if shape.cgroup {
-            let cg = rt
-                .cgroup_root()
-                .mkdir("threadspawn")
-                .map_err(|e| errno("mkdir threadspawn", e))?;
+        let mut cgroup = None;
+        if shape.cgroup {
+            let cg = rt.cgroup_root().mkdir("threadspawn");
+            let cg = cg.map_err(|e| errno("mkdir threadspawn", e))?;
             // Each parent and its one child at a time, plus room: never binding.
             let max = (2 * workers + 16).to_string();
             cg.write("pids.max", &max)
                 .map_err(|e| errno("write pids.max", e))?;
-            Some(cg)
-        } else {
-            None
-        };
+            cgroup = Some(cg);
+        }
         let mut parents = Vec::with_capacity(workers);
         for _ in 0..workers {
             let p = top
@@ -210,12 +162,13 @@ impl Setup {
             }
             parents.push(p);
         }
+        let flags = if shape.pidfd {
+            CloneFlags::PIDFD
+        } else {
+            CloneFlags::empty()
+        };
         let args = CloneArgs {
-            flags: if shape.pidfd {
-                CloneFlags::PIDFD
-            } else {
-                CloneFlags::empty()
-            },
+            flags,
             ..Default::default()
         };
         Ok(Setup {
@@ -255,14 +208,23 @@ impl Setup {
     }
 }
 
-/// `child` exits with 0 and `parent` reaps it.
+/// `child` exits with 0 and `parent` reaps it, checking what `wait` reports.
 fn reap(parent: &Task, child: &Task) -> Result<(), String> {
     let pid = parent.pid_of(child);
     child.exit(0);
     match parent.wait(WaitId::Pid(pid), WaitOptions::EXITED) {
-        Ok(Some(info)) if info.pid == pid => Ok(()),
+        Ok(Some(info)) if info.pid == pid && info.status.exited() == Some(0) => Ok(()),
         Ok(other) => Err(format!("wait({pid}) returned {other:?}")),
         Err(e) => Err(errno("wait", e)),
+    }
+}
+
+/// A spawned child's end: status 0 or what went wrong.
+fn exited_0(what: &str, st: Result<uproc::WaitStatus, Errno>) -> Result<(), String> {
+    match st {
+        Ok(st) if st.exited() == Some(0) => Ok(()),
+        Ok(st) => Err(format!("{what}: the child ended with {st:?}")),
+        Err(e) => Err(errno(what, e)),
     }
 }
 
@@ -274,92 +236,66 @@ pub fn cycle_none(parent: &Task, args: &CloneArgs) -> Result<(), String> {
     if args.flags.contains(CloneFlags::PIDFD) && child.pidfd().is_none() {
         return Err("fork(CLONE_PIDFD) returned no pidfd".to_string());
     }
-    let pid = child.pid();
-    child.exit(0);
-    match parent.wait(WaitId::Pid(pid), WaitOptions::EXITED) {
-        Ok(Some(info)) if info.pid == pid && info.status.exited() == Some(0) => Ok(()),
-        Ok(other) => Err(format!("wait({pid}) returned {other:?}")),
-        Err(e) => Err(errno("wait", e)),
-    }
+    reap(parent, &child)
 }
 
 /// The life cycle with an empty body on the thread executor: `Runtime::spawn` as a
 /// child of `parent`, then `Child::wait`.
 #[inline]
 pub fn cycle_thread(rt: &Runtime, parent: &Task, args: &CloneArgs) -> Result<(), String> {
-    let child = rt
-        .spawn(Spawn::new().parent(parent).args(args.clone()), |_cx| 0)
-        .map_err(|e| errno("spawn", e))?;
-    match child.wait() {
-        Ok(st) if st.exited() == Some(0) => Ok(()),
-        Ok(st) => Err(format!("spawned child ended with {st:?}")),
-        Err(e) => Err(errno("Child::wait", e)),
-    }
+    let spawn = Spawn::new().parent(parent).args(args.clone());
+    let child = rt.spawn(spawn, |_cx| 0).map_err(|e| errno("spawn", e))?;
+    exited_0("Child::wait", child.wait())
 }
 
 /// The life cycle with an empty async body on tokio: `Runtime::spawn_async` as a child
 /// of `parent`, awaited.
 pub async fn cycle_tokio(rt: &Runtime, parent: &Task, args: &CloneArgs) -> Result<(), String> {
-    let child = rt
-        .spawn_async(
-            Spawn::new().parent(parent).args(args.clone()),
-            |_cx| async move { 0 },
-        )
-        .map_err(|e| errno("spawn_async", e))?;
-    match child.await {
-        Ok(st) if st.exited() == Some(0) => Ok(()),
-        Ok(st) => Err(format!("spawned async child ended with {st:?}")),
-        Err(e) => Err(errno("Child.await", e)),
-    }
-}
-
-/// What one measured uproc run produced.
-#[derive(Clone, Debug)]
-pub struct UprocOutcome {
-    /// Operations and time.
-    pub outcome: crate::run::Outcome,
-    /// Lock acquisitions during the measured part (setup and teardown excluded).
-    pub locks: Locks,
+    let spawn = Spawn::new().parent(parent).args(args.clone());
+    let child = rt.spawn_async(spawn, |_cx| async move { 0 });
+    exited_0(
+        "Child.await",
+        child.map_err(|e| errno("spawn_async", e))?.await,
+    )
 }
 
 /// Sets up a runtime, runs `workers` workers looping the `body` life cycle for
-/// `seconds`, and tears it down.
+/// `seconds`, and tears it down: the run's outcome and its lock deltas over the measured
+/// part (setup and teardown excluded).
 pub fn measure(
     profile: Profile,
     body: Body,
     shape: ForkShape,
     workers: usize,
     seconds: f64,
-) -> Result<UprocOutcome, String> {
+) -> Result<(Outcome, Locks), String> {
     let setup = Setup::new(profile, shape, workers)?;
-    let (outcome, locks) = match body {
-        Body::None | Body::Thread => {
-            let before = setup.lock_counts();
-            let o = crate::run::run_threads(workers, seconds, |i| {
-                let parent = setup.parents[i].clone();
-                let args = setup.args.clone();
-                let rt = setup.rt.clone();
-                move || match body {
-                    Body::Thread => cycle_thread(&rt, &parent, &args),
-                    _ => cycle_none(&parent, &args),
-                }
-            });
-            (o, setup.lock_counts().since(&before))
-        }
-        Body::Tokio => {
-            let trt = crate::run::tokio_runtime(workers);
-            let before = setup.lock_counts();
-            let o = crate::run::run_tokio(&trt, workers, seconds, |i, stop| {
-                let parent = setup.parents[i].clone();
-                let args = setup.args.clone();
-                let rt = setup.rt.clone();
-                async move { crate::worker_loop!(stop, cycle_tokio(&rt, &parent, &args)) }
-            });
-            let locks = setup.lock_counts().since(&before);
-            trt.shutdown_background();
-            (o, locks)
-        }
+    let worker = |i: usize| {
+        (
+            setup.rt.clone(),
+            setup.parents[i].clone(),
+            setup.args.clone(),
+        )
     };
+    let before = setup.lock_counts();
+    let outcome = if body == Body::Tokio {
+        let trt = crate::run::tokio_runtime(workers);
+        let o = crate::run::run_tokio(&trt, workers, seconds, |i, stop| {
+            let (rt, parent, args) = worker(i);
+            async move { crate::worker_loop!(stop, cycle_tokio(&rt, &parent, &args)) }
+        });
+        trt.shutdown_background();
+        o
+    } else {
+        crate::run::run_threads(workers, seconds, |i| {
+            let (rt, parent, args) = worker(i);
+            move || match body {
+                Body::Thread => cycle_thread(&rt, &parent, &args),
+                _ => cycle_none(&parent, &args),
+            }
+        })
+    };
+    let locks = setup.lock_counts().since(&before);
     setup.teardown()?;
-    Ok(UprocOutcome { outcome, locks })
+    Ok((outcome, locks))
 }

@@ -16,47 +16,40 @@ use uproc::{CloneArgs, Runtime, Task};
 use uproc_abi::Profile;
 
 /// What one memory measurement found.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct MemoryOutcome {
     /// The profile measured.
-    pub profile: Profile,
+    pub profile: &'static str,
     /// Live tasks held.
     pub count: usize,
     /// Resident bytes before the forks.
     pub rss_before: u64,
     /// Resident bytes with every task alive.
     pub rss_after: u64,
+    /// `(rss_after - rss_before) / count`.
+    pub bytes_per_task: f64,
     /// Nanoseconds per fork while filling.
     pub ns_per_fork: f64,
 }
 
 impl MemoryOutcome {
-    /// `(rss_after - rss_before) / count`.
-    pub fn bytes_per_task(&self) -> f64 {
-        self.rss_after.saturating_sub(self.rss_before) as f64 / self.count as f64
-    }
-
     /// One human-readable line.
     pub fn line(&self) -> String {
-        format!(
-            "taskmem {:<9} {:>9} live tasks: RSS {:>8.1} MiB -> {:>8.1} MiB, {:>7.1} bytes/task, {:>6.0} ns/fork",
-            self.profile.name(),
-            self.count,
-            self.rss_before as f64 / 1048576.0,
-            self.rss_after as f64 / 1048576.0,
-            self.bytes_per_task(),
-            self.ns_per_fork
+        let mib = |b: u64| b as f64 / 1048576.0;
+        let (before, after) = (mib(self.rss_before), mib(self.rss_after));
+        let mut s = format!("taskmem {:<9} {:>9} live tasks: ", self.profile, self.count);
+        s += &format!("RSS {before:>8.1} MiB -> {after:>8.1} MiB, ");
+        s + &format!(
+            "{:>7.1} bytes/task, {:>6.0} ns/fork",
+            self.bytes_per_task, self.ns_per_fork
         )
     }
 
-    /// One JSON line.
+    /// One JSON line (`"type": "memory"`).
     pub fn json(&self) -> String {
-        serde_json::json!({
-            "type": "memory", "profile": self.profile.name(), "count": self.count,
-            "rss_before": self.rss_before, "rss_after": self.rss_after,
-            "bytes_per_task": self.bytes_per_task(), "ns_per_fork": self.ns_per_fork,
-        })
-        .to_string()
+        let mut v = serde_json::json!(self);
+        v["type"] = "memory".into();
+        v.to_string()
     }
 }
 
@@ -65,17 +58,16 @@ impl MemoryOutcome {
 /// # References
 /// [proc_pid_statm(5)](https://man7.org/linux/man-pages/man5/proc_pid_statm.5.html)
 pub fn rss_bytes() -> Result<u64, String> {
-    let s = std::fs::read_to_string("/proc/self/statm")
-        .map_err(|e| format!("reading /proc/self/statm: {e}"))?;
-    let pages: u64 = s
+    let s = std::fs::read_to_string("/proc/self/statm");
+    let s = s.map_err(|e| format!("reading /proc/self/statm: {e}"))?;
+    let pages = s
         .split_whitespace()
         .nth(1)
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| format!("unexpected /proc/self/statm: {s:?}"))?;
+        .and_then(|v| v.parse::<u64>().ok());
+    let pages = pages.ok_or_else(|| format!("unexpected /proc/self/statm: {s:?}"))?;
     // SAFETY: sysconf has no preconditions; _SC_PAGESIZE is a valid name.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    let page = if page > 0 { page as u64 } else { 4096 };
-    Ok(pages * page)
+    Ok(pages * if page > 0 { page as u64 } else { 4096 })
 }
 
 /// Holds `count` live tasks under `profile` and measures their resident cost.
@@ -87,34 +79,30 @@ pub fn measure_memory(profile: Profile, count: usize) -> Result<MemoryOutcome, S
     let rt = Runtime::builder()
         .profile(profile)
         .pid_max(uproc_pidns::PID_MAX_LIMIT)
-        .build()
-        .map_err(|e| format!("Runtime::build: {e}"))?;
-    let parent = rt
-        .init()
-        .fork(&CloneArgs::default())
-        .map_err(|e| format!("fork(parent): {e}"))?;
+        .build();
+    let rt = rt.map_err(|e| format!("Runtime::build: {e}"))?;
+    let parent = rt.init().fork(&CloneArgs::default());
+    let parent = parent.map_err(|e| format!("fork(parent): {e}"))?;
     // Touch the handle array first, so its pages are in the baseline.
     let mut tasks: Vec<Option<Task>> = vec![None; count];
-    let args = CloneArgs::default();
-    let rss_before = rss_bytes()?;
-    let start = Instant::now();
+    let (args, rss_before, start) = (CloneArgs::default(), rss_bytes()?, Instant::now());
     for (i, slot) in tasks.iter_mut().enumerate() {
-        *slot = Some(
-            parent
-                .fork(&args)
-                .map_err(|e| format!("fork (live task {i}): {e}"))?,
-        );
+        let child = parent
+            .fork(&args)
+            .map_err(|e| format!("fork (live task {i}): {e}"))?;
+        *slot = Some(child);
     }
     let ns_per_fork = start.elapsed().as_nanos() as f64 / count as f64;
     let rss_after = rss_bytes()?;
-    std::mem::forget(tasks);
-    std::mem::forget(parent);
-    std::mem::forget(rt);
+    std::mem::forget((tasks, parent, rt));
+    let bytes_per_task = rss_after.saturating_sub(rss_before) as f64 / count as f64;
+    let profile = profile.name();
     Ok(MemoryOutcome {
         profile,
         count,
         rss_before,
         rss_after,
+        bytes_per_task,
         ns_per_fork,
     })
 }

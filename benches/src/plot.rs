@@ -2,16 +2,17 @@
 //!
 //! Top panel: ops/s against workers, both axes logarithmic. Each uproc subject is a
 //! colour: its measured medians as dots with min-max bars, its prediction (1..64 workers)
-//! as a dashed line of the same colour; the peers' measured medians are thin grey-ish
+//! as a dashed line of the same colour; the peers' measured medians are thin dark
 //! reference lines. Bottom panel: the lock budget, one stacked bar per uproc subject and
 //! measured worker count, one segment per global lock's hold ns per life cycle.
 
 use crate::load::LOCK_NAMES;
 use crate::report::{Report, Subject};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
-const SUBJECT_COLOURS: [RGBColor; 6] = [
+const COLOURS: [RGBColor; 6] = [
     RGBColor(214, 39, 40),
     RGBColor(31, 119, 180),
     RGBColor(44, 160, 44),
@@ -19,17 +20,13 @@ const SUBJECT_COLOURS: [RGBColor; 6] = [
     RGBColor(255, 127, 14),
     RGBColor(23, 190, 207),
 ];
-const PEER_COLOURS: [RGBColor; 3] = [
-    RGBColor(60, 60, 60),
-    RGBColor(140, 110, 80),
+const GREYS: [RGBColor; 3] = [
+    RGBColor(40, 40, 40),
+    RGBColor(120, 90, 60),
     RGBColor(150, 150, 150),
 ];
-const LOCK_COLOURS: [RGBColor; 3] = [
-    RGBColor(214, 39, 40),
-    RGBColor(31, 119, 180),
-    RGBColor(44, 160, 44),
-];
 
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type Failure = Box<dyn std::error::Error>;
 
 /// Draws `report` into an SVG file at `path`.
@@ -39,168 +36,147 @@ pub fn draw(report: &Report, path: &Path) -> Result<(), Failure> {
     let (top, bottom) = root.split_vertically(600);
     throughput(report, &top)?;
     budget(report, &bottom)?;
-    root.present()?;
+    Ok(root.present()?)
+}
+
+fn builder<'a, 'b>(area: &'a Area<'b>, caption: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(area);
+    b.caption(caption, ("sans-serif", 17)).margin(12);
+    b.x_label_area_size(40).y_label_area_size(80);
+    b
+}
+
+fn legend<'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+) -> Result<(), Failure> {
+    let mut labels = chart.configure_series_labels();
+    labels
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", 12));
+    labels
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
     Ok(())
 }
 
-fn throughput(
-    report: &Report,
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-) -> Result<(), Failure> {
+fn throughput(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
     let preds = report.predictions();
-    let mut values: Vec<f64> = preds
-        .iter()
-        .flat_map(|p| p.ops_per_s.iter().copied())
-        .collect();
-    for r in &report.rows {
-        let (min, max) = r.min_max();
-        values.extend([min, max]);
-    }
+    let mut values: Vec<f64> = preds.iter().flat_map(|p| p.ops_per_s.clone()).collect();
+    values.extend(
+        report
+            .rows
+            .iter()
+            .flat_map(|r| [r.min_max().0, r.min_max().1]),
+    );
     values.retain(|v| v.is_finite() && *v > 0.0);
-    let lo = values
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min)
-        .min(1e3)
-        * 0.7;
+    let lo = values.iter().copied().fold(1e3, f64::min) * 0.7;
     let hi = values.iter().copied().fold(1e4, f64::max) * 1.5;
     let xmax = f64::from(report.options.predict_to).max(2.0);
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            "threadspawn: ops/s vs workers (dots: measured median, bars: min-max; dashed: PREDICTED by the model)",
-            ("sans-serif", 17),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
+    let caption = "threadspawn: ops/s vs workers (dots: measured median, bars: min-max; \
+                   dashed: PREDICTED by the model)";
+    let mut chart = builder(area, caption)
         .build_cartesian_2d((1f64..xmax).log_scale(), (lo..hi).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("workers")
-        .y_desc("life cycles per second")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .draw()?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc("workers").y_desc("life cycles per second");
+    mesh.y_label_formatter(&|v| format!("{v:.0}")).draw()?;
     for (i, subject) in report.uproc_subjects().into_iter().enumerate() {
-        let colour = SUBJECT_COLOURS[i % SUBJECT_COLOURS.len()];
+        let colour = COLOURS[i % COLOURS.len()];
         let rows: Vec<_> = report
             .rows
             .iter()
             .filter(|r| r.subject == subject)
             .collect();
+        let bar = |r: &&crate::report::Row| {
+            let ((min, max), x) = (r.min_max(), r.workers as f64);
+            ErrorBar::new_vertical(x, min, r.median(), max, colour.filled(), 8)
+        };
+        let label = format!("{} (measured)", subject.label());
+        let dot = move |(x, y)| Circle::new((x + 10, y), 4, colour.filled());
         chart
-            .draw_series(rows.iter().map(|r| {
-                let (min, max) = r.min_max();
-                ErrorBar::new_vertical(r.workers as f64, min, r.median(), max, colour.filled(), 8)
-            }))?
-            .label(format!("{} (measured)", subject.label()))
-            .legend(move |(x, y)| Circle::new((x + 10, y), 4, colour.filled()));
-        chart.draw_series(
-            rows.iter()
-                .map(|r| Circle::new((r.workers as f64, r.median()), 4, colour.filled())),
-        )?;
-        if let Some(p) = preds.iter().find(|p| p.subject == subject) {
-            let line = (p.ops_per_s.iter().enumerate()).map(|(i, x)| ((i + 1) as f64, *x));
-            chart
-                .draw_series(DashedLineSeries::new(line, 8, 5, colour.stroke_width(2)))?
-                .label(format!(
-                    "{} PREDICTED (inputs at {}w)",
-                    subject.label(),
-                    p.from_workers
-                ))
-                .legend(move |(x, y)| {
-                    PathElement::new(
-                        vec![(x, y), (x + 8, y), (x + 12, y), (x + 20, y)],
-                        colour.stroke_width(2),
-                    )
-                });
-        }
+            .draw_series(rows.iter().map(bar))?
+            .label(label)
+            .legend(dot);
+        let dots = rows
+            .iter()
+            .map(|r| Circle::new((r.workers as f64, r.median()), 4, colour.filled()));
+        chart.draw_series(dots)?;
+        let Some(p) = preds.iter().find(|p| p.subject == subject) else {
+            continue;
+        };
+        let line = p
+            .ops_per_s
+            .iter()
+            .enumerate()
+            .map(|(i, x)| ((i + 1) as f64, *x));
+        let style = colour.stroke_width(2);
+        let label = format!(
+            "{} PREDICTED (inputs at {}w)",
+            subject.label(),
+            p.from_workers
+        );
+        let dash =
+            move |(x, y)| PathElement::new([(x, y), (x + 8, y), (x + 12, y), (x + 20, y)], style);
+        chart
+            .draw_series(DashedLineSeries::new(line, 8, 5, style))?
+            .label(label)
+            .legend(dash);
     }
     let peers = [Subject::Pthread, Subject::StdThread, Subject::Tokio];
-    for (peer, colour) in peers.into_iter().zip(PEER_COLOURS) {
-        let pts: Vec<(f64, f64)> = (report.rows.iter())
-            .filter(|r| r.subject == peer)
-            .map(|r| (r.workers as f64, r.median()))
-            .collect();
+    for (peer, colour) in peers.into_iter().zip(GREYS) {
+        let rows = report.rows.iter().filter(|r| r.subject == peer);
+        let pts: Vec<(f64, f64)> = rows.map(|r| (r.workers as f64, r.median())).collect();
         if !pts.is_empty() {
+            let label = format!("{} (measured, reference)", peer.label());
+            let line = move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour);
             chart
-                .draw_series(LineSeries::new(pts, colour.stroke_width(1)))?
-                .label(format!("{} (measured, reference)", peer.label()))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
+                .draw_series(LineSeries::new(pts, colour))?
+                .label(label)
+                .legend(line);
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 12))
-        .draw()?;
-    Ok(())
+    legend(&mut chart)
 }
 
-fn budget(
-    report: &Report,
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-) -> Result<(), Failure> {
+fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
     let bars: Vec<(String, Vec<f64>)> = (report.rows.iter())
         .filter_map(|r| {
-            let b = r.budgets(report.clock_ns)?;
+            let holds = r
+                .budgets(report.clock_ns)?
+                .iter()
+                .map(|l| l.hold_ns_per_cycle)
+                .collect();
             let Subject::Uproc { profile, body } = r.subject else {
                 return None;
             };
-            let label = format!("{profile} {} {}w", body.name(), r.workers);
-            Some((label, b.iter().map(|l| l.hold_ns_per_cycle).collect()))
+            Some((format!("{profile} {} {}w", body.name(), r.workers), holds))
         })
         .collect();
-    let top = bars
-        .iter()
-        .map(|(_, h)| h.iter().filter(|v| v.is_finite()).sum::<f64>())
-        .fold(1.0, f64::max);
-    let n = bars.len().max(1);
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            "lock budget: hold ns per life cycle (sampled), stacked by lock",
-            ("sans-serif", 17),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..top * 1.2)?;
-    let label_of = |x: &f64| {
-        let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 {
-            bars.get(i as usize).map_or(String::new(), |b| b.0.clone())
-        } else {
-            String::new()
-        }
+    let total = |h: &[f64]| h.iter().filter(|v| v.is_finite()).sum::<f64>();
+    let top = bars.iter().map(|(_, h)| total(h)).fold(1.0, f64::max);
+    let n = bars.len().max(1) as f64;
+    let caption = "lock budget: hold ns per life cycle (sampled), stacked by lock";
+    let mut chart = builder(area, caption).build_cartesian_2d(-0.5..n - 0.5, 0.0..top * 1.2)?;
+    let label_of = |x: &f64| match bars.get(x.round().max(0.0) as usize) {
+        Some(b) if (x - x.round()).abs() < 1e-6 => b.0.clone(),
+        _ => String::new(),
     };
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n * 2 + 1)
-        .x_label_formatter(&label_of)
-        .y_desc("ns held per life cycle")
-        .draw()?;
-    for (lock, (name, colour)) in LOCK_NAMES.iter().zip(LOCK_COLOURS).enumerate() {
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh()
+        .x_labels(bars.len() * 2 + 1)
+        .x_label_formatter(&label_of);
+    mesh.y_desc("ns held per life cycle").draw()?;
+    for (lock, name) in LOCK_NAMES.iter().enumerate() {
+        let colour = COLOURS[lock];
         let rects = bars.iter().enumerate().map(|(i, (_, h))| {
-            let below: f64 = h[..lock].iter().filter(|v| v.is_finite()).sum();
-            let v = if h[lock].is_finite() { h[lock] } else { 0.0 };
-            let x = i as f64;
+            let (x, below, v) = (i as f64, total(&h[..lock]), total(&h[lock..=lock]));
             Rectangle::new(
                 [(x - 0.3, below), (x + 0.3, below + v)],
                 colour.mix(0.8).filled(),
             )
         });
-        chart
-            .draw_series(rects)?
-            .label(*name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
+        let key = move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled());
+        chart.draw_series(rects)?.label(*name).legend(key);
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
-    Ok(())
+    legend(&mut chart)
 }

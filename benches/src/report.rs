@@ -10,7 +10,7 @@ use crate::args::{Body, Options};
 use crate::load::{LOCK_NAMES, Locks};
 use crate::model::{self, Demands};
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::fmt::Write as _;
 use uproc_abi::Profile;
 
@@ -24,7 +24,7 @@ pub const KERNEL_WORKERS: usize = 20;
 /// Sampled holds at or above this (ns) are left out of the budget and counted as
 /// `long_holds`: the kernel holds these locks with preemption off, so a userspace holder
 /// descheduled by the machine's other load is not the lock's work.
-pub const LONG_HOLD_NS: u64 = 10_000;
+pub const LONG_HOLD_NS: u64 = 10_000; // BUDGET_NOTE says so too
 
 /// What one table row measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,57 +131,42 @@ impl Row {
         let locks = self.locks.as_ref().filter(|_| self.ops > 0)?;
         let per = |n: u64| n as f64 / self.ops as f64;
         let net = |ns: f64| (ns - clock_ns).max(0.0);
-        Some(
-            (locks.0.iter())
-                .map(|s| {
-                    let (mean, long_holds) = s.hold.mean_below_ns(LONG_HOLD_NS);
-                    let mean = net(mean);
-                    let hold = mean * per(s.write);
-                    LockBudget {
-                        write: per(s.write),
-                        read: per(s.read),
-                        samples: s.hold.samples,
-                        long_holds,
-                        hold_ns_mean: mean,
-                        hold_ns_p50: net(s.hold.quantile_ns(0.5)),
-                        hold_ns_p99: net(s.hold.quantile_ns(0.99)),
-                        hold_ns_per_cycle: hold,
-                        wait_ns_per_cycle: s.wait.mean_ns() * per(s.write),
-                        ceiling_ops_per_s: model::ceiling(hold),
-                    }
-                })
-                .collect(),
-        )
+        let budget = |s: &uproc_abi::lockstat::LockStat| {
+            let (mean, long_holds) = s.hold.mean_below_ns(LONG_HOLD_NS);
+            let (mean, taken) = (net(mean), s.write > 0);
+            let hold = if taken { mean * per(s.write) } else { 0.0 };
+            LockBudget {
+                write: per(s.write),
+                read: per(s.read),
+                samples: s.hold.samples,
+                long_holds,
+                hold_ns_mean: mean,
+                hold_ns_p50: net(s.hold.quantile_ns(0.5)),
+                hold_ns_p99: net(s.hold.quantile_ns(0.99)),
+                hold_ns_per_cycle: hold,
+                wait_ns_per_cycle: if taken {
+                    s.wait.mean_ns() * per(s.write)
+                } else {
+                    0.0
+                },
+                ceiling_ops_per_s: model::ceiling(hold),
+            }
+        };
+        Some(locks.0.iter().map(budget).collect())
     }
 
     /// The model's inputs measured in this row: hold per life cycle of each lock, and
     /// the rest of a worker's cycle time (`ns/op/wkr` less holds and waits) as the
-    /// parallel work. None without sampled times.
+    /// parallel work. None without sampled times for a lock that was taken.
     pub fn demands(&self, clock_ns: f64) -> Option<Demands> {
         let b = self.budgets(clock_ns)?;
-        if b.iter()
-            .any(|l| l.write > 0.0 && !l.hold_ns_mean.is_finite())
-        {
-            return None;
-        }
-        let hold = |l: &LockBudget| {
-            if l.write > 0.0 {
-                l.hold_ns_per_cycle
-            } else {
-                0.0
-            }
-        };
-        let wait = |l: &LockBudget| {
-            if l.write > 0.0 {
-                l.wait_ns_per_cycle
-            } else {
-                0.0
-            }
-        };
-        let locked: f64 = b.iter().map(|l| hold(l) + wait(l)).sum();
-        Some(Demands {
+        let locked: f64 = b
+            .iter()
+            .map(|l| l.hold_ns_per_cycle + l.wait_ns_per_cycle)
+            .sum();
+        locked.is_finite().then(|| Demands {
             parallel_ns: (self.ns_per_op_per_worker() - locked).max(0.0),
-            holds_ns: b.iter().map(hold).collect(),
+            holds_ns: b.iter().map(|l| l.hold_ns_per_cycle).collect(),
         })
     }
 }
@@ -198,13 +183,7 @@ pub fn median(v: &[f64]) -> f64 {
 }
 
 /// One ratio line: a name and its value at each worker count (None: not measured).
-#[derive(Clone, Debug)]
-pub struct Ratio {
-    /// What is divided by what.
-    pub name: String,
-    /// `(workers, value)`.
-    pub values: Vec<(usize, Option<f64>)>,
-}
+pub type Ratio = (String, Vec<Option<f64>>);
 
 /// Ceilings of a newer profile over an older one's.
 #[derive(Clone, Debug, Serialize)]
@@ -231,6 +210,12 @@ pub struct Prediction {
 }
 
 impl Prediction {
+    /// The ceiling of the binding lock (infinite when no lock is held).
+    pub fn binding_ceiling(&self) -> f64 {
+        let d = &self.demands;
+        model::binding(d).map_or(f64::INFINITY, |i| model::ceiling(d.holds_ns[i]))
+    }
+
     /// Predicted ops/s at `workers` (None beyond the curve).
     pub fn at(&self, workers: usize) -> Option<f64> {
         self.ops_per_s.get(workers.checked_sub(1)?).copied()
@@ -274,6 +259,15 @@ pub fn utc(unix: u64) -> String {
     format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
 }
 
+const BUDGET_NOTE: &str = "acq: exclusive acquisitions per life cycle; samples: timed ones; \
+long: holds of 10 us or more left out (a preempted holder); mean/p50/p99: hold per \
+acquisition, ns; hold/op, wait/op: ns per life cycle; ceiling = 1e9 / hold/op: ops/s on \
+any number of cores; one clock read taken off every sampled hold";
+
+const PREDICTION_NOTE: &str = "* predictions, not measurements: exact MVA over the lock \
+holds and parallel work measured at the `inputs` worker count, one core per worker \
+(benches/IMPLEMENTATION.md); err% = (predicted - measured) / measured at the row's own inputs";
+
 /// Worker counts the prediction table shows (those within `--predict-to`).
 const PREDICT_AT: [usize; 8] = [1, 2, 4, 8, 16, 20, 32, 64];
 
@@ -290,12 +284,9 @@ impl Report {
 
     /// The uproc subjects measured, in table order.
     pub fn uproc_subjects(&self) -> Vec<Subject> {
-        let mut v: Vec<Subject> = Vec::new();
-        for r in &self.rows {
-            if matches!(r.subject, Subject::Uproc { .. }) && !v.contains(&r.subject) {
-                v.push(r.subject);
-            }
-        }
+        let mut v: Vec<Subject> = self.rows.iter().map(|r| r.subject).collect();
+        v.retain(|s| matches!(s, Subject::Uproc { .. }));
+        v.dedup();
         v
     }
 
@@ -306,10 +297,10 @@ impl Report {
             .filter_map(|subject| {
                 let row = (self.rows.iter().rev()).find(|r| r.subject == subject)?;
                 let demands = row.demands(self.clock_ns)?;
-                let ops_per_s = model::predict(&demands, to);
+                let (ops_per_s, from_workers) = (model::predict(&demands, to), row.workers);
                 Some(Prediction {
                     subject,
-                    from_workers: row.workers,
+                    from_workers,
                     demands,
                     ops_per_s,
                 })
@@ -328,16 +319,9 @@ impl Report {
     }
 
     fn ratio(&self, name: String, num: Subject, den: Subject) -> Option<Ratio> {
-        let values: Vec<_> = (self.options.worker_list().into_iter())
-            .map(|w| match (self.row(num, w), self.row(den, w)) {
-                (Some(a), Some(b)) => (w, Some(a.median() / b.median())),
-                _ => (w, None),
-            })
-            .collect();
-        values
-            .iter()
-            .any(|(_, v)| v.is_some())
-            .then_some(Ratio { name, values })
+        let at = |w| Some(self.row(num, w)?.median() / self.row(den, w)?.median());
+        let values: Vec<_> = self.options.worker_list().into_iter().map(at).collect();
+        values.iter().any(Option::is_some).then_some((name, values))
     }
 
     /// Every newer profile against the oldest measured, per body; each uproc body
@@ -370,365 +354,300 @@ impl Report {
         out
     }
 
-    /// Per uproc subject (from its row at the most workers measured): the lock with the
-    /// lowest ceiling, and that ceiling.
-    pub fn binding(&self) -> Vec<(Subject, &'static str, f64)> {
-        (self.predictions().iter())
-            .filter_map(|p| {
-                let i = model::binding(&p.demands)?;
-                Some((
-                    p.subject,
-                    LOCK_NAMES[i],
-                    model::ceiling(p.demands.holds_ns[i]),
-                ))
-            })
-            .collect()
-    }
-
-    /// Each newer profile's ceilings over the oldest measured profile's, per body: per
-    /// lock and for the binding lock (>1: the newer profile allows more ops/s).
+    /// Each later profile's ceilings over the first profile's, per body: per lock and
+    /// for the binding lock (>1: the later profile allows more ops/s).
     pub fn ceiling_ratios(&self) -> Vec<CeilingRatio> {
         let preds = self.predictions();
-        let profiles = self.options.profile_list();
-        let mut out = Vec::new();
-        for body in self.options.body_list() {
-            let find = |profile| {
-                preds
-                    .iter()
-                    .find(|p| p.subject == Subject::Uproc { profile, body })
-            };
-            let Some(old) = find(profiles[0]) else {
-                continue;
-            };
-            for &new in &profiles[1..] {
-                let Some(newp) = find(new) else { continue };
-                let ceil = |d: &Demands| {
-                    d.holds_ns
-                        .iter()
-                        .map(|h| model::ceiling(*h))
-                        .collect::<Vec<_>>()
-                };
-                let bind = |d: &Demands| {
-                    model::binding(d).map_or(f64::INFINITY, |i| model::ceiling(d.holds_ns[i]))
-                };
-                let (cn, co) = (ceil(&newp.demands), ceil(&old.demands));
-                out.push(CeilingRatio {
-                    name: format!(
-                        "ceiling ratio {new} / {} (body={})",
-                        profiles[0],
-                        body.name()
-                    ),
-                    per_lock: cn.iter().zip(&co).map(|(n, o)| n / o).collect(),
-                    binding: bind(&newp.demands) / bind(&old.demands),
-                });
-            }
-        }
-        out
-    }
-
-    fn header(&self) -> String {
-        let o = &self.options;
-        format!(
-            "threadspawn  {}  nproc={}  seconds={} repeats={} levels={} pidfd={} cgroup={} sample_one_in={} clock_ns={:.0}",
-            utc(self.started_unix),
-            std::thread::available_parallelism().map_or(0, |n| n.get()),
-            o.seconds,
-            o.repeats,
-            o.levels,
-            o.pidfd,
-            o.cgroup,
-            o.sample_one_in,
-            self.clock_ns
-        )
-    }
-
-    /// The human-readable tables.
-    pub fn table(&self) -> String {
-        let mut s = self.header();
-        s.push('\n');
-        let reads = (self.rows.iter()).any(|r| r.locks.as_ref().is_some_and(|l| l.0[1].read > 0));
-        let mut h = format!(
-            "{:<28} {:>7} {:>11} {:>23} {:>9} {:>7} {:>11} {:>7} {:>6} {:>8}",
-            "subject",
-            "workers",
-            "ops/s",
-            "min-max",
-            "ns/op/wkr",
-            "scaling",
-            "predicted*",
-            "err%",
-            "pidmap",
-            "tasklist"
-        );
-        if reads {
-            h += &format!(" {:>7}", "tl-read");
-        }
-        let _ = writeln!(s, "{h} {:>7}\n{}", "css_set", "-".repeat(h.len() + 8));
-        let mut last = None;
-        for r in &self.rows {
-            if last.is_some_and(|l| l != r.subject) {
-                s.push('\n');
-            }
-            last = Some(r.subject);
-            let (min, max) = r.min_max();
-            let per = |i: usize, read: bool| {
-                let n = |l: &Locks| if read { l.0[i].read } else { l.0[i].write };
-                fmt(r.locks.as_ref().map(|l| n(l) as f64 / r.ops as f64), 2)
-            };
-            let (pred, _) = self.validation(r);
-            let _ = write!(
-                s,
-                "{:<28} {:>7} {:>11} {:>23} {:>9} {:>7} {:>11} {:>7} {:>6} {:>8}",
-                r.subject.label(),
-                r.workers,
-                fmt(Some(r.median()), 0),
-                format!("{}-{}", fmt(Some(min), 0), fmt(Some(max), 0)),
-                fmt(Some(r.ns_per_op_per_worker()), 0),
-                fmt(self.scaling(r), 2),
-                fmt(pred, 0),
-                fmt(pred.map(|p| model::error_pct(p, r.median())), 1),
-                per(0, false),
-                per(1, false),
-            );
-            if reads {
-                let _ = write!(s, " {:>7}", per(1, true));
-            }
-            let _ = writeln!(s, " {:>7}", per(2, false));
-        }
-        self.ratio_table(&mut s);
-        self.budget_table(&mut s);
-        self.prediction_table(&mut s);
-        s
-    }
-
-    fn ratio_table(&self, s: &mut String) {
-        let ratios = self.ratios();
-        if ratios.is_empty() {
-            return;
-        }
-        let mut h = format!(
-            "\n{:<62}",
-            "ratio of median ops/s (>1: the first is faster)"
-        );
-        for w in self.options.worker_list() {
-            let _ = write!(h, " {:>9}", format!("{w}w"));
-        }
-        let _ = writeln!(s, "{h}\n{}", "-".repeat(h.len() - 1));
-        for r in ratios {
-            let _ = write!(s, "{:<62}", r.name);
-            for (_, v) in &r.values {
-                let _ = write!(s, " {:>9}", fmt(*v, 2));
-            }
-            s.push('\n');
-        }
-    }
-
-    fn budget_table(&self, s: &mut String) {
-        let h = format!(
-            "{:<28} {:>7} {:<14} {:>6} {:>8} {:>5} {:>7} {:>7} {:>7} {:>9} {:>9} {:>12}",
-            "lock budget",
-            "workers",
-            "lock",
-            "acq",
-            "samples",
-            "long",
-            "mean",
-            "p50",
-            "p99",
-            "hold/op",
-            "wait/op",
-            "ceiling"
-        );
-        let _ = writeln!(s, "\n{h}\n{}", "-".repeat(h.len()));
-        for r in &self.rows {
-            for (name, b) in LOCK_NAMES
+        let first = |s: Subject| match s {
+            Subject::Uproc { body, .. } => Subject::Uproc {
+                profile: Profile::ALL[0],
+                body,
+            },
+            peer => peer,
+        };
+        let pairs = preds.iter().filter_map(|new| {
+            let old = preds
                 .iter()
-                .zip(r.budgets(self.clock_ns).unwrap_or_default())
-            {
-                let _ = writeln!(
-                    s,
-                    "{:<28} {:>7} {:<14} {:>6.2} {:>8} {:>5} {:>7} {:>7} {:>7} {:>9} {:>9} {:>12}",
-                    r.subject.label(),
-                    r.workers,
-                    name,
-                    b.write,
-                    b.samples,
-                    b.long_holds,
-                    fmt(Some(b.hold_ns_mean), 0),
-                    fmt(Some(b.hold_ns_p50), 0),
-                    fmt(Some(b.hold_ns_p99), 0),
-                    fmt(Some(b.hold_ns_per_cycle), 0),
-                    fmt(Some(b.wait_ns_per_cycle), 0),
-                    fmt(Some(b.ceiling_ops_per_s), 0),
-                );
-            }
-        }
-        let bind = self.binding();
-        for &(subject, lock, ceiling) in &bind {
-            let _ = writeln!(
-                s,
-                "binding lock: {:<28} {lock:<14} ceiling {ceiling:.0} ops/s",
-                subject.label()
-            );
-        }
-        for c in self.ceiling_ratios() {
-            let per_lock: Vec<String> = (LOCK_NAMES.iter().zip(&c.per_lock))
-                .map(|(n, r)| format!("{n} {}", fmt(Some(*r), 2)))
-                .collect();
-            let _ = writeln!(
-                s,
-                "{}: binding {:.2}; per lock: {}",
-                c.name,
-                c.binding,
-                per_lock.join(", ")
-            );
-        }
-        let _ = writeln!(
-            s,
-            "(acq: exclusive acquisitions per life cycle; mean/p50/p99: sampled hold per acquisition, ns, one clock read ({:.0} ns) taken off; hold/op, wait/op: ns per life cycle; ceiling = 1e9 / hold/op, ops/s on any number of cores)",
-            self.clock_ns
-        );
+                .find(|o| o.subject == first(new.subject) && o.subject != new.subject)?;
+            let (n, o) = (&new.demands.holds_ns, &old.demands.holds_ns);
+            Some(CeilingRatio {
+                name: format!(
+                    "ceiling ratio {} / {}",
+                    new.subject.label(),
+                    old.subject.label()
+                ),
+                per_lock: n.iter().zip(o).map(|(n, o)| o / n).collect(),
+                binding: new.binding_ceiling() / old.binding_ceiling(),
+            })
+        });
+        pairs.collect()
     }
 
-    fn prediction_table(&self, s: &mut String) {
-        let preds = self.predictions();
-        if preds.is_empty() {
-            return;
-        }
-        let ws: Vec<usize> = (PREDICT_AT.iter().copied())
-            .filter(|&w| w <= usize::from(self.options.predict_to))
-            .collect();
-        let mut h = format!("\n{:<28} {:>6}", "PREDICTION* (model) ops/s", "from");
-        for w in &ws {
-            let _ = write!(h, " {:>10}", format!("{w}w"));
-        }
-        let _ = writeln!(s, "{h}\n{}", "-".repeat(h.len() - 1));
-        for p in &preds {
-            let _ = write!(
-                s,
-                "{:<28} {:>6}",
-                p.subject.label(),
-                format!("{}w", p.from_workers)
-            );
-            for &w in &ws {
-                let _ = write!(s, " {:>10}", fmt(p.at(w), 0));
-            }
-            s.push('\n');
-        }
-        for r in &self.rows {
-            if let (_, Some(from1)) = self.validation(r) {
-                if r.workers > 1 {
-                    let e = model::error_pct(from1, r.median());
-                    let _ = writeln!(
-                        s,
-                        "prediction* of {} at {}w from its 1-worker inputs: {from1:.0} ops/s ({e:+.1}% vs measured)",
-                        r.subject.label(),
-                        r.workers
-                    );
-                }
-            }
-        }
-        self.kernel_comparison(s, &preds);
-        let _ = writeln!(
-            s,
-            "* predictions, not measurements: exact MVA over the lock holds and parallel work measured at the `from` worker count, one core per worker (benches/IMPLEMENTATION.md). err% = (predicted - measured) / measured at the row's own inputs."
-        );
-    }
-
-    fn kernel_comparison(&self, s: &mut String, preds: &[Prediction]) {
-        let at = |p: Profile| {
-            (preds.iter())
-                .find(|x| {
-                    x.subject
-                        == Subject::Uproc {
-                            profile: p,
-                            body: Body::None,
-                        }
-                })
-                .and_then(|x| x.at(KERNEL_WORKERS))
-        };
-        let (Some(old), Some(new)) = (at(Profile::Linux618), at(Profile::Linux70)) else {
-            return;
-        };
-        let (k618, k70lo, k70hi) = KERNEL_20;
-        let _ = writeln!(
-            s,
-            "at {KERNEL_WORKERS} workers: PREDICTION* uproc body=none linux618 {old:.0} -> linux70 {new:.0} ops/s (x{:.2}); kernel threadspawn1 on {KERNEL_WORKERS} processes, measured by its developers: {k618:.0} -> {k70lo:.0}-{k70hi:.0} (x{:.2}-{:.2})",
-            new / old,
-            k70lo / k618,
-            k70hi / k618
-        );
-    }
-
-    /// JSON lines: `meta`, one `row` per row (with its lock budget and prediction),
-    /// `ratio` per ratio and worker count, `prediction` per subject and worker count.
-    pub fn json_lines(&self) -> String {
-        let o = &self.options;
+    /// One JSON object per fact: `meta`; `row` per row (its lock budget, the model's
+    /// prediction at its worker count); `ratio` per ratio and worker count;
+    /// `ceiling_ratio`; `prediction` per uproc subject and worker count.
+    pub fn values(&self) -> Vec<Value> {
+        let (o, clock_ns) = (&self.options, self.clock_ns);
         let mut lines = vec![json!({
-            "type": "meta", "started_unix": self.started_unix,
-            "nproc": std::thread::available_parallelism().map_or(0, |n| n.get()),
-            "seconds": o.seconds, "repeats": o.repeats, "levels": o.levels, "pidfd": o.pidfd,
-            "cgroup": o.cgroup, "sample_one_in": o.sample_one_in, "clock_ns": self.clock_ns,
+            "type": "meta", "started_unix": self.started_unix, "nproc": nproc(), "seconds": o.seconds,
+            "repeats": o.repeats, "levels": o.levels, "pidfd": o.pidfd, "cgroup": o.cgroup,
+            "sample_one_in": o.sample_one_in, "clock_ns": clock_ns,
         })];
         for r in &self.rows {
-            let (min, max) = r.min_max();
-            let (pred, from1) = self.validation(r);
-            let mut v = r.subject.json();
-            let m = v.as_object_mut().expect("an object");
-            let fields = json!({
-                "type": "row", "workers": r.workers, "ops_per_s": r.median(),
-                "ops_per_s_min": min, "ops_per_s_max": max,
-                "ns_per_op_per_worker": r.ns_per_op_per_worker(), "scaling": self.scaling(r),
-                "ops": r.ops, "predicted_ops_per_s": pred,
-                "prediction_error_pct": pred.map(|p| model::error_pct(p, r.median())),
-                "predicted_from_1_worker_ops_per_s": from1,
-                "parallel_ns_per_cycle": r.demands(self.clock_ns).map(|d| d.parallel_ns),
-            });
-            m.extend(fields.as_object().expect("an object").clone());
-            if let Some(b) = r.budgets(self.clock_ns) {
-                let locks = LOCK_NAMES
+            let ((min, max), (pred, from1)) = (r.min_max(), self.validation(r));
+            let budgets = r.budgets(clock_ns).map(|b| {
+                let named = LOCK_NAMES
                     .iter()
                     .zip(b)
                     .map(|(n, b)| (n.to_string(), json!(b)));
-                m.insert("locks_per_cycle".into(), locks.collect());
-            }
-            lines.push(v);
+                named.collect::<serde_json::Map<_, _>>()
+            });
+            lines.push(with(
+                r.subject.json(),
+                json!({
+                    "type": "row", "label": r.subject.label(), "workers": r.workers,
+                    "ops_per_s": r.median(), "ops_per_s_min": min, "ops_per_s_max": max,
+                    "ns_per_op_per_worker": r.ns_per_op_per_worker(), "scaling": self.scaling(r),
+                    "ops": r.ops, "predicted_ops_per_s": pred,
+                    "prediction_error_pct": pred.map(|p| model::error_pct(p, r.median())),
+                    "predicted_from_1_worker_ops_per_s": from1,
+                    "parallel_ns_per_cycle": r.demands(clock_ns).map(|d| d.parallel_ns),
+                    "locks_per_cycle": budgets,
+                }),
+            ));
         }
-        for r in self.ratios() {
-            for (w, v) in r.values {
-                lines.push(json!({"type": "ratio", "name": r.name, "workers": w, "value": v}));
+        for (name, values) in self.ratios() {
+            for (w, v) in o.worker_list().into_iter().zip(values) {
+                lines.push(json!({"type": "ratio", "name": name, "workers": w, "value": v}));
+            }
+        }
+        let ceilings = self.ceiling_ratios().into_iter();
+        lines.extend(ceilings.map(|c| with(json!(c), json!({"type": "ceiling_ratio"}))));
+        for p in self.predictions() {
+            lines.extend(p.ops_per_s.iter().enumerate().map(|(i, x)| {
+                with(
+                    p.subject.json(),
+                    json!({"type": "prediction", "workers": i + 1,
+                    "predicted_ops_per_s": x, "from_workers": p.from_workers}),
+                )
+            }));
+        }
+        lines
+    }
+
+    /// [`Report::values`] as JSON lines.
+    pub fn json_lines(&self) -> String {
+        self.values().iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// The human-readable tables, drawn from [`Report::values`]: throughput (with the
+    /// prediction at each row), ratios, lock budget with ceilings, prediction.
+    pub fn table(&self) -> String {
+        let values = self.values();
+        let of = |t: &'static str| values.iter().filter(move |v| v["type"] == t);
+        let m = &values[0];
+        let mut s = format!("threadspawn  {}", utc(self.started_unix));
+        for k in [
+            "nproc",
+            "seconds",
+            "repeats",
+            "levels",
+            "pidfd",
+            "cgroup",
+            "sample_one_in",
+        ] {
+            s += &format!("  {k}={}", m[k]);
+        }
+        s += &format!("  clock_ns={:.0}\n", self.clock_ns);
+        let reads = of("row").any(|r| r.pointer(TL_READ).and_then(Value::as_f64) > Some(0.0));
+        let (main, budget) = (columns(MAIN), columns(BUDGET));
+        let cols = &main[..main.len() - usize::from(!reads)];
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for r in of("row") {
+            if rows.last().is_some_and(|l| l[0] != r["label"]) {
+                rows.push(Vec::new());
+            }
+            rows.push(cells(r, cols));
+        }
+        s += &grid(&cols.iter().map(|c| c.0).collect::<Vec<_>>(), rows);
+        let ratios = self.ratios();
+        if !ratios.is_empty() {
+            let head = ["ratio of median ops/s (>1: the first is faster)".to_string()];
+            let ws = self
+                .options
+                .worker_list()
+                .into_iter()
+                .map(|w| format!("{w}w"));
+            let values = |r: &Ratio| r.1.iter().map(|v| fmt(*v, 2)).collect::<Vec<_>>();
+            let rows = ratios
+                .iter()
+                .map(|r| [vec![r.0.clone()], values(r)].concat());
+            s += &format!(
+                "\n{}",
+                grid(
+                    &[&head[..], &ws.collect::<Vec<_>>()].concat(),
+                    rows.collect()
+                )
+            );
+        }
+        let mut rows = Vec::new();
+        for r in of("row") {
+            for (name, l) in r["locks_per_cycle"].as_object().into_iter().flatten() {
+                let mut c = vec![r["label"].as_str().unwrap_or("").to_string()];
+                c.extend([r["workers"].to_string(), name.clone()]);
+                rows.push([c, cells(l, &budget)].concat());
+            }
+        }
+        let head = ["lock budget", "workers", "lock"]
+            .into_iter()
+            .chain(budget.iter().map(|c| c.0));
+        s += &format!("\n{}", grid(&head.collect::<Vec<_>>(), rows));
+        for p in self.predictions() {
+            if let Some(i) = model::binding(&p.demands) {
+                let (who, w, c) = (p.subject.label(), p.from_workers, p.binding_ceiling());
+                s += &format!(
+                    "binding lock of {who} ({w}w): {} ({c:.0} ops/s)\n",
+                    LOCK_NAMES[i]
+                );
             }
         }
         for c in self.ceiling_ratios() {
-            let mut v = json!(c);
-            v["type"] = json!("ceiling_ratio");
-            lines.push(v);
+            let each = LOCK_NAMES
+                .iter()
+                .zip(&c.per_lock)
+                .map(|(n, r)| format!("{n} {r:.2}"));
+            let each = each.collect::<Vec<_>>().join(", ");
+            s += &format!("{}: binding {:.2}; per lock: {each}\n", c.name, c.binding);
         }
-        for p in self.predictions() {
-            for (i, x) in p.ops_per_s.iter().enumerate() {
-                let mut v = p.subject.json();
-                let m = v.as_object_mut().expect("an object");
-                m.insert("type".into(), json!("prediction"));
-                m.insert("workers".into(), json!(i + 1));
-                m.insert("predicted_ops_per_s".into(), json!(x));
-                m.insert("from_workers".into(), json!(p.from_workers));
-                lines.push(v);
+        s += &format!("({BUDGET_NOTE}: {:.0} ns)\n", self.clock_ns);
+        s + &self.prediction_table()
+    }
+
+    fn prediction_table(&self) -> String {
+        let preds = self.predictions();
+        let to = usize::from(self.options.predict_to);
+        let ws: Vec<usize> = PREDICT_AT.into_iter().filter(|&w| w <= to).collect();
+        let mut head = vec!["PREDICTION* (model), ops/s".to_string(), "inputs".into()];
+        head.extend(ws.iter().map(|w| format!("{w}w")));
+        let rows = preds.iter().map(|p| {
+            let mut cells = vec![p.subject.label(), format!("{}w", p.from_workers)];
+            cells.extend(ws.iter().map(|&w| fmt(p.at(w), 0)));
+            cells
+        });
+        if preds.is_empty() {
+            return String::new();
+        }
+        let mut s = format!("\n{}", grid(&head, rows.collect()));
+        for r in self.rows.iter().filter(|r| r.workers > 1) {
+            if let (_, Some(x)) = self.validation(r) {
+                let (who, w, e) = (
+                    r.subject.label(),
+                    r.workers,
+                    model::error_pct(x, r.median()),
+                );
+                s += &format!("prediction* of {who} at {w}w from its 1-worker inputs: ");
+                s += &format!("{x:.0} ops/s ({e:+.1}% vs measured)\n");
             }
         }
-        lines.iter().map(|l| format!("{l}\n")).collect()
+        let none = |profile| Subject::Uproc {
+            profile,
+            body: Body::None,
+        };
+        let at = |p| {
+            preds
+                .iter()
+                .find(|x| x.subject == none(p))?
+                .at(KERNEL_WORKERS)
+        };
+        if let (Some(old), Some(new)) = (at(Profile::Linux618), at(Profile::Linux70)) {
+            let (k618, lo, hi, n) = (KERNEL_20.0, KERNEL_20.1, KERNEL_20.2, KERNEL_WORKERS);
+            s += &format!("at {n} workers: PREDICTION* uproc body=none linux618 {old:.0} -> ");
+            s += &format!(
+                "linux70 {new:.0} ops/s (x{:.2}); kernel threadspawn1 on ",
+                new / old
+            );
+            s += &format!("{n} processes, as published: {k618:.0} -> {lo:.0}-{hi:.0} ");
+            s += &format!("(x{:.2}-{:.2})\n", lo / k618, hi / k618);
+        }
+        s + PREDICTION_NOTE + "\n"
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A table column: header, JSON pointer into a row (or lock) object, decimals.
+type Col = (&'static str, &'static str, usize);
 
-    #[test]
-    fn median_and_utc() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(&[]).is_nan());
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_700_000_000), "2023-11-14 22:13:20 UTC");
+const TL_READ: &str = "/locks_per_cycle/tasklist_lock/read";
+
+/// The throughput table's columns as `header=pointer:decimals`; the last one only when
+/// read acquisitions happened.
+const MAIN: &str = "subject=/label:0 workers=/workers:0 ops/s=/ops_per_s:0 \
+    min=/ops_per_s_min:0 max=/ops_per_s_max:0 ns/op/wkr=/ns_per_op_per_worker:0 \
+    scaling=/scaling:2 predicted*=/predicted_ops_per_s:0 err%=/prediction_error_pct:1 \
+    pidmap=/locks_per_cycle/pidmap_lock/write:2 tasklist=/locks_per_cycle/tasklist_lock/write:2 \
+    css_set=/locks_per_cycle/css_set_lock/write:2 tl-read=/locks_per_cycle/tasklist_lock/read:2";
+
+/// The lock budget table's columns, per lock object.
+const BUDGET: &str = "acq=/write:2 samples=/samples:0 long=/long_holds:0 mean=/hold_ns_mean:0 \
+    p50=/hold_ns_p50:0 p99=/hold_ns_p99:0 hold/op=/hold_ns_per_cycle:0 \
+    wait/op=/wait_ns_per_cycle:0 ceiling=/ceiling_ops_per_s:0";
+
+/// Parses a column spec such as [`MAIN`].
+pub fn columns(spec: &'static str) -> Vec<Col> {
+    let col = |c: &'static str| {
+        let (head, rest) = c.split_once('=')?;
+        let (ptr, decimals) = rest.rsplit_once(':')?;
+        Some((head, ptr, decimals.parse().ok()?))
+    };
+    spec.split_whitespace()
+        .map(|c| col(c).expect("a valid column"))
+        .collect()
+}
+
+/// `v`'s cells for `cols`: strings as they are, numbers rounded, absent or null as `-`.
+fn cells(v: &Value, cols: &[Col]) -> Vec<String> {
+    let cell = |(_, ptr, d): &Col| match v.pointer(ptr) {
+        Some(Value::String(s)) => s.clone(),
+        x => fmt(x.and_then(Value::as_f64), *d),
+    };
+    cols.iter().map(cell).collect()
+}
+
+/// `a` with `b`'s fields added (both JSON objects).
+fn with(mut a: serde_json::Value, b: serde_json::Value) -> serde_json::Value {
+    if let (Some(a), serde_json::Value::Object(b)) = (a.as_object_mut(), b) {
+        a.extend(b);
     }
+    a
+}
+
+fn nproc() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+/// A text table: the first column left-aligned, the others right-aligned, each as wide as
+/// its widest cell; an empty row is a blank line.
+pub fn grid<H: AsRef<str>>(head: &[H], rows: Vec<Vec<String>>) -> String {
+    let mut width: Vec<usize> = head.iter().map(|h| h.as_ref().len()).collect();
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut l = String::new();
+        for (i, (c, w)) in cells.zip(&width).enumerate() {
+            let _ = if i == 0 {
+                write!(l, "{c:<w$}")
+            } else {
+                write!(l, " {c:>w$}")
+            };
+        }
+        l + "\n"
+    };
+    let mut s = line(&mut head.iter().map(|h| h.as_ref()));
+    s += &format!("{}\n", "-".repeat(s.len() - 1));
+    for r in &rows {
+        s += &line(&mut r.iter().map(String::as_str));
+    }
+    s
 }

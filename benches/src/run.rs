@@ -39,9 +39,7 @@ where
     let barrier = Arc::new(Barrier::new(workers + 1));
     let handles: Vec<_> = (0..workers)
         .map(|i| {
-            let mut op = make(i);
-            let stop = Arc::clone(&stop);
-            let barrier = Arc::clone(&barrier);
+            let (mut op, stop, barrier) = (make(i), Arc::clone(&stop), Arc::clone(&barrier));
             std::thread::Builder::new()
                 .name(format!("worker-{i}"))
                 .spawn(move || {
@@ -65,33 +63,24 @@ where
     collect(start, handles.into_iter().map(|h| h.join()))
 }
 
-fn collect(
-    start: Instant,
-    results: impl Iterator<Item = std::thread::Result<(u64, Option<String>)>>,
-) -> Outcome {
-    let mut ops = 0;
-    let mut failure = None;
+/// Sums the workers' complete operations; the first failure (or panic) is the run's.
+fn collect<E>(start: Instant, results: impl Iterator<Item = Result<Worker, E>>) -> Outcome {
+    let (mut ops, mut failure) = (0, None);
     for r in results {
-        match r {
-            Ok((n, f)) => {
-                ops += n;
-                if failure.is_none() {
-                    failure = f;
-                }
-            }
-            Err(_) => {
-                if failure.is_none() {
-                    failure = Some("a worker panicked".to_string());
-                }
-            }
-        }
+        let (n, f) = r.unwrap_or((0, Some("a worker panicked".to_string())));
+        ops += n;
+        failure = failure.or(f);
     }
+    let elapsed = start.elapsed();
     Outcome {
         ops,
-        elapsed: start.elapsed(),
+        elapsed,
         failure,
     }
 }
+
+/// What one worker returns: its complete operations and its failure, if any.
+type Worker = (u64, Option<String>);
 
 /// A tokio multi-thread runtime with `workers` worker threads, as the tokio peer and the
 /// tokio body use it.
@@ -113,14 +102,13 @@ pub fn run_tokio<Fut>(
     mut make: impl FnMut(usize, Arc<AtomicBool>) -> Fut,
 ) -> Outcome
 where
-    Fut: Future<Output = (u64, Option<String>)> + Send + 'static,
+    Fut: Future<Output = Worker> + Send + 'static,
 {
     let stop = Arc::new(AtomicBool::new(false));
     let barrier = Arc::new(tokio::sync::Barrier::new(workers + 1));
     let handles: Vec<_> = (0..workers)
         .map(|i| {
-            let fut = make(i, Arc::clone(&stop));
-            let barrier = Arc::clone(&barrier);
+            let (fut, barrier) = (make(i, Arc::clone(&stop)), Arc::clone(&barrier));
             rt.spawn(async move {
                 barrier.wait().await;
                 fut.await
@@ -131,13 +119,10 @@ where
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(seconds));
     stop.store(true, Ordering::Relaxed);
-    let results: Vec<_> = rt.block_on(async {
+    let results = rt.block_on(async {
         let mut v = Vec::with_capacity(handles.len());
         for h in handles {
-            v.push(
-                h.await
-                    .map_err(|e| Box::new(e) as Box<dyn std::any::Any + Send>),
-            );
+            v.push(h.await);
         }
         v
     });
@@ -161,36 +146,4 @@ macro_rules! worker_loop {
         }
         (n, failure)
     }};
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thread_runner_counts_complete_ops_and_reports_failures() {
-        let o = run_threads(2, 0.05, |_| || Ok(()));
-        assert!(o.ops > 0 && o.failure.is_none());
-        let o = run_threads(2, 0.05, |i| {
-            let mut k = 0;
-            move || {
-                k += 1;
-                if i == 1 && k == 3 {
-                    Err("boom".to_string())
-                } else {
-                    Ok(())
-                }
-            }
-        });
-        assert_eq!(o.failure.as_deref(), Some("boom"));
-    }
-
-    #[test]
-    fn tokio_runner_counts_complete_ops() {
-        let rt = tokio_runtime(2);
-        let o = run_tokio(&rt, 2, 0.05, |_, stop| async move {
-            crate::worker_loop!(stop, async { Ok::<(), String>(()) })
-        });
-        assert!(o.ops > 0 && o.failure.is_none());
-    }
 }

@@ -8,13 +8,9 @@ use crate::args::{Body, Options};
 use crate::load::{ForkShape, LOCK_NAMES, Locks, expected_locks, measure};
 use crate::peers;
 use crate::report::{Report, Row, Subject};
+use crate::run::Outcome;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
-/// What went wrong in an invocation that measured: failed life cycles and lock counts
-/// other than the expected ones.
-#[derive(Clone, Debug, Default)]
-pub struct Problems(pub Vec<String>);
 
 /// The subjects of an invocation, in table order: each body under each profile, then
 /// the peers.
@@ -46,7 +42,7 @@ pub fn check_locks(subject: Subject, levels: u32, ops: u64, locks: &Locks) -> Re
         .map(|((name, want), got)| {
             let each = got.write as f64 / ops as f64;
             format!(
-                "{name}: {} acquisitions for {ops} life cycles ({each:.3} each, expected {want})",
+                "{name}: {} acquisitions for {ops} life cycles ({each:.3} each, expected {want:?})",
                 got.write
             )
         })
@@ -64,13 +60,8 @@ pub fn check_locks(subject: Subject, levels: u32, ops: u64, locks: &Locks) -> Re
 /// The cost of one `Instant::now()` (ns): the median gap between back-to-back reads,
 /// which a sampled hold of an empty critical section also shows.
 pub fn clock_ns() -> f64 {
-    let gaps: Vec<f64> = (0..20_001)
-        .map(|_| {
-            let t = Instant::now();
-            t.elapsed().as_nanos() as f64
-        })
-        .collect();
-    crate::report::median(&gaps)
+    let gap = |_| Instant::now().elapsed().as_nanos() as f64;
+    crate::report::median(&(0..20_001).map(gap).collect::<Vec<_>>())
 }
 
 /// A bar on stderr when the whole invocation takes more than a few seconds (and stderr
@@ -80,153 +71,104 @@ fn progress_bar(runs: usize, seconds: f64) -> ProgressBar {
     if runs as f64 * seconds < 3.0 {
         pb.set_draw_target(ProgressDrawTarget::hidden());
     }
-    let style =
-        ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed}/~{duration} {msg}")
-            .expect("a valid template");
-    pb.set_style(style);
+    let style = ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}");
+    pb.set_style(style.expect("a valid template"));
     pb
 }
 
 /// One run of `subject`: its outcome and (uproc) lock deltas.
-fn run_one(
-    subject: Subject,
-    o: &Options,
-    workers: usize,
-) -> Result<(crate::run::Outcome, Option<Locks>), String> {
+fn run_one(subject: Subject, o: &Options, w: usize) -> Result<(Outcome, Option<Locks>), String> {
     let shape = ForkShape {
         levels: o.levels,
         pidfd: o.pidfd,
         cgroup: o.cgroup,
     };
+    let secs = o.seconds;
     Ok(match subject {
         Subject::Uproc { profile, body } => {
-            let u = measure(profile, body, shape, workers, o.seconds)?;
-            (u.outcome, Some(u.locks))
+            let (outcome, locks) = measure(profile, body, shape, w, secs)?;
+            (outcome, Some(locks))
         }
-        Subject::Pthread => (peers::pthread(workers, o.seconds), None),
-        Subject::StdThread => (peers::std_thread(workers, o.seconds), None),
-        Subject::Tokio => (peers::tokio(workers, o.seconds), None),
+        Subject::Pthread => (peers::pthread(w, secs), None),
+        Subject::StdThread => (peers::std_thread(w, secs), None),
+        Subject::Tokio => (peers::tokio(w, secs), None),
     })
 }
 
 /// Runs every measurement `o` asks for, repeat-major so a slow spell of the machine
 /// lands on every subject alike; each run is a `tracing` event and a progress bar step.
-pub fn measure_all(o: &Options) -> (Report, Problems) {
-    let started_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+/// Returns the report and what went wrong (failed life cycles, unexpected lock counts).
+pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH);
+    let started_unix = since_epoch.map_or(0, |d| d.as_secs());
     uproc_abi::lockstat::set_sample_one_in(o.sample_one_in);
     let clock_ns = clock_ns();
     let (subjects, workers) = (subjects(o), o.worker_list());
+    let row = |subject, workers| {
+        let locks = matches!(subject, Subject::Uproc { .. }).then(Locks::default);
+        Row {
+            subject,
+            workers,
+            rates: Vec::new(),
+            ops: 0,
+            locks,
+        }
+    };
     let mut rows: Vec<Row> = (subjects.iter())
-        .flat_map(|&subject| {
-            workers.iter().map(move |&workers| Row {
-                subject,
-                workers,
-                rates: Vec::new(),
-                ops: 0,
-                locks: matches!(subject, Subject::Uproc { .. }).then(Locks::default),
-            })
-        })
+        .flat_map(|&s| workers.iter().map(move |&w| row(s, w)))
         .collect();
-    let mut problems = Problems::default();
+    let mut problems = Vec::new();
     let pb = progress_bar(usize::from(o.repeats) * rows.len(), o.seconds);
     for rep in 1..=o.repeats {
-        for &w in &workers {
-            for &subject in &subjects {
-                let label = format!("{} workers={w} repeat={rep}/{}", subject.label(), o.repeats);
-                pb.set_message(label.clone());
-                let (outcome, locks) = match run_one(subject, o, w) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::error!("{label}: {e}");
-                        problems.0.push(format!("{label}: {e}"));
-                        pb.inc(1);
-                        continue;
-                    }
-                };
-                let rate = outcome.ops_per_sec();
-                tracing::info!(
-                    ops = outcome.ops,
-                    secs = outcome.elapsed.as_secs_f64(),
-                    "{label}: {rate:.0} ops/s"
-                );
-                if let Some(f) = &outcome.failure {
-                    tracing::error!("{label}: FAILED: {f}");
-                    problems.0.push(format!("{label}: {f}"));
-                } else if let Some(Err(e)) = locks
-                    .as_ref()
-                    .map(|l| check_locks(subject, o.levels, outcome.ops, l))
-                {
-                    problems.0.push(format!("workers={w}: {e}"));
+        for (&w, &subject) in workers
+            .iter()
+            .flat_map(|w| subjects.iter().map(move |s| (w, s)))
+        {
+            let label = format!("{} workers={w} repeat={rep}/{}", subject.label(), o.repeats);
+            pb.set_message(label.clone());
+            pb.inc(1);
+            let (outcome, locks) = match run_one(subject, o, w) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!("{label}: {e}");
+                    problems.push(format!("{label}: {e}"));
+                    continue;
                 }
-                let row = (rows.iter_mut())
-                    .find(|r| r.subject == subject && r.workers == w)
-                    .expect("a row for every subject and worker count");
-                row.rates.push(rate);
-                row.ops += outcome.ops;
-                if let (Some(acc), Some(l)) = (row.locks.as_mut(), locks) {
-                    acc.add(&l);
-                }
-                pb.inc(1);
+            };
+            let (rate, ops) = (outcome.ops_per_sec(), outcome.ops);
+            tracing::info!(
+                ops,
+                secs = outcome.elapsed.as_secs_f64(),
+                "{label}: {rate:.0} ops/s"
+            );
+            let check = locks
+                .as_ref()
+                .map(|l| check_locks(subject, o.levels, ops, l));
+            if let Some(f) = &outcome.failure {
+                tracing::error!("{label}: FAILED: {f}");
+                problems.push(format!("{label}: {f}"));
+            } else if let Some(Err(e)) = check {
+                problems.push(format!("workers={w}: {e}"));
+            }
+            let r = (rows.iter_mut()).find(|r| r.subject == subject && r.workers == w);
+            let r = r.expect("a row for every subject and worker count");
+            r.rates.push(rate);
+            r.ops += ops;
+            if let (Some(acc), Some(l)) = (r.locks.as_mut(), locks) {
+                acc.add(&l);
             }
         }
     }
     pb.finish_and_clear();
     rows.retain(|r| !r.rates.is_empty());
+    let options = o.clone();
     (
         Report {
-            options: o.clone(),
+            options,
             rows,
             started_unix,
             clock_ns,
         },
         problems,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use uproc_abi::Profile;
-
-    fn locks(writes: [u64; 3]) -> Locks {
-        let mut l = Locks::default();
-        for (s, w) in l.0.iter_mut().zip(writes) {
-            s.write = w;
-            s.read = 7;
-        }
-        l
-    }
-
-    #[test]
-    fn lock_check_is_exact_and_only_for_bookkeeping() {
-        let s = |profile, body| Subject::Uproc { profile, body };
-        let good = locks([20, 30, 30]);
-        assert!(check_locks(s(Profile::Linux70, Body::None), 0, 10, &good).is_ok());
-        let bad = locks([21, 30, 30]);
-        let e = check_locks(s(Profile::Linux70, Body::None), 0, 10, &bad).unwrap_err();
-        assert!(e.contains("pidmap_lock") && e.contains("expected 2"), "{e}");
-        assert!(check_locks(s(Profile::Linux618, Body::None), 0, 10, &good).is_err());
-        assert!(
-            check_locks(
-                s(Profile::Linux618, Body::None),
-                2,
-                10,
-                &locks([50, 30, 30])
-            )
-            .is_ok()
-        );
-        assert!(check_locks(s(Profile::Linux70, Body::Thread), 0, 10, &bad).is_ok());
-        assert!(check_locks(Subject::Pthread, 0, 10, &bad).is_ok());
-    }
-
-    #[test]
-    fn a_bound_admits_up_to_its_value() {
-        use crate::load::Expected::{AtMost, Exactly};
-        assert!(AtMost(0.05).admits(0, 100) && AtMost(0.05).admits(5, 100));
-        assert!(!AtMost(0.05).admits(6, 100));
-        assert!(Exactly(2).admits(20, 10) && !Exactly(2).admits(19, 10));
-        assert_eq!(format!("{} {}", AtMost(0.05), Exactly(3)), "<= 0.05 3");
-    }
 }

@@ -26,14 +26,14 @@ fn bookkeeping_runs_take_linux_lock_counts_per_life_cycle() {
         },
     ] {
         for &profile in Profile::ALL {
-            let u = measure(profile, Body::None, shape, 2, 0.05).expect("run");
-            assert!(u.outcome.failure.is_none(), "{:?}", u.outcome.failure);
-            assert!(u.outcome.ops > 0, "no life cycle completed");
+            let (outcome, locks) = measure(profile, Body::None, shape, 2, 0.05).expect("run");
+            assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+            assert!(outcome.ops > 0, "no life cycle completed");
             let s = Subject::Uproc {
                 profile,
                 body: Body::None,
             };
-            check_locks(s, shape.levels, u.outcome.ops, &u.locks).unwrap_or_else(|e| {
+            check_locks(s, shape.levels, outcome.ops, &locks).unwrap_or_else(|e| {
                 panic!(
                     "{e} (expected: {:?})",
                     expected_locks(profile, shape.levels)
@@ -46,13 +46,9 @@ fn bookkeeping_runs_take_linux_lock_counts_per_life_cycle() {
 #[test]
 fn bodies_complete_life_cycles() {
     for body in [Body::Thread, Body::Tokio] {
-        let u = measure(Profile::Linux70, body, PLAIN, 1, 0.05).expect("run");
-        assert!(
-            u.outcome.failure.is_none(),
-            "{body:?}: {:?}",
-            u.outcome.failure
-        );
-        assert!(u.outcome.ops > 0, "{body:?}: no life cycle completed");
+        let (outcome, _) = measure(Profile::Linux70, body, PLAIN, 1, 0.05).expect("run");
+        assert!(outcome.failure.is_none(), "{body:?}: {:?}", outcome.failure);
+        assert!(outcome.ops > 0, "{body:?}: no life cycle completed");
     }
 }
 
@@ -234,7 +230,7 @@ fn json_lines_carry_rows_lock_budgets_and_labelled_predictions() {
                 let write = l["write"].as_f64().unwrap();
                 assert!(
                     want.admits((write * 1000.0).round() as u64, 1000),
-                    "{p} {name}: {write} vs {want}"
+                    "{p} {name}: {write} vs {want:?}"
                 );
                 assert!(l["samples"].as_u64().unwrap() > 0, "{p} {name}: {l}");
                 for f in [

@@ -15,13 +15,13 @@ use uproc_benches::load::cycle_none;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (Some(profile), Some(n)) = (
-        args.get(1).and_then(|p| p.parse::<Profile>().ok()),
-        args.get(2).and_then(|n| n.parse::<u64>().ok()),
-    ) else {
-        eprintln!("usage: lifecycles linux618|linux70 N");
+    let profile = args.get(1).and_then(|p| p.parse::<Profile>().ok());
+    let (Some(profile), Some(n)) = (profile, args.get(2).and_then(|n| n.parse::<u64>().ok()))
+    else {
+        eprintln!("usage: lifecycles PROFILE N");
         std::process::exit(2);
     };
+    uproc_benches::init_tracing();
     let rt = Runtime::builder()
         .profile(profile)
         .build()
@@ -30,9 +30,9 @@ fn main() {
         .init()
         .fork(&CloneArgs::default())
         .expect("fork the parent");
-    let clone_args = CloneArgs::default();
+    let args = CloneArgs::default();
     for i in 0..n {
-        if let Err(e) = cycle_none(&parent, &clone_args) {
+        if let Err(e) = cycle_none(&parent, &args) {
             eprintln!("lifecycles: cycle {i}: {e}");
             std::process::exit(1);
         }

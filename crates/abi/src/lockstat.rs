@@ -166,6 +166,39 @@ pub struct LockStat {
     pub wait: Histogram,
 }
 
+impl LockStat {
+    /// A lock called `name` never taken.
+    pub fn zero(name: &'static str) -> LockStat {
+        let (hold, wait) = (Histogram::default(), Histogram::default());
+        LockStat {
+            name,
+            write: 0,
+            read: 0,
+            hold,
+            wait,
+        }
+    }
+
+    /// `self - before`: what happened in between (same lock, later reading).
+    pub fn since(&self, before: &LockStat) -> LockStat {
+        LockStat {
+            name: self.name,
+            write: self.write.wrapping_sub(before.write),
+            read: self.read.wrapping_sub(before.read),
+            hold: self.hold.since(&before.hold),
+            wait: self.wait.since(&before.wait),
+        }
+    }
+
+    /// Adds `other`'s counts and samples.
+    pub fn add(&mut self, other: &LockStat) {
+        self.write += other.write;
+        self.read += other.read;
+        self.hold.add(&other.hold);
+        self.wait.add(&other.wait);
+    }
+}
+
 /// Whether counting and timing are compiled in.
 pub const ENABLED: bool = cfg!(feature = "lockstat");
 
@@ -310,13 +343,7 @@ impl Counters {
             wait: self.live.wait.snapshot(),
         };
         #[cfg(not(feature = "lockstat"))]
-        LockStat {
-            name,
-            write: 0,
-            read: 0,
-            hold: Histogram::default(),
-            wait: Histogram::default(),
-        }
+        LockStat::zero(name)
     }
 }
 
