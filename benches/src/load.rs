@@ -210,7 +210,12 @@ impl Setup {
 
 /// `child` exits with 0 and `parent` reaps it, checking what `wait` reports.
 fn reap(parent: &Task, child: &Task) -> Result<(), String> {
-    let pid = parent.pid_of(child);
+    exit_and_reap(parent, child, parent.pid_of(child))
+}
+
+/// `child`, whose pid in `parent`'s namespace is `pid`, exits with 0; `parent` reaps it.
+#[inline]
+fn exit_and_reap(parent: &Task, child: &Task, pid: i32) -> Result<(), String> {
     child.exit(0);
     match parent.wait(WaitId::Pid(pid), WaitOptions::EXITED) {
         Ok(Some(info)) if info.pid == pid && info.status.exited() == Some(0) => Ok(()),
@@ -236,7 +241,8 @@ pub fn cycle_none(parent: &Task, args: &CloneArgs) -> Result<(), String> {
     if args.flags.contains(CloneFlags::PIDFD) && child.pidfd().is_none() {
         return Err("fork(CLONE_PIDFD) returned no pidfd".to_string());
     }
-    reap(parent, &child)
+    // The child is in its parent's namespace: its own pid is the one the parent sees.
+    exit_and_reap(parent, &child, child.pid())
 }
 
 /// The life cycle with an empty body on the thread executor: `Runtime::spawn` as a

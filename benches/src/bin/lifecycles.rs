@@ -1,4 +1,4 @@
-//! `lifecycles PROFILE N`: runs exactly N bookkeeping life cycles (fork, exit, reap) of
+//! `lifecycles PROFILE N [SAMPLE_ONE_IN]`: runs exactly N bookkeeping life cycles (fork, exit, reap) of
 //! one parent under PROFILE, for instruction counting. Instructions per life cycle are
 //! deterministic where wall time is not:
 //!
@@ -18,9 +18,13 @@ fn main() {
     let profile = args.get(1).and_then(|p| p.parse::<Profile>().ok());
     let (Some(profile), Some(n)) = (profile, args.get(2).and_then(|n| n.parse::<u64>().ok()))
     else {
-        eprintln!("usage: lifecycles PROFILE N");
+        eprintln!("usage: lifecycles PROFILE N [SAMPLE_ONE_IN]");
         std::process::exit(2);
     };
+    // Optional third argument: time one lock acquisition in this many (0: counts only).
+    if let Some(n) = args.get(3).and_then(|n| n.parse().ok()) {
+        uproc_abi::lockstat::set_sample_one_in(n);
+    }
     uproc_benches::init_tracing();
     let rt = Runtime::builder()
         .profile(profile)

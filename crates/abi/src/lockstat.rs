@@ -15,9 +15,10 @@
 //!
 //! Counting an exclusive acquisition is a load and a store under the lock (the holder is
 //! the only writer). Timing is sampled: reading the clock costs about as much as a whole
-//! short critical section, so only one exclusive acquisition in [`sample_one_in`]
-//! (default [`DEFAULT_SAMPLE_ONE_IN`]), chosen by a per-thread xorshift generator so that
-//! a fixed pattern of call sites per life cycle cannot alias with the period, reads it.
+//! short critical section, so only one exclusive acquisition in [`sample_one_in`] on
+//! average (default [`DEFAULT_SAMPLE_ONE_IN`]) reads it: each thread counts down a gap
+//! drawn at random (xorshift, uniform around the period) so that a fixed pattern of call
+//! sites per life cycle cannot alias with it; the common case is a decrement.
 //! A sampled acquisition first tries the lock: if that succeeds its wait is exactly 0
 //! (no clock read is spent on it); otherwise the clock is read around the blocking
 //! `lock`. Hold time runs from the acquisition to the guard's drop, recorded (still under
@@ -207,21 +208,14 @@ pub const ENABLED: bool = cfg!(feature = "lockstat");
 pub const DEFAULT_SAMPLE_ONE_IN: u64 = 64;
 
 #[cfg(feature = "lockstat")]
-static SAMPLE_MASK: AtomicU64 = AtomicU64::new(DEFAULT_SAMPLE_ONE_IN - 1);
+static SAMPLE_ONE_IN: AtomicU64 = AtomicU64::new(DEFAULT_SAMPLE_ONE_IN);
 
-/// Times one exclusive acquisition in `n` (rounded up to a power of two), process-wide;
-/// 0 turns timing off (counting goes on). Returns the previous setting.
+/// Times one exclusive acquisition in `n` on average, process-wide; 0 turns timing off
+/// (counting goes on). Each thread picks the change up at its next draw (within the old
+/// period, or 1024 acquisitions when timing was off). Returns the previous setting.
 pub fn set_sample_one_in(n: u64) -> u64 {
     #[cfg(feature = "lockstat")]
-    {
-        // The generator never yields 0, so an all-ones mask never samples.
-        let mask = if n == 0 {
-            u64::MAX
-        } else {
-            n.next_power_of_two() - 1
-        };
-        mask_to_one_in(SAMPLE_MASK.swap(mask, Relaxed))
-    }
+    return SAMPLE_ONE_IN.swap(n, Relaxed);
     #[cfg(not(feature = "lockstat"))]
     {
         let _ = n;
@@ -232,35 +226,69 @@ pub fn set_sample_one_in(n: u64) -> u64 {
 /// The current sampling period (0: timing off, or the feature is off).
 pub fn sample_one_in() -> u64 {
     #[cfg(feature = "lockstat")]
-    return mask_to_one_in(SAMPLE_MASK.load(Relaxed));
+    return SAMPLE_ONE_IN.load(Relaxed);
     #[cfg(not(feature = "lockstat"))]
     0
 }
 
 #[cfg(feature = "lockstat")]
-fn mask_to_one_in(mask: u64) -> u64 {
-    if mask == u64::MAX { 0 } else { mask + 1 }
+thread_local! {
+    /// Exclusive acquisitions until this thread's next timed one (0: not drawn yet).
+    static COUNTDOWN: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+    /// This thread's xorshift64 state (0: not seeded yet).
+    static RNG: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
 }
 
-/// Whether this acquisition is timed: a per-thread xorshift64 draw against the mask.
+/// Whether this acquisition is timed: a per-thread countdown, so the common case is a
+/// decrement and a branch.
 #[cfg(feature = "lockstat")]
-#[inline]
+#[inline(always)]
 fn sample_this() -> bool {
-    use std::cell::Cell;
-    thread_local!(static STATE: Cell<u64> = const { Cell::new(0) });
-    let mask = SAMPLE_MASK.load(Relaxed);
-    STATE.with(|s| {
-        let mut x = s.get();
-        if x == 0 {
-            // Seeded from the thread-local's address: distinct per thread, never 0.
-            x = (s as *const Cell<u64> as u64) | 1;
+    COUNTDOWN.with(|c| {
+        let n = c.get();
+        if n > 1 {
+            c.set(n - 1);
+            return false;
         }
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        s.set(x);
-        x & mask == 0
+        redraw(c, n)
     })
+}
+
+/// The countdown ran out (`n == 1`: this acquisition is timed) or was never drawn
+/// (`n == 0`). Gaps are uniform in `1..2 * period` (mean `period`), so that a fixed
+/// sequence of call sites per life cycle cannot alias with them.
+#[cfg(feature = "lockstat")]
+#[cold]
+#[inline(never)]
+fn redraw(c: &core::cell::Cell<u64>, n: u64) -> bool {
+    let period = SAMPLE_ONE_IN.load(Relaxed);
+    let gap = || {
+        let x = RNG.with(|r| {
+            // Seeded from the thread-local's address: distinct per thread, never 0.
+            let mut x = if r.get() == 0 {
+                (r as *const _ as u64) | 1
+            } else {
+                r.get()
+            };
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            r.set(x);
+            x
+        });
+        if period == 0 {
+            1024
+        } else {
+            1 + x % (2 * period - 1)
+        }
+    };
+    let n = if n == 0 { gap() } else { n };
+    if n > 1 {
+        c.set(n - 1);
+        return false;
+    }
+    c.set(gap());
+    period != 0
 }
 
 /// The live counters behind a [`LockStat`]. Exclusive fields are written only by the
@@ -358,7 +386,7 @@ struct Timed<'a> {
 impl<'a> Timed<'a> {
     /// Takes an exclusive lock through `try_acquire`/`acquire`, counting it and, when
     /// sampled, timing its wait and starting its hold clock.
-    #[inline]
+    #[inline(always)]
     fn acquire<G>(
         counters: &'a Counters,
         try_acquire: impl FnOnce() -> Option<G>,
@@ -366,34 +394,47 @@ impl<'a> Timed<'a> {
     ) -> (G, Timed<'a>) {
         #[cfg(feature = "lockstat")]
         {
-            let live = &counters.live;
-            let (g, sample) = if sample_this() {
-                let (g, wait_ns) = match try_acquire() {
-                    Some(g) => (g, 0),
-                    None => {
-                        let t0 = Instant::now();
-                        let g = acquire();
-                        (g, t0.elapsed().as_nanos() as u64)
-                    }
-                };
-                live.wait.record_exclusive(wait_ns);
-                (g, Some((counters, Instant::now())))
+            let (g, timed) = if sample_this() {
+                Timed::sampled(counters, try_acquire, acquire)
             } else {
-                (acquire(), None)
+                (acquire(), Timed { sample: None })
             };
-            bump_exclusive(&live.writes, 1);
-            (g, Timed { sample })
+            bump_exclusive(&counters.live.writes, 1);
+            (g, timed)
         }
         #[cfg(not(feature = "lockstat"))]
         {
             let _ = (counters, try_acquire);
-            (
-                acquire(),
-                Timed {
-                    _lock: core::marker::PhantomData,
-                },
-            )
+            let _lock = core::marker::PhantomData;
+            (acquire(), Timed { _lock })
         }
+    }
+
+    /// A timed acquisition: a wait of exactly 0 when the lock was free, the clock read
+    /// around the blocking acquisition otherwise.
+    #[cfg(feature = "lockstat")]
+    #[cold]
+    #[inline(never)]
+    fn sampled<G>(
+        counters: &'a Counters,
+        try_acquire: impl FnOnce() -> Option<G>,
+        acquire: impl FnOnce() -> G,
+    ) -> (G, Timed<'a>) {
+        let (g, wait_ns) = match try_acquire() {
+            Some(g) => (g, 0),
+            None => {
+                let t0 = Instant::now();
+                let g = acquire();
+                (g, t0.elapsed().as_nanos() as u64)
+            }
+        };
+        counters.live.wait.record_exclusive(wait_ns);
+        (
+            g,
+            Timed {
+                sample: Some((counters, Instant::now())),
+            },
+        )
     }
 }
 
