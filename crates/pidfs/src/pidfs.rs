@@ -59,7 +59,7 @@ impl Pidfs {
             map: Arc::downgrade(map),
             index: match profile {
                 Profile::Linux618 => InoIndex::ordered(),
-                Profile::Linux70 => InoIndex::sharded(),
+                Profile::Linux70 | Profile::Scalable => InoIndex::sharded(),
             },
             backend: Arc::new(OnceLock::new()),
         });
@@ -100,7 +100,7 @@ impl Pidfs {
                 let map = self.map.upgrade()?;
                 map.with_pidmap_lock(|| self.index.find(ino))
             }
-            Profile::Linux70 => self.index.find(ino),
+            Profile::Linux70 | Profile::Scalable => self.index.find(ino),
         }
     }
 

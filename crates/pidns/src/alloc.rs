@@ -139,7 +139,7 @@ pub fn alloc_pid(
     let map = ns.map();
     match map.profile() {
         Profile::Linux618 => alloc_two_phase(ns, set_tid, &pid_max, &mut pid)?,
-        Profile::Linux70 => alloc_one_phase(ns, set_tid, &pid_max, &mut pid)?,
+        Profile::Linux70 | Profile::Scalable => alloc_one_phase(ns, set_tid, &pid_max, &mut pid)?,
     }
     if map.profile() != Profile::Linux618 {
         if let Some(hooks) = map.pidfs.get() {

@@ -35,7 +35,7 @@ fn single_level_alloc_takes_pidmap_lock_twice_in_618_once_in_70() {
         let (n, pid) = count(&ns, || alloc(&ns));
         let want = match p {
             Profile::Linux618 => 2, // reserve; publish
-            Profile::Linux70 => 1,
+            Profile::Linux70 | Profile::Scalable => 1,
         };
         assert_eq!(
             n, want,
@@ -56,7 +56,7 @@ fn nested_alloc_takes_one_per_level_plus_publish_in_618() {
             let (n, pid) = count(&ns, || spawn_init(&ns));
             let want = match p {
                 Profile::Linux618 => level + 2, // level + 1 reservations, 1 publish
-                Profile::Linux70 => 1,
+                Profile::Linux70 | Profile::Scalable => 1,
             };
             assert_eq!(
                 n, want,

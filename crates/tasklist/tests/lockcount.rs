@@ -31,7 +31,7 @@ fn delta(sys: &System, f: impl FnOnce()) -> (u64, u64, u64, u64) {
 fn pidmap_per_cycle(p: Profile) -> u64 {
     match p {
         Profile::Linux618 => 3,
-        Profile::Linux70 => 2,
+        Profile::Linux70 | Profile::Scalable => 2,
     }
 }
 

@@ -174,7 +174,7 @@ fn run(profile: Profile) {
     }
     let pidmap = match profile {
         Profile::Linux618 => 3,
-        Profile::Linux70 => 2,
+        Profile::Linux70 | Profile::Scalable => 2,
     };
     // A fork that fails at attach takes the pidmap_lock as a full cycle does (alloc +
     // free), tasklist_lock once and css_set_lock once (can_fork).
