@@ -24,10 +24,11 @@ pub struct ForkShape {
     pub cgroup: bool,
 }
 
-/// The names of the global locks the tables report, in column order.
+/// The global locks every profile reports, first in every table; any other lock a
+/// runtime reports (a profile's own) follows them.
 pub const LOCK_NAMES: [&str; 3] = ["pidmap_lock", "tasklist_lock", "css_set_lock"];
 
-/// Counts and sampled times of each of [`LOCK_NAMES`], in that order.
+/// Counts and sampled times of each global lock: [`LOCK_NAMES`], then any other.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Locks(pub Vec<LockStat>);
 
@@ -38,32 +39,37 @@ impl Default for Locks {
 }
 
 impl Locks {
-    /// Picks [`LOCK_NAMES`] out of a runtime's `lock_stats()`, adding up locks of the
-    /// same name; a missing lock reads 0.
+    /// A runtime's `lock_stats()`, locks of the same name added up.
     pub fn from_stats(stats: &[LockStat]) -> Locks {
         let mut c = Locks::default();
-        for s in stats {
-            if let Some(i) = LOCK_NAMES.iter().position(|n| *n == s.name) {
-                c.0[i].add(s);
+        stats.iter().for_each(|s| c.entry(s.name).add(s));
+        c
+    }
+
+    /// The lock called `name`, added (never taken) if missing.
+    pub fn entry(&mut self, name: &'static str) -> &mut LockStat {
+        match self.0.iter().position(|s| s.name == name) {
+            Some(i) => &mut self.0[i],
+            None => {
+                self.0.push(LockStat::zero(name));
+                self.0.last_mut().expect("just pushed")
             }
         }
-        c
     }
 
     /// `self - before`, lock by lock.
     pub fn since(&self, before: &Locks) -> Locks {
-        Locks(
-            self.0
-                .iter()
-                .zip(&before.0)
-                .map(|(a, b)| a.since(b))
-                .collect(),
-        )
+        let mut d = self.clone();
+        for b in &before.0 {
+            let a = d.entry(b.name);
+            *a = a.since(b);
+        }
+        d
     }
 
     /// Adds `other` lock by lock.
     pub fn add(&mut self, other: &Locks) {
-        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| a.add(b));
+        other.0.iter().for_each(|s| self.entry(s.name).add(s));
     }
 }
 

@@ -6,7 +6,6 @@
 //! reference lines. Bottom panel: the lock budget, one stacked bar per uproc subject and
 //! measured worker count, one segment per global lock's hold ns per life cycle.
 
-use crate::load::LOCK_NAMES;
 use crate::report::{Report, Subject};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -139,21 +138,38 @@ fn throughput(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
 }
 
 fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
-    let bars: Vec<(String, Vec<f64>)> = (report.rows.iter())
+    let mut names: Vec<&'static str> = Vec::new();
+    let bars: Vec<(String, Vec<(&'static str, f64)>)> = (report.rows.iter())
         .filter_map(|r| {
             let holds = r
                 .budgets(report.clock_ns)?
-                .iter()
-                .map(|l| l.hold_ns_per_cycle)
-                .collect();
+                .into_iter()
+                .map(|l| (l.lock, l.hold_ns_per_cycle));
             let Subject::Uproc { profile, body } = r.subject else {
                 return None;
             };
-            Some((format!("{profile} {} {}w", body.name(), r.workers), holds))
+            Some((
+                format!("{profile} {} {}w", body.name(), r.workers),
+                holds.collect(),
+            ))
         })
         .collect();
-    let total = |h: &[f64]| h.iter().filter(|v| v.is_finite()).sum::<f64>();
-    let top = bars.iter().map(|(_, h)| total(h)).fold(1.0, f64::max);
+    bars.iter().flat_map(|b| &b.1).for_each(|(n, _)| {
+        if !names.contains(n) {
+            names.push(n)
+        }
+    });
+    // ns held per life cycle by the locks `names` in a bar
+    let held = |h: &[(&str, f64)], names: &[&str]| -> f64 {
+        h.iter()
+            .filter(|(n, v)| names.contains(n) && v.is_finite())
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let top = bars
+        .iter()
+        .map(|(_, h)| held(h, &names))
+        .fold(1.0, f64::max);
     let n = bars.len().max(1) as f64;
     let caption = "lock budget: hold ns per life cycle (sampled), stacked by lock";
     let mut chart = builder(area, caption).build_cartesian_2d(-0.5..n - 0.5, 0.0..top * 1.2)?;
@@ -166,10 +182,10 @@ fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
         .x_labels(bars.len() * 2 + 1)
         .x_label_formatter(&label_of);
     mesh.y_desc("ns held per life cycle").draw()?;
-    for (lock, name) in LOCK_NAMES.iter().enumerate() {
-        let colour = COLOURS[lock];
+    for (k, name) in names.iter().enumerate() {
+        let colour = COLOURS[k % COLOURS.len()];
         let rects = bars.iter().enumerate().map(|(i, (_, h))| {
-            let (x, below, v) = (i as f64, total(&h[..lock]), total(&h[lock..=lock]));
+            let (x, below, v) = (i as f64, held(h, &names[..k]), held(h, &names[k..=k]));
             Rectangle::new(
                 [(x - 0.3, below), (x + 0.3, below + v)],
                 colour.mix(0.8).filled(),

@@ -7,7 +7,7 @@
 //! of the clock read itself, measured back to back at start-up.
 
 use crate::args::{Body, Options};
-use crate::load::{LOCK_NAMES, Locks};
+use crate::load::Locks;
 use crate::model::{self, Demands};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -85,6 +85,9 @@ pub struct Row {
 /// One lock's budget in one row: per life cycle, and per sampled acquisition.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LockBudget {
+    /// The lock's name (the key of its object in JSON).
+    #[serde(skip)]
+    pub lock: &'static str,
     /// Exclusive acquisitions per life cycle.
     pub write: f64,
     /// Shared acquisitions per life cycle.
@@ -125,7 +128,7 @@ impl Row {
         self.workers as f64 * 1e9 / self.median()
     }
 
-    /// The budget of each of [`LOCK_NAMES`], with `clock_ns` (one clock read) taken off
+    /// The budget of each global lock, with `clock_ns` (one clock read) taken off
     /// every sampled hold. None for peers and rows without a life cycle.
     pub fn budgets(&self, clock_ns: f64) -> Option<Vec<LockBudget>> {
         let locks = self.locks.as_ref().filter(|_| self.ops > 0)?;
@@ -136,6 +139,7 @@ impl Row {
             let (mean, taken) = (net(mean), s.write > 0);
             let hold = if taken { mean * per(s.write) } else { 0.0 };
             LockBudget {
+                lock: s.name,
                 write: per(s.write),
                 read: per(s.read),
                 samples: s.hold.samples,
@@ -190,8 +194,8 @@ pub type Ratio = (String, Vec<Option<f64>>);
 pub struct CeilingRatio {
     /// `ceiling ratio NEW / OLD (body=B)`.
     pub name: String,
-    /// Per lock, [`LOCK_NAMES`] order.
-    pub per_lock: Vec<f64>,
+    /// Per lock: the later profile's ceiling over the first's.
+    pub per_lock: serde_json::Map<String, Value>,
     /// Of the binding locks' ceilings.
     pub binding: f64,
 }
@@ -203,8 +207,10 @@ pub struct Prediction {
     pub subject: Subject,
     /// The worker count of the row the inputs come from (the most workers measured).
     pub from_workers: usize,
-    /// Those inputs.
+    /// Those inputs (`holds_ns` in `locks` order).
     pub demands: Demands,
+    /// The locks' names.
+    pub locks: Vec<&'static str>,
     /// Predicted ops/s; index 0 is one worker.
     pub ops_per_s: Vec<f64>,
 }
@@ -298,10 +304,12 @@ impl Report {
                 let row = (self.rows.iter().rev()).find(|r| r.subject == subject)?;
                 let demands = row.demands(self.clock_ns)?;
                 let (ops_per_s, from_workers) = (model::predict(&demands, to), row.workers);
+                let locks = row.budgets(self.clock_ns)?.iter().map(|b| b.lock).collect();
                 Some(Prediction {
                     subject,
                     from_workers,
                     demands,
+                    locks,
                     ops_per_s,
                 })
             })
@@ -369,14 +377,27 @@ impl Report {
             let old = preds
                 .iter()
                 .find(|o| o.subject == first(new.subject) && o.subject != new.subject)?;
-            let (n, o) = (&new.demands.holds_ns, &old.demands.holds_ns);
+            let old_hold = |name| {
+                old.locks
+                    .iter()
+                    .position(|l| *l == name)
+                    .map(|i| old.demands.holds_ns[i])
+            };
+            let ratio = |(name, n): (&&'static str, &f64)| {
+                (name.to_string(), json!(old_hold(*name).map(|o| o / n)))
+            };
             Some(CeilingRatio {
                 name: format!(
                     "ceiling ratio {} / {}",
                     new.subject.label(),
                     old.subject.label()
                 ),
-                per_lock: n.iter().zip(o).map(|(n, o)| o / n).collect(),
+                per_lock: new
+                    .locks
+                    .iter()
+                    .zip(&new.demands.holds_ns)
+                    .map(ratio)
+                    .collect(),
                 binding: new.binding_ceiling() / old.binding_ceiling(),
             })
         });
@@ -396,10 +417,7 @@ impl Report {
         for r in &self.rows {
             let ((min, max), (pred, from1)) = (r.min_max(), self.validation(r));
             let budgets = r.budgets(clock_ns).map(|b| {
-                let named = LOCK_NAMES
-                    .iter()
-                    .zip(b)
-                    .map(|(n, b)| (n.to_string(), json!(b)));
+                let named = b.iter().map(|b| (b.lock.to_string(), json!(b)));
                 named.collect::<serde_json::Map<_, _>>()
             });
             lines.push(with(
@@ -505,17 +523,12 @@ impl Report {
         for p in self.predictions() {
             if let Some(i) = model::binding(&p.demands) {
                 let (who, w, c) = (p.subject.label(), p.from_workers, p.binding_ceiling());
-                s += &format!(
-                    "binding lock of {who} ({w}w): {} ({c:.0} ops/s)\n",
-                    LOCK_NAMES[i]
-                );
+                let lock = p.locks[i];
+                s += &format!("binding lock of {who} ({w}w): {lock} ({c:.0} ops/s)\n");
             }
         }
         for c in self.ceiling_ratios() {
-            let each = LOCK_NAMES
-                .iter()
-                .zip(&c.per_lock)
-                .map(|(n, r)| format!("{n} {r:.2}"));
+            let each = (c.per_lock.iter()).map(|(n, r)| format!("{n} {}", fmt(r.as_f64(), 2)));
             let each = each.collect::<Vec<_>>().join(", ");
             s += &format!("{}: binding {:.2}; per lock: {each}\n", c.name, c.binding);
         }

@@ -253,7 +253,8 @@ fn json_lines_carry_rows_lock_budgets_and_labelled_predictions() {
     }
     assert_eq!(of("row").filter(|r| r["subject"] == "pthread").count(), 2);
     assert!(of("ratio").any(|r| r["name"] == "linux70 / linux618 (body=none)"));
-    assert!(of("ceiling_ratio").all(|r| r["per_lock"].as_array().unwrap().len() == 3));
+    assert!(of("ceiling_ratio").count() >= 1);
+    assert!(of("ceiling_ratio").all(|r| r["per_lock"]["pidmap_lock"].is_number()));
     let chart = std::fs::read_to_string(&svg).expect("the chart");
     assert!(
         chart.starts_with("<svg") && chart.contains("PREDICTED") && chart.contains("tasklist_lock")
