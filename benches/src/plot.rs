@@ -47,11 +47,10 @@ fn builder<'a, 'b>(area: &'a Area<'b>, caption: &str) -> ChartBuilder<'a, 'b, SV
 
 fn legend<'a, X: Ranged, Y: Ranged>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    at: SeriesLabelPosition,
 ) -> Result<(), Failure> {
     let mut labels = chart.configure_series_labels();
-    labels
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 12));
+    labels.position(at).label_font(("sans-serif", 12));
     labels
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
@@ -69,7 +68,12 @@ fn throughput(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
             .flat_map(|r| [r.min_max().0, r.min_max().1]),
     );
     values.retain(|v| v.is_finite() && *v > 0.0);
-    let lo = values.iter().copied().fold(1e3, f64::min) * 0.7;
+    let lo = values
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .min(1e6)
+        * 0.7;
     let hi = values.iter().copied().fold(1e4, f64::max) * 1.5;
     let xmax = f64::from(report.options.predict_to).max(2.0);
     let caption = "threadspawn: ops/s vs workers (dots: measured median, bars: min-max; \
@@ -77,8 +81,11 @@ fn throughput(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
     let mut chart = builder(area, caption)
         .build_cartesian_2d((1f64..xmax).log_scale(), (lo..hi).log_scale())?;
     let mut mesh = chart.configure_mesh();
-    mesh.x_desc("workers").y_desc("life cycles per second");
-    mesh.y_label_formatter(&|v| format!("{v:.0}")).draw()?;
+    mesh.x_desc("workers")
+        .y_desc("life cycles per second (log)");
+    mesh.light_line_style(WHITE)
+        .x_label_formatter(&|v| format!("{v:.0}"));
+    mesh.y_label_formatter(&|v| si(*v)).draw()?;
     for (i, subject) in report.uproc_subjects().into_iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         let rows: Vec<_> = report
@@ -134,7 +141,16 @@ fn throughput(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
                 .legend(line);
         }
     }
-    legend(&mut chart)
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
+}
+
+/// `1.5M`, `250k`, `900`.
+fn si(v: f64) -> String {
+    match v {
+        v if v >= 1e6 => format!("{}M", v / 1e6),
+        v if v >= 1e3 => format!("{}k", v / 1e3),
+        v => format!("{v:.0}"),
+    }
 }
 
 fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
@@ -181,7 +197,10 @@ fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
     mesh.disable_x_mesh()
         .x_labels(bars.len() * 2 + 1)
         .x_label_formatter(&label_of);
-    mesh.y_desc("ns held per life cycle").draw()?;
+    mesh.light_line_style(WHITE)
+        .y_desc("ns held per life cycle")
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .draw()?;
     for (k, name) in names.iter().enumerate() {
         let colour = COLOURS[k % COLOURS.len()];
         let rects = bars.iter().enumerate().map(|(i, (_, h))| {
@@ -194,5 +213,5 @@ fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
         let key = move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled());
         chart.draw_series(rects)?.label(*name).legend(key);
     }
-    legend(&mut chart)
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }

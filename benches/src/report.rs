@@ -23,7 +23,9 @@ pub const KERNEL_WORKERS: usize = 20;
 
 /// Sampled holds at or above this (ns) are left out of the budget and counted as
 /// `long_holds`: the kernel holds these locks with preemption off, so a userspace holder
-/// descheduled by the machine's other load is not the lock's work.
+/// descheduled by the machine's other load is not the lock's work. Waits this long
+/// (`long_waits`: behind such a holder; a queue of sub-microsecond holds cannot make
+/// one) are left out of `wait_ns_per_cycle` alike; both stay in the parallel work.
 pub const LONG_HOLD_NS: u64 = 10_000; // BUDGET_NOTE says so too
 
 /// What one table row measures.
@@ -105,7 +107,10 @@ pub struct LockBudget {
     pub hold_ns_p99: f64,
     /// `hold_ns_mean x write`: ns this lock is held per life cycle.
     pub hold_ns_per_cycle: f64,
-    /// Mean wait x write: ns spent waiting for it per life cycle.
+    /// Sampled waits of [`LONG_HOLD_NS`] or more, left out of `wait_ns_per_cycle`.
+    pub long_waits: u64,
+    /// Sampled waits below [`LONG_HOLD_NS`] per acquisition x write: ns spent queueing
+    /// for the lock per life cycle.
     pub wait_ns_per_cycle: f64,
     /// `1 / hold_ns_per_cycle`, ops/s: the most any number of cores can do.
     pub ceiling_ops_per_s: f64,
@@ -138,6 +143,13 @@ impl Row {
             let (mean, long_holds) = s.hold.mean_below_ns(LONG_HOLD_NS);
             let (mean, taken) = (net(mean), s.write > 0);
             let hold = if taken { mean * per(s.write) } else { 0.0 };
+            let (wait, long_waits) = s.wait.mean_below_ns(LONG_HOLD_NS);
+            let short = s.wait.samples - long_waits;
+            let short_wait = if short == 0 {
+                0.0
+            } else {
+                wait * short as f64 / s.wait.samples as f64
+            };
             LockBudget {
                 lock: s.name,
                 write: per(s.write),
@@ -148,8 +160,9 @@ impl Row {
                 hold_ns_p50: net(s.hold.quantile_ns(0.5)),
                 hold_ns_p99: net(s.hold.quantile_ns(0.99)),
                 hold_ns_per_cycle: hold,
+                long_waits,
                 wait_ns_per_cycle: if taken {
-                    s.wait.mean_ns() * per(s.write)
+                    short_wait * per(s.write)
                 } else {
                     0.0
                 },
@@ -266,9 +279,9 @@ pub fn utc(unix: u64) -> String {
 }
 
 const BUDGET_NOTE: &str = "acq: exclusive acquisitions per life cycle; samples: timed ones; \
-long: holds of 10 us or more left out (a preempted holder); mean/p50/p99: hold per \
-acquisition, ns; hold/op, wait/op: ns per life cycle; ceiling = 1e9 / hold/op: ops/s on \
-any number of cores; one clock read taken off every sampled hold";
+long, long-w: holds and waits of 10 us or more, left out (a preempted holder); mean/p50/p99: \
+hold per acquisition, ns; hold/op, wait/op: ns per life cycle; ceiling = 1e9 / hold/op: \
+ops/s on any number of cores; one clock read taken off every sampled hold";
 
 const PREDICTION_NOTE: &str = "* predictions, not measurements: exact MVA over the lock \
 holds and parallel work measured at the `inputs` worker count, one core per worker \
@@ -602,7 +615,7 @@ const MAIN: &str = "subject=/label:0 workers=/workers:0 ops/s=/ops_per_s:0 \
 /// The lock budget table's columns, per lock object.
 const BUDGET: &str = "acq=/write:2 samples=/samples:0 long=/long_holds:0 mean=/hold_ns_mean:0 \
     p50=/hold_ns_p50:0 p99=/hold_ns_p99:0 hold/op=/hold_ns_per_cycle:0 \
-    wait/op=/wait_ns_per_cycle:0 ceiling=/ceiling_ops_per_s:0";
+    wait/op=/wait_ns_per_cycle:0 long-w=/long_waits:0 ceiling=/ceiling_ops_per_s:0";
 
 /// Parses a column spec such as [`MAIN`].
 pub fn columns(spec: &'static str) -> Vec<Col> {
