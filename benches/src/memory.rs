@@ -47,9 +47,7 @@ impl MemoryOutcome {
 
     /// One JSON line (`"type": "memory"`).
     pub fn json(&self) -> String {
-        let mut v = serde_json::json!(self);
-        v["type"] = "memory".into();
-        v.to_string()
+        crate::report::typed("memory", [serde_json::json!(self)]).to_string()
     }
 }
 

@@ -433,10 +433,10 @@ impl Report {
                 let named = b.iter().map(|b| (b.lock.to_string(), json!(b)));
                 named.collect::<serde_json::Map<_, _>>()
             });
-            lines.push(with(
-                r.subject.json(),
-                json!({
-                    "type": "row", "label": r.subject.label(), "workers": r.workers,
+            lines.push(typed(
+                "row",
+                [r.subject.json(), json!({
+                    "label": r.subject.label(), "workers": r.workers,
                     "ops_per_s": r.median(), "ops_per_s_min": min, "ops_per_s_max": max,
                     "ns_per_op_per_worker": r.ns_per_op_per_worker(), "scaling": self.scaling(r),
                     "ops": r.ops, "predicted_ops_per_s": pred,
@@ -444,7 +444,7 @@ impl Report {
                     "predicted_from_1_worker_ops_per_s": from1,
                     "parallel_ns_per_cycle": r.demands(clock_ns).map(|d| d.parallel_ns),
                     "locks_per_cycle": budgets,
-                }),
+                })],
             ));
         }
         for (name, values) in self.ratios() {
@@ -453,14 +453,12 @@ impl Report {
             }
         }
         let ceilings = self.ceiling_ratios().into_iter();
-        lines.extend(ceilings.map(|c| with(json!(c), json!({"type": "ceiling_ratio"}))));
+        lines.extend(ceilings.map(|c| typed("ceiling_ratio", [json!(c)])));
         for p in self.predictions() {
             lines.extend(p.ops_per_s.iter().enumerate().map(|(i, x)| {
-                with(
-                    p.subject.json(),
-                    json!({"type": "prediction", "workers": i + 1,
-                    "predicted_ops_per_s": x, "from_workers": p.from_workers}),
-                )
+                let fields = json!({"workers": i + 1, "predicted_ops_per_s": x,
+                    "from_workers": p.from_workers});
+                typed("prediction", [p.subject.json(), fields])
             }));
         }
         lines
@@ -638,12 +636,15 @@ fn cells(v: &Value, cols: &[Col]) -> Vec<String> {
     cols.iter().map(cell).collect()
 }
 
-/// `a` with `b`'s fields added (both JSON objects).
-fn with(mut a: serde_json::Value, b: serde_json::Value) -> serde_json::Value {
-    if let (Some(a), serde_json::Value::Object(b)) = (a.as_object_mut(), b) {
-        a.extend(b);
+/// One JSON line's object: `"type": kind` first, then the fields of `parts` in order.
+pub fn typed<const N: usize>(kind: &str, parts: [Value; N]) -> Value {
+    let mut line = serde_json::Map::from_iter([("type".to_string(), json!(kind))]);
+    for part in parts {
+        if let Value::Object(fields) = part {
+            line.extend(fields);
+        }
     }
-    a
+    Value::Object(line)
 }
 
 fn nproc() -> usize {

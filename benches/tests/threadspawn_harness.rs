@@ -200,6 +200,7 @@ fn json_lines_carry_rows_lock_budgets_and_labelled_predictions() {
     );
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
+        .inspect(|l| assert!(l.starts_with("{\"type\":\""), "type first: {l}"))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     let of = |t: &'static str| lines.iter().filter(move |l| l["type"] == t);
