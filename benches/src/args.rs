@@ -113,7 +113,7 @@ pub struct Options {
     /// Measure the peers (the default)
     #[arg(long = "peers", overrides_with = "peers")]
     pub with_peers: bool,
-    /// Time one exclusive lock acquisition in N (power of two); 0 = counts only
+    /// Time one exclusive lock acquisition in N on average (random gaps); 0 = counts only
     #[arg(long, default_value_t = uproc_abi::lockstat::DEFAULT_SAMPLE_ONE_IN)]
     pub sample_one_in: u64,
     /// Largest worker count the prediction covers
