@@ -1,6 +1,7 @@
 //! The command line of `threadspawn` (clap derive): every option with its default and
 //! allowed values in `--help`; a bad value exits 2 with clap's message.
 
+use crate::dedup;
 use clap::builder::TypedValueParser as _;
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
@@ -94,15 +95,9 @@ pub struct Options {
     /// Runs per (subject, worker count); the table shows their median and min-max
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub repeats: u16,
-    /// Depth of the pid namespace the workers' parents live in (0 = root), up to 32
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=32))]
-    pub levels: u32,
-    /// CLONE_PIDFD on every fork
-    #[arg(long)]
-    pub pidfd: bool,
-    /// Parents and children in a cgroup with a (non-binding) pids.max
-    #[arg(long)]
-    pub cgroup: bool,
+    /// How each fork is made.
+    #[command(flatten)]
+    pub shape: crate::load::ForkShape,
     /// Bodies to measure, comma-separated
     #[arg(long = "body", value_enum, default_value = "none", value_delimiter = ',',
           num_args = 1.., action = clap::ArgAction::Set)]
@@ -131,17 +126,6 @@ pub struct Options {
     /// Live tasks held in memory mode
     #[arg(long, default_value = "1000000", value_parser = count)]
     pub count: usize,
-}
-
-/// `v` without repeats, in first-seen order.
-fn dedup<T: PartialEq>(v: impl IntoIterator<Item = T>) -> Vec<T> {
-    let mut out = Vec::new();
-    v.into_iter().for_each(|x| {
-        if !out.contains(&x) {
-            out.push(x)
-        }
-    });
-    out
 }
 
 impl Options {

@@ -48,3 +48,14 @@ pub fn init_tracing() {
         .with_writer(std::io::stderr)
         .try_init();
 }
+
+/// `v` without repeats, in first-seen order.
+pub fn dedup<T: PartialEq>(v: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    v.into_iter().for_each(|x| {
+        if !out.contains(&x) {
+            out.push(x)
+        }
+    });
+    out
+}

@@ -13,14 +13,17 @@ use uproc::{CloneArgs, CloneFlags, Errno, Runtime, Spawn, Task, WaitId, WaitOpti
 use uproc_abi::Profile;
 use uproc_abi::lockstat::LockStat;
 
-/// How each fork is made, whatever the body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How each fork is made, whatever the body; `threadspawn`'s options of the same names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::Args)]
 pub struct ForkShape {
-    /// Depth of the pid namespace the parents (and their children) live in.
+    /// Depth of the pid namespace the workers' parents live in (0 = root), up to 32
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=32))]
     pub levels: u32,
-    /// `CLONE_PIDFD` on every fork.
+    /// CLONE_PIDFD on every fork
+    #[arg(long)]
     pub pidfd: bool,
-    /// Parents and children in a cgroup with a `pids.max`.
+    /// Parents and children in a cgroup with a (non-binding) pids.max
+    #[arg(long)]
     pub cgroup: bool,
 }
 
@@ -48,13 +51,12 @@ impl Locks {
 
     /// The lock called `name`, added (never taken) if missing.
     pub fn entry(&mut self, name: &'static str) -> &mut LockStat {
-        match self.0.iter().position(|s| s.name == name) {
-            Some(i) => &mut self.0[i],
-            None => {
-                self.0.push(LockStat::zero(name));
-                self.0.last_mut().expect("just pushed")
-            }
-        }
+        let found = self.0.iter().position(|s| s.name == name);
+        let i = found.unwrap_or_else(|| {
+            self.0.push(LockStat::zero(name));
+            self.0.len() - 1
+        });
+        &mut self.0[i]
     }
 
     /// `self - before`, lock by lock.
@@ -115,8 +117,9 @@ pub fn expected_locks(profile: Profile, levels: u32) -> [Expected; 3] {
     }
 }
 
-fn errno(what: &str, e: Errno) -> String {
-    format!("{what}: {e}")
+/// `map_err`'s argument: an `Errno` as `what: error`.
+fn errno(what: &str) -> impl FnOnce(Errno) -> String + '_ {
+    move |e| format!("{what}: {e}")
 }
 
 /// One runtime set up for a run: the namespace holders and one parent per worker.
@@ -138,47 +141,35 @@ impl Setup {
     /// A fresh runtime under `profile` with `workers` parents shaped by `shape`.
     pub fn new(profile: Profile, shape: ForkShape, workers: usize) -> Result<Setup, String> {
         let rt = Runtime::builder().profile(profile).build();
-        let rt = rt.map_err(|e| errno("Runtime::build", e))?;
-        let (mut top, mut holders) = (rt.init(), Vec::new());
-        let newpid = CloneArgs {
-            flags: CloneFlags::NEWPID,
-            ..Default::default()
-        };
+        let rt = rt.map_err(errno("Runtime::build"))?;
+        let (mut top, mut holders, mut newpid) = (rt.init(), Vec::new(), CloneArgs::default());
+        newpid.flags = CloneFlags::NEWPID;
         for _ in 0..shape.levels {
-            top = top
-                .fork(&newpid)
-                .map_err(|e| errno("fork(CLONE_NEWPID)", e))?;
+            top = top.fork(&newpid).map_err(errno("fork(CLONE_NEWPID)"))?;
             holders.push(top.clone());
         }
         let mut cgroup = None;
         if shape.cgroup {
             let cg = rt.cgroup_root().mkdir("threadspawn");
-            let cg = cg.map_err(|e| errno("mkdir threadspawn", e))?;
+            let cg = cg.map_err(errno("mkdir threadspawn"))?;
             // Each parent and its one child at a time, plus room: never binding.
             let max = (2 * workers + 16).to_string();
             cg.write("pids.max", &max)
-                .map_err(|e| errno("write pids.max", e))?;
+                .map_err(errno("write pids.max"))?;
             cgroup = Some(cg);
         }
         let mut parents = Vec::with_capacity(workers);
         for _ in 0..workers {
             let p = top
-                .fork(&CloneArgs::default())
-                .map_err(|e| errno("fork(parent)", e))?;
+                .fork(&Default::default())
+                .map_err(errno("fork(parent)"))?;
             if let Some(cg) = &cgroup {
-                cg.attach(&p).map_err(|e| errno("cgroup attach", e))?;
+                cg.attach(&p).map_err(errno("cgroup attach"))?;
             }
             parents.push(p);
         }
-        let flags = if shape.pidfd {
-            CloneFlags::PIDFD
-        } else {
-            CloneFlags::empty()
-        };
-        let args = CloneArgs {
-            flags,
-            ..Default::default()
-        };
+        let mut args = CloneArgs::default();
+        args.flags.set(CloneFlags::PIDFD, shape.pidfd);
         Ok(Setup {
             rt,
             holders,
@@ -196,21 +187,17 @@ impl Setup {
     /// Exits and reaps every parent, then every namespace holder, innermost first, and
     /// removes the cgroup.
     pub fn teardown(self) -> Result<(), String> {
-        let top = self
-            .holders
-            .last()
-            .cloned()
-            .unwrap_or_else(|| self.rt.init());
-        for p in &self.parents {
-            reap(&top, p)?;
-        }
         let mut chain = vec![self.rt.init()];
         chain.extend(self.holders.iter().cloned());
+        let top = chain.last().expect("init at least");
+        for p in &self.parents {
+            reap(top, p)?;
+        }
         for w in chain.windows(2).rev() {
             reap(&w[0], &w[1])?;
         }
         if let Some(cg) = self.cgroup {
-            cg.rmdir().map_err(|e| errno("rmdir threadspawn", e))?;
+            cg.rmdir().map_err(errno("rmdir threadspawn"))?;
         }
         Ok(())
     }
@@ -228,7 +215,7 @@ fn exit_and_reap(parent: &Task, child: &Task, pid: i32) -> Result<(), String> {
     match parent.wait(WaitId::Pid(pid), WaitOptions::EXITED) {
         Ok(Some(info)) if info.pid == pid && info.status.exited() == Some(0) => Ok(()),
         Ok(other) => Err(format!("wait({pid}) returned {other:?}")),
-        Err(e) => Err(errno("wait", e)),
+        Err(e) => Err(errno("wait")(e)),
     }
 }
 
@@ -237,7 +224,7 @@ fn exited_0(what: &str, st: Result<uproc::WaitStatus, Errno>) -> Result<(), Stri
     match st {
         Ok(st) if st.exited() == Some(0) => Ok(()),
         Ok(st) => Err(format!("{what}: the child ended with {st:?}")),
-        Err(e) => Err(errno(what, e)),
+        Err(e) => Err(errno(what)(e)),
     }
 }
 
@@ -245,7 +232,7 @@ fn exited_0(what: &str, st: Result<uproc::WaitStatus, Errno>) -> Result<(), Stri
 /// reaps it. No body runs.
 #[inline]
 pub fn cycle_none(parent: &Task, args: &CloneArgs) -> Result<(), String> {
-    let child = parent.fork(args).map_err(|e| errno("fork", e))?;
+    let child = parent.fork(args).map_err(errno("fork"))?;
     if args.flags.contains(CloneFlags::PIDFD) && child.pidfd().is_none() {
         return Err("fork(CLONE_PIDFD) returned no pidfd".to_string());
     }
@@ -258,7 +245,7 @@ pub fn cycle_none(parent: &Task, args: &CloneArgs) -> Result<(), String> {
 #[inline]
 pub fn cycle_thread(rt: &Runtime, parent: &Task, args: &CloneArgs) -> Result<(), String> {
     let spawn = Spawn::new().parent(parent).args(args.clone());
-    let child = rt.spawn(spawn, |_cx| 0).map_err(|e| errno("spawn", e))?;
+    let child = rt.spawn(spawn, |_cx| 0).map_err(errno("spawn"))?;
     exited_0("Child::wait", child.wait())
 }
 
@@ -267,10 +254,7 @@ pub fn cycle_thread(rt: &Runtime, parent: &Task, args: &CloneArgs) -> Result<(),
 pub async fn cycle_tokio(rt: &Runtime, parent: &Task, args: &CloneArgs) -> Result<(), String> {
     let spawn = Spawn::new().parent(parent).args(args.clone());
     let child = rt.spawn_async(spawn, |_cx| async move { 0 });
-    exited_0(
-        "Child.await",
-        child.map_err(|e| errno("spawn_async", e))?.await,
-    )
+    exited_0("Child.await", child.map_err(errno("spawn_async"))?.await)
 }
 
 /// Sets up a runtime, runs `workers` workers looping the `body` life cycle for
@@ -284,13 +268,8 @@ pub fn measure(
     seconds: f64,
 ) -> Result<(Outcome, Locks), String> {
     let setup = Setup::new(profile, shape, workers)?;
-    let worker = |i: usize| {
-        (
-            setup.rt.clone(),
-            setup.parents[i].clone(),
-            setup.args.clone(),
-        )
-    };
+    let (rt, args) = (&setup.rt, &setup.args);
+    let worker = |i: usize| (rt.clone(), setup.parents[i].clone(), args.clone());
     let before = setup.lock_counts();
     let outcome = if body == Body::Tokio {
         let trt = crate::run::tokio_runtime(workers);

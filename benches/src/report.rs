@@ -28,12 +28,15 @@ pub const KERNEL_WORKERS: usize = 20;
 /// one) are left out of `wait_ns_per_cycle` alike; both stay in the parallel work.
 pub const LONG_HOLD_NS: u64 = 10_000; // BUDGET_NOTE says so too
 
-/// What one table row measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What one table row measures; in JSON, `"subject"` (`uproc`, `pthread`, `std_thread`,
+/// `tokio`) and for uproc `"profile"` and `"body"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "subject", rename_all = "snake_case")]
 pub enum Subject {
     /// uproc's life cycle under a profile, with a body kind.
     Uproc {
         /// The lock profile.
+        #[serde(serialize_with = "profile_name")]
         profile: Profile,
         /// What runs between fork and exit.
         body: Body,
@@ -56,17 +59,10 @@ impl Subject {
             Subject::Tokio => "tokio spawn+await".into(),
         }
     }
+}
 
-    fn json(&self) -> serde_json::Value {
-        match self {
-            Subject::Uproc { profile, body } => {
-                json!({"subject": "uproc", "profile": profile.name(), "body": body})
-            }
-            Subject::Pthread => json!({"subject": "pthread"}),
-            Subject::StdThread => json!({"subject": "std_thread"}),
-            Subject::Tokio => json!({"subject": "tokio"}),
-        }
-    }
+fn profile_name<S: serde::Serializer>(p: &Profile, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(p.name())
 }
 
 /// All runs of one subject at one worker count.
@@ -141,10 +137,11 @@ impl Row {
         let net = |ns: f64| (ns - clock_ns).max(0.0);
         let budget = |s: &uproc_abi::lockstat::LockStat| {
             let (mean, long_holds) = s.hold.mean_below_ns(LONG_HOLD_NS);
-            let (mean, taken) = (net(mean), s.write > 0);
-            let hold = if taken { mean * per(s.write) } else { 0.0 };
             let (wait, long_waits) = s.wait.mean_below_ns(LONG_HOLD_NS);
-            let short = s.wait.samples - long_waits;
+            // Per life cycle, from per exclusive acquisition (0 for a lock never taken).
+            let per_cycle = |ns: f64| if s.write > 0 { ns * per(s.write) } else { 0.0 };
+            let (mean, short) = (net(mean), s.wait.samples - long_waits);
+            let hold = per_cycle(mean);
             let short_wait = if short == 0 {
                 0.0
             } else {
@@ -161,11 +158,7 @@ impl Row {
                 hold_ns_p99: net(s.hold.quantile_ns(0.99)),
                 hold_ns_per_cycle: hold,
                 long_waits,
-                wait_ns_per_cycle: if taken {
-                    short_wait * per(s.write)
-                } else {
-                    0.0
-                },
+                wait_ns_per_cycle: per_cycle(short_wait),
                 ceiling_ops_per_s: model::ceiling(hold),
             }
         };
@@ -229,6 +222,12 @@ pub struct Prediction {
 }
 
 impl Prediction {
+    /// The hold per life cycle of `lock` among the inputs (None: not among them).
+    pub fn hold(&self, lock: &str) -> Option<f64> {
+        let i = self.locks.iter().position(|l| *l == lock)?;
+        Some(self.demands.holds_ns[i])
+    }
+
     /// The ceiling of the binding lock (infinite when no lock is held).
     pub fn binding_ceiling(&self) -> f64 {
         let d = &self.demands;
@@ -256,10 +255,8 @@ pub struct Report {
 
 /// `x` with `decimals` digits, or `-` when it is absent or not finite.
 fn fmt(x: Option<f64>, decimals: usize) -> String {
-    match x {
-        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
-        _ => "-".into(),
-    }
+    let x = x.filter(|v| v.is_finite());
+    x.map_or("-".into(), |v| format!("{v:.decimals$}"))
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` for a Unix time (Howard Hinnant's civil-from-days).
@@ -363,12 +360,11 @@ impl Report {
                 Body::Thread => Subject::StdThread,
                 Body::Tokio => Subject::Tokio,
             };
+            let pthread = (body != Body::None).then_some(Subject::Pthread);
             for &profile in &profiles {
                 let s = Subject::Uproc { profile, body };
-                out.extend(self.ratio(format!("{} / {}", s.label(), peer.label()), s, peer));
-                if body != Body::None {
-                    let name = format!("{} / {}", s.label(), Subject::Pthread.label());
-                    out.extend(self.ratio(name, s, Subject::Pthread));
+                for den in std::iter::once(peer).chain(pthread) {
+                    out.extend(self.ratio(format!("{} / {}", s.label(), den.label()), s, den));
                 }
             }
         }
@@ -379,42 +375,26 @@ impl Report {
     /// for the binding lock (>1: the later profile allows more ops/s).
     pub fn ceiling_ratios(&self) -> Vec<CeilingRatio> {
         let preds = self.predictions();
-        let first = |s: Subject| match s {
-            Subject::Uproc { body, .. } => Subject::Uproc {
-                profile: Profile::ALL[0],
-                body,
-            },
-            peer => peer,
-        };
         let pairs = preds.iter().filter_map(|new| {
+            let (Subject::Uproc { body, .. }, profile) = (new.subject, Profile::ALL[0]) else {
+                return None;
+            };
             let old = preds
                 .iter()
-                .find(|o| o.subject == first(new.subject) && o.subject != new.subject)?;
-            let old_hold = |name| {
-                old.locks
-                    .iter()
-                    .position(|l| *l == name)
-                    .map(|i| old.demands.holds_ns[i])
-            };
-            let ratio = |(name, n): (&&'static str, &f64)| {
-                (name.to_string(), json!(old_hold(*name).map(|o| o / n)))
-            };
-            Some(CeilingRatio {
-                name: format!(
-                    "ceiling ratio {} / {}",
-                    new.subject.label(),
-                    old.subject.label()
-                ),
-                per_lock: new
-                    .locks
-                    .iter()
-                    .zip(&new.demands.holds_ns)
-                    .map(ratio)
-                    .collect(),
-                binding: new.binding_ceiling() / old.binding_ceiling(),
-            })
+                .find(|o| o.subject == Subject::Uproc { profile, body })?;
+            (old.subject != new.subject).then_some((old, new))
         });
-        pairs.collect()
+        let ratio = |(old, new): (&Prediction, &Prediction)| {
+            let per_lock = (new.locks.iter().zip(&new.demands.holds_ns))
+                .map(|(lock, n)| (lock.to_string(), json!(old.hold(lock).map(|o| o / n))));
+            let (new_label, old_label) = (new.subject.label(), old.subject.label());
+            CeilingRatio {
+                name: format!("ceiling ratio {new_label} / {old_label}"),
+                per_lock: per_lock.collect(),
+                binding: new.binding_ceiling() / old.binding_ceiling(),
+            }
+        };
+        pairs.map(ratio).collect()
     }
 
     /// One JSON object per fact: `meta`; `row` per row (its lock budget, the model's
@@ -422,10 +402,11 @@ impl Report {
     /// `ceiling_ratio`; `prediction` per uproc subject and worker count.
     pub fn values(&self) -> Vec<Value> {
         let (o, clock_ns) = (&self.options, self.clock_ns);
+        let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
         let mut lines = vec![json!({
-            "type": "meta", "started_unix": self.started_unix, "nproc": nproc(), "seconds": o.seconds,
-            "repeats": o.repeats, "levels": o.levels, "pidfd": o.pidfd, "cgroup": o.cgroup,
-            "sample_one_in": o.sample_one_in, "clock_ns": clock_ns,
+            "type": "meta", "started_unix": self.started_unix, "nproc": nproc, "seconds": o.seconds,
+            "repeats": o.repeats, "levels": o.shape.levels, "pidfd": o.shape.pidfd,
+            "cgroup": o.shape.cgroup, "sample_one_in": o.sample_one_in, "clock_ns": clock_ns,
         })];
         for r in &self.rows {
             let ((min, max), (pred, from1)) = (r.min_max(), self.validation(r));
@@ -435,7 +416,7 @@ impl Report {
             });
             lines.push(typed(
                 "row",
-                [r.subject.json(), json!({
+                [json!(r.subject), json!({
                     "label": r.subject.label(), "workers": r.workers,
                     "ops_per_s": r.median(), "ops_per_s_min": min, "ops_per_s_max": max,
                     "ns_per_op_per_worker": r.ns_per_op_per_worker(), "scaling": self.scaling(r),
@@ -458,7 +439,7 @@ impl Report {
             lines.extend(p.ops_per_s.iter().enumerate().map(|(i, x)| {
                 let fields = json!({"workers": i + 1, "predicted_ops_per_s": x,
                     "from_workers": p.from_workers});
-                typed("prediction", [p.subject.json(), fields])
+                typed("prediction", [json!(p.subject), fields])
             }));
         }
         lines
@@ -474,22 +455,13 @@ impl Report {
     pub fn table(&self) -> String {
         let values = self.values();
         let of = |t: &'static str| values.iter().filter(move |v| v["type"] == t);
-        let m = &values[0];
         let mut s = format!("threadspawn  {}", utc(self.started_unix));
-        for k in [
-            "nproc",
-            "seconds",
-            "repeats",
-            "levels",
-            "pidfd",
-            "cgroup",
-            "sample_one_in",
-        ] {
-            s += &format!("  {k}={}", m[k]);
+        for k in "nproc seconds repeats levels pidfd cgroup sample_one_in".split(' ') {
+            s += &format!("  {k}={}", values[0][k]);
         }
         s += &format!("  clock_ns={:.0}\n", self.clock_ns);
         let reads = of("row").any(|r| r.pointer(TL_READ).and_then(Value::as_f64) > Some(0.0));
-        let (main, budget) = (columns(MAIN), columns(BUDGET));
+        let (main, budget) = (columns(MAIN), &columns(BUDGET));
         let cols = &main[..main.len() - usize::from(!reads)];
         let mut rows: Vec<Vec<String>> = Vec::new();
         for r in of("row") {
@@ -498,39 +470,22 @@ impl Report {
             }
             rows.push(cells(r, cols));
         }
-        s += &grid(&cols.iter().map(|c| c.0).collect::<Vec<_>>(), rows);
-        let ratios = self.ratios();
-        if !ratios.is_empty() {
-            let head = ["ratio of median ops/s (>1: the first is faster)".to_string()];
-            let ws = self
-                .options
-                .worker_list()
-                .into_iter()
-                .map(|w| format!("{w}w"));
-            let values = |r: &Ratio| r.1.iter().map(|v| fmt(*v, 2)).collect::<Vec<_>>();
-            let rows = ratios
-                .iter()
-                .map(|r| [vec![r.0.clone()], values(r)].concat());
-            s += &format!(
-                "\n{}",
-                grid(
-                    &[&head[..], &ws.collect::<Vec<_>>()].concat(),
-                    rows.collect()
-                )
-            );
-        }
-        let mut rows = Vec::new();
-        for r in of("row") {
-            for (name, l) in r["locks_per_cycle"].as_object().into_iter().flatten() {
-                let mut c = vec![r["label"].as_str().unwrap_or("").to_string()];
-                c.extend([r["workers"].to_string(), name.clone()]);
-                rows.push([c, cells(l, &budget)].concat());
-            }
-        }
-        let head = ["lock budget", "workers", "lock"]
-            .into_iter()
-            .chain(budget.iter().map(|c| c.0));
-        s += &format!("\n{}", grid(&head.collect::<Vec<_>>(), rows));
+        s += &grid(&heads(cols), rows);
+        let ratios = self.ratios().into_iter().map(|(name, values)| {
+            [vec![name], values.iter().map(|v| fmt(*v, 2)).collect()].concat()
+        });
+        let head = vec!["ratio of median ops/s (>1: the first is faster)".into()];
+        s += &by_workers(head, self.options.worker_list(), ratios.collect());
+        let rows = of("row").flat_map(|r| {
+            let locks = r["locks_per_cycle"].as_object().into_iter().flatten();
+            locks.map(move |(lock, l)| {
+                let at = json!({"label": r["label"], "workers": r["workers"], "lock": lock});
+                cells(&merge([at, l.clone()]), budget)
+            })
+        });
+        let mut head = heads(budget);
+        head[0] = "lock budget";
+        s += &format!("\n{}", grid(&head, rows.collect()));
         for p in self.predictions() {
             if let Some(i) = model::binding(&p.demands) {
                 let (who, w, c) = (p.subject.label(), p.from_workers, p.binding_ceiling());
@@ -551,50 +506,55 @@ impl Report {
         let preds = self.predictions();
         let to = usize::from(self.options.predict_to);
         let ws: Vec<usize> = PREDICT_AT.into_iter().filter(|&w| w <= to).collect();
-        let mut head = vec!["PREDICTION* (model), ops/s".to_string(), "inputs".into()];
-        head.extend(ws.iter().map(|w| format!("{w}w")));
         let rows = preds.iter().map(|p| {
-            let mut cells = vec![p.subject.label(), format!("{}w", p.from_workers)];
-            cells.extend(ws.iter().map(|&w| fmt(p.at(w), 0)));
-            cells
+            let head = vec![p.subject.label(), format!("{}w", p.from_workers)];
+            [head, ws.iter().map(|&w| fmt(p.at(w), 0)).collect()].concat()
         });
+        let head = vec!["PREDICTION* (model), ops/s".into(), "inputs".into()];
+        let mut s = by_workers(head, ws.iter().copied(), rows.collect());
         if preds.is_empty() {
-            return String::new();
+            return s;
         }
-        let mut s = format!("\n{}", grid(&head, rows.collect()));
         for r in self.rows.iter().filter(|r| r.workers > 1) {
             if let (_, Some(x)) = self.validation(r) {
-                let (who, w, e) = (
-                    r.subject.label(),
-                    r.workers,
-                    model::error_pct(x, r.median()),
-                );
+                let (who, w, e) = (r.subject.label(), r.workers, r.median());
+                let e = model::error_pct(x, e);
                 s += &format!("prediction* of {who} at {w}w from its 1-worker inputs: ");
                 s += &format!("{x:.0} ops/s ({e:+.1}% vs measured)\n");
             }
         }
-        let none = |profile| Subject::Uproc {
-            profile,
-            body: Body::None,
-        };
-        let at = |p| {
+        let body = Body::None;
+        let at = |profile| {
+            let subject = Subject::Uproc { profile, body };
             preds
                 .iter()
-                .find(|x| x.subject == none(p))?
+                .find(|p| p.subject == subject)?
                 .at(KERNEL_WORKERS)
         };
         if let (Some(old), Some(new)) = (at(Profile::Linux618), at(Profile::Linux70)) {
-            let (k618, lo, hi, n) = (KERNEL_20.0, KERNEL_20.1, KERNEL_20.2, KERNEL_WORKERS);
+            let ((k618, lo, hi), n, x) = (KERNEL_20, KERNEL_WORKERS, new / old);
+            let (x_lo, x_hi) = (lo / k618, hi / k618);
             s += &format!("at {n} workers: PREDICTION* uproc body=none linux618 {old:.0} -> ");
-            s += &format!(
-                "linux70 {new:.0} ops/s (x{:.2}); kernel threadspawn1 on ",
-                new / old
-            );
+            s += &format!("linux70 {new:.0} ops/s (x{x:.2}); kernel threadspawn1 on ");
             s += &format!("{n} processes, as published: {k618:.0} -> {lo:.0}-{hi:.0} ");
-            s += &format!("(x{:.2}-{:.2})\n", lo / k618, hi / k618);
+            s += &format!("(x{x_lo:.2}-{x_hi:.2})\n");
         }
         s + PREDICTION_NOTE + "\n"
     }
+}
+
+/// A table whose first columns are `head` and then one per worker count of `workers`
+/// (`2w`), after a blank line; nothing without rows.
+fn by_workers(
+    head: Vec<String>,
+    workers: impl IntoIterator<Item = usize>,
+    rows: Vec<Vec<String>>,
+) -> String {
+    let head = [head, workers.into_iter().map(|w| format!("{w}w")).collect()].concat();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!("\n{}", grid(&head, rows))
 }
 
 /// A table column: header, JSON pointer into a row (or lock) object, decimals.
@@ -610,10 +570,12 @@ const MAIN: &str = "subject=/label:0 workers=/workers:0 ops/s=/ops_per_s:0 \
     pidmap=/locks_per_cycle/pidmap_lock/write:2 tasklist=/locks_per_cycle/tasklist_lock/write:2 \
     css_set=/locks_per_cycle/css_set_lock/write:2 tl-read=/locks_per_cycle/tasklist_lock/read:2";
 
-/// The lock budget table's columns, per lock object.
-const BUDGET: &str = "acq=/write:2 samples=/samples:0 long=/long_holds:0 mean=/hold_ns_mean:0 \
-    p50=/hold_ns_p50:0 p99=/hold_ns_p99:0 hold/op=/hold_ns_per_cycle:0 \
-    wait/op=/wait_ns_per_cycle:0 long-w=/long_waits:0 ceiling=/ceiling_ops_per_s:0";
+/// The lock budget table's columns, per lock object with its row's label and workers
+/// and its own name (the first header is `lock budget` in the table).
+const BUDGET: &str = "subject=/label:0 workers=/workers:0 lock=/lock:0 acq=/write:2 \
+    samples=/samples:0 long=/long_holds:0 mean=/hold_ns_mean:0 p50=/hold_ns_p50:0 \
+    p99=/hold_ns_p99:0 hold/op=/hold_ns_per_cycle:0 wait/op=/wait_ns_per_cycle:0 \
+    long-w=/long_waits:0 ceiling=/ceiling_ops_per_s:0";
 
 /// Parses a column spec such as [`MAIN`].
 pub fn columns(spec: &'static str) -> Vec<Col> {
@@ -627,6 +589,11 @@ pub fn columns(spec: &'static str) -> Vec<Col> {
         .collect()
 }
 
+/// The headers of `cols`.
+fn heads(cols: &[Col]) -> Vec<&'static str> {
+    cols.iter().map(|c| c.0).collect()
+}
+
 /// `v`'s cells for `cols`: strings as they are, numbers rounded, absent or null as `-`.
 fn cells(v: &Value, cols: &[Col]) -> Vec<String> {
     let cell = |(_, ptr, d): &Col| match v.pointer(ptr) {
@@ -636,19 +603,15 @@ fn cells(v: &Value, cols: &[Col]) -> Vec<String> {
     cols.iter().map(cell).collect()
 }
 
-/// One JSON line's object: `"type": kind` first, then the fields of `parts` in order.
-pub fn typed<const N: usize>(kind: &str, parts: [Value; N]) -> Value {
-    let mut line = serde_json::Map::from_iter([("type".to_string(), json!(kind))]);
-    for part in parts {
-        if let Value::Object(fields) = part {
-            line.extend(fields);
-        }
-    }
-    Value::Object(line)
+/// The fields of the objects in `parts`, in order, in one object.
+pub fn merge(parts: impl IntoIterator<Item = Value>) -> Value {
+    let fields = parts.into_iter().filter_map(|p| p.as_object().cloned());
+    Value::Object(fields.flatten().collect())
 }
 
-fn nproc() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get())
+/// One JSON line's object: `"type": kind` first, then the fields of `parts` in order.
+pub fn typed(kind: &str, parts: impl IntoIterator<Item = Value>) -> Value {
+    merge(std::iter::once(json!({ "type": kind })).chain(parts))
 }
 
 /// A text table: the first column left-aligned, the others right-aligned, each as wide as

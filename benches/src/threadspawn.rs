@@ -5,7 +5,7 @@
 //! spell of the machine lands on every subject alike instead of on one row.
 
 use crate::args::{Body, Options};
-use crate::load::{ForkShape, LOCK_NAMES, Locks, expected_locks, measure};
+use crate::load::{LOCK_NAMES, Locks, expected_locks, measure};
 use crate::peers;
 use crate::report::{Report, Row, Subject};
 use crate::run::Outcome;
@@ -78,15 +78,10 @@ fn progress_bar(runs: usize, seconds: f64) -> ProgressBar {
 
 /// One run of `subject`: its outcome and (uproc) lock deltas.
 fn run_one(subject: Subject, o: &Options, w: usize) -> Result<(Outcome, Option<Locks>), String> {
-    let shape = ForkShape {
-        levels: o.levels,
-        pidfd: o.pidfd,
-        cgroup: o.cgroup,
-    };
     let secs = o.seconds;
     Ok(match subject {
         Subject::Uproc { profile, body } => {
-            let (outcome, locks) = measure(profile, body, shape, w, secs)?;
+            let (outcome, locks) = measure(profile, body, o.shape, w, secs)?;
             (outcome, Some(locks))
         }
         Subject::Pthread => (peers::pthread(w, secs), None),
@@ -135,15 +130,11 @@ pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
                     continue;
                 }
             };
-            let (rate, ops) = (outcome.ops_per_sec(), outcome.ops);
-            tracing::info!(
-                ops,
-                secs = outcome.elapsed.as_secs_f64(),
-                "{label}: {rate:.0} ops/s"
-            );
+            let (rate, ops, secs) = (outcome.ops_per_sec(), outcome.ops, outcome.elapsed);
+            tracing::info!(ops, secs = secs.as_secs_f64(), "{label}: {rate:.0} ops/s");
             let check = locks
                 .as_ref()
-                .map(|l| check_locks(subject, o.levels, ops, l));
+                .map(|l| check_locks(subject, o.shape.levels, ops, l));
             if let Some(f) = &outcome.failure {
                 tracing::error!("{label}: FAILED: {f}");
                 problems.push(format!("{label}: {f}"));
@@ -162,13 +153,11 @@ pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
     pb.finish_and_clear();
     rows.retain(|r| !r.rates.is_empty());
     let options = o.clone();
-    (
-        Report {
-            options,
-            rows,
-            started_unix,
-            clock_ns,
-        },
-        problems,
-    )
+    let report = Report {
+        options,
+        rows,
+        started_unix,
+        clock_ns,
+    };
+    (report, problems)
 }

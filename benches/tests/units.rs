@@ -15,7 +15,7 @@ mod args {
         let o = parse("").unwrap();
         assert_eq!(o.profile_list(), Profile::ALL.to_vec());
         assert_eq!(&o.worker_list()[..2], &[1, 2]);
-        assert_eq!((o.seconds, o.repeats, o.levels), (2.0, 3, 0));
+        assert_eq!((o.seconds, o.repeats, o.shape.levels), (2.0, 3, 0));
         assert_eq!(o.body_list(), vec![Body::None]);
         assert!(o.peers && !o.json && !o.memory && o.plot.is_none());
         assert_eq!(o.sample_one_in, 64);
@@ -27,8 +27,8 @@ mod args {
         let o = parse("--workers 4,1,2,2 --seconds=0.5 --repeats 1 --levels 2 --pidfd --cgroup --body none,tokio,none --no-peers --json --plot x.svg --profile linux70,linux618,linux70")
             .unwrap();
         assert_eq!(o.worker_list(), vec![1, 2, 4]);
-        assert_eq!((o.seconds, o.repeats, o.levels), (0.5, 1, 2));
-        assert!(o.pidfd && o.cgroup && o.json && !o.peers);
+        assert_eq!((o.seconds, o.repeats, o.shape.levels), (0.5, 1, 2));
+        assert!(o.shape.pidfd && o.shape.cgroup && o.json && !o.peers);
         assert_eq!(o.body_list(), vec![Body::None, Body::Tokio]);
         assert_eq!(o.profile_list(), vec![Profile::Linux70, Profile::Linux618]);
         assert_eq!(o.plot.as_deref(), Some(std::path::Path::new("x.svg")));
