@@ -8,6 +8,7 @@
 use crate::run::{Outcome, run_threads, run_tokio, tokio_runtime};
 use core::ffi::c_void;
 use std::mem::MaybeUninit;
+use std::ptr::{null, null_mut};
 
 extern "C" fn empty_start(_arg: *mut c_void) -> *mut c_void {
     std::ptr::null_mut()
@@ -24,30 +25,20 @@ pub fn pthread_cycle() -> Result<(), String> {
     // SAFETY: `tid` is valid for writes; a null attr means default attributes;
     // `empty_start` has the C signature pthread_create expects and ignores its (null)
     // argument, so no data is shared with the new thread.
-    let rc = unsafe {
-        libc::pthread_create(
-            tid.as_mut_ptr(),
-            std::ptr::null(),
-            empty_start,
-            std::ptr::null_mut(),
-        )
-    };
-    if rc != 0 {
-        return Err(format!(
-            "pthread_create: {}",
-            std::io::Error::from_raw_os_error(rc)
-        ));
-    }
+    let rc = unsafe { libc::pthread_create(tid.as_mut_ptr(), null(), empty_start, null_mut()) };
+    pthread_result("pthread_create", rc)?;
     // SAFETY: pthread_create returned 0, so it initialised `tid` with a joinable thread,
     // which is joined exactly once, here; a null retval pointer discards the result.
-    let rc = unsafe { libc::pthread_join(tid.assume_init(), std::ptr::null_mut()) };
-    if rc != 0 {
-        return Err(format!(
-            "pthread_join: {}",
-            std::io::Error::from_raw_os_error(rc)
-        ));
-    }
-    Ok(())
+    let rc = unsafe { libc::pthread_join(tid.assume_init(), null_mut()) };
+    pthread_result("pthread_join", rc)
+}
+
+/// A pthread function's return value (0 or an error number) as a `Result`.
+fn pthread_result(what: &str, rc: libc::c_int) -> Result<(), String> {
+    let e = std::io::Error::from_raw_os_error(rc);
+    (rc == 0)
+        .then_some(())
+        .ok_or_else(|| format!("{what}: {e}"))
 }
 
 /// `workers` threads looping [`pthread_cycle`] for `seconds`.

@@ -11,19 +11,15 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
-const COLOURS: [RGBColor; 6] = [
-    RGBColor(214, 39, 40),
-    RGBColor(31, 119, 180),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-];
-const GREYS: [RGBColor; 3] = [
-    RGBColor(40, 40, 40),
-    RGBColor(120, 90, 60),
-    RGBColor(150, 150, 150),
-];
+/// The uproc subjects' (and the locks') colours as `0xRRGGBB`, then the peers'.
+const COLOURS: [u32; 6] = [0xd62728, 0x1f77b4, 0x2ca02c, 0x9467bd, 0xff7f0e, 0x17becf];
+const GREYS: [u32; 3] = [0x282828, 0x785a3c, 0x969696];
+
+/// Colour `i` of `palette`, round robin.
+fn colour(palette: &[u32], i: usize) -> RGBColor {
+    let c = palette[i % palette.len()];
+    RGBColor((c >> 16) as u8, (c >> 8) as u8, c as u8)
+}
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type Failure = Box<dyn std::error::Error>;
@@ -59,21 +55,11 @@ fn legend<'a, X: Ranged, Y: Ranged>(
 }
 
 fn throughput(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
-    let preds = report.predictions();
+    let (rows, preds) = (&report.rows, report.predictions());
     let mut values: Vec<f64> = preds.iter().flat_map(|p| p.ops_per_s.clone()).collect();
-    values.extend(
-        report
-            .rows
-            .iter()
-            .flat_map(|r| [r.min_max().0, r.min_max().1]),
-    );
+    values.extend(rows.iter().flat_map(|r| <[f64; 2]>::from(r.min_max())));
     values.retain(|v| v.is_finite() && *v > 0.0);
-    let lo = values
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min)
-        .min(1e6)
-        * 0.7;
+    let lo = values.iter().copied().fold(1e6, f64::min) * 0.7;
     let hi = values.iter().copied().fold(1e4, f64::max) * 1.5;
     let xmax = f64::from(report.options.predict_to).max(2.0);
     let caption = "threadspawn: ops/s vs workers (dots: measured median, bars: min-max; \
@@ -81,64 +67,45 @@ fn throughput(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
     let mut chart = builder(area, caption)
         .build_cartesian_2d((1f64..xmax).log_scale(), (lo..hi).log_scale())?;
     let mut mesh = chart.configure_mesh();
-    mesh.x_desc("workers")
-        .y_desc("life cycles per second (log)");
-    mesh.light_line_style(WHITE)
-        .x_label_formatter(&|v| format!("{v:.0}"));
+    mesh.x_desc("workers").light_line_style(WHITE);
+    mesh.y_desc("life cycles per second (log)");
+    mesh.x_label_formatter(&|v| format!("{v:.0}"));
     mesh.y_label_formatter(&|v| si(*v)).draw()?;
     for (i, subject) in report.uproc_subjects().into_iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
-        let rows: Vec<_> = report
-            .rows
-            .iter()
-            .filter(|r| r.subject == subject)
+        let (colour, rows) = (colour(&COLOURS, i), report.rows_of(subject));
+        let rows: Vec<_> = rows
+            .map(|r| (r.workers as f64, r.median(), r.min_max()))
             .collect();
-        let bar = |r: &&crate::report::Row| {
-            let ((min, max), x) = (r.min_max(), r.workers as f64);
-            ErrorBar::new_vertical(x, min, r.median(), max, colour.filled(), 8)
-        };
+        let filled = colour.filled();
+        let bars = (rows.iter())
+            .map(|&(x, y, (min, max))| ErrorBar::new_vertical(x, min, y, max, filled, 8));
         let label = format!("{} (measured)", subject.label());
-        let dot = move |(x, y)| Circle::new((x + 10, y), 4, colour.filled());
-        chart
-            .draw_series(rows.iter().map(bar))?
-            .label(label)
-            .legend(dot);
-        let dots = rows
-            .iter()
-            .map(|r| Circle::new((r.workers as f64, r.median()), 4, colour.filled()));
+        let dot = move |(x, y)| Circle::new((x + 10, y), 4, filled);
+        chart.draw_series(bars)?.label(label).legend(dot);
+        let dots = rows.iter().map(|&(x, y, _)| Circle::new((x, y), 4, filled));
         chart.draw_series(dots)?;
         let Some(p) = preds.iter().find(|p| p.subject == subject) else {
             continue;
         };
-        let line = p
-            .ops_per_s
-            .iter()
-            .enumerate()
-            .map(|(i, x)| ((i + 1) as f64, *x));
-        let style = colour.stroke_width(2);
-        let label = format!(
-            "{} PREDICTED (inputs at {}w)",
-            subject.label(),
-            p.from_workers
-        );
+        let ys = p.ops_per_s.iter().copied();
+        let line = (1..).zip(ys).map(|(n, y)| (f64::from(n), y));
+        let (style, who, w) = (colour.stroke_width(2), subject.label(), p.from_workers);
+        let label = format!("{who} PREDICTED (inputs at {w}w)");
         let dash =
             move |(x, y)| PathElement::new([(x, y), (x + 8, y), (x + 12, y), (x + 20, y)], style);
-        chart
-            .draw_series(DashedLineSeries::new(line, 8, 5, style))?
-            .label(label)
-            .legend(dash);
+        let series = DashedLineSeries::new(line, 8, 5, style);
+        chart.draw_series(series)?.label(label).legend(dash);
     }
     let peers = [Subject::Pthread, Subject::StdThread, Subject::Tokio];
-    for (peer, colour) in peers.into_iter().zip(GREYS) {
-        let rows = report.rows.iter().filter(|r| r.subject == peer);
+    for (i, peer) in peers.into_iter().enumerate() {
+        let colour = colour(&GREYS, i);
+        let rows = report.rows_of(peer);
         let pts: Vec<(f64, f64)> = rows.map(|r| (r.workers as f64, r.median())).collect();
         if !pts.is_empty() {
             let label = format!("{} (measured, reference)", peer.label());
             let line = move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour);
-            chart
-                .draw_series(LineSeries::new(pts, colour))?
-                .label(label)
-                .legend(line);
+            let series = LineSeries::new(pts, colour);
+            chart.draw_series(series)?.label(label).legend(line);
         }
     }
     legend(&mut chart, SeriesLabelPosition::LowerRight)
@@ -154,27 +121,18 @@ fn si(v: f64) -> String {
 }
 
 fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
-    let mut names: Vec<&'static str> = Vec::new();
     let bars: Vec<(String, Vec<(&'static str, f64)>)> = (report.rows.iter())
         .filter_map(|r| {
-            let holds = r
-                .budgets(report.clock_ns)?
-                .into_iter()
-                .map(|l| (l.lock, l.hold_ns_per_cycle));
             let Subject::Uproc { profile, body } = r.subject else {
                 return None;
             };
-            Some((
-                format!("{profile} {} {}w", body.name(), r.workers),
-                holds.collect(),
-            ))
+            let holds = r.budgets(report.clock_ns)?;
+            let holds = holds.iter().map(|l| (l.lock, l.hold_ns_per_cycle));
+            let name = format!("{profile} {} {}w", body.name(), r.workers);
+            Some((name, holds.collect()))
         })
         .collect();
-    bars.iter().flat_map(|b| &b.1).for_each(|(n, _)| {
-        if !names.contains(n) {
-            names.push(n)
-        }
-    });
+    let names = crate::dedup(bars.iter().flat_map(|b| b.1.iter().map(|(n, _)| *n)));
     // ns held per life cycle by the locks `names` in a bar
     let held = |h: &[(&str, f64)], names: &[&str]| -> f64 {
         h.iter()
@@ -182,10 +140,7 @@ fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
             .map(|(_, v)| v)
             .sum()
     };
-    let top = bars
-        .iter()
-        .map(|(_, h)| held(h, &names))
-        .fold(1.0, f64::max);
+    let top = bars.iter().map(|b| held(&b.1, &names)).fold(1.0, f64::max);
     let n = bars.len().max(1) as f64;
     let caption = "lock budget: hold ns per life cycle (sampled), stacked by lock";
     let mut chart = builder(area, caption).build_cartesian_2d(-0.5..n - 0.5, 0.0..top * 1.2)?;
@@ -194,21 +149,15 @@ fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
         _ => String::new(),
     };
     let mut mesh = chart.configure_mesh();
-    mesh.disable_x_mesh()
-        .x_labels(bars.len() * 2 + 1)
-        .x_label_formatter(&label_of);
-    mesh.light_line_style(WHITE)
-        .y_desc("ns held per life cycle")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .draw()?;
+    mesh.disable_x_mesh().x_labels(bars.len() * 2 + 1);
+    mesh.x_label_formatter(&label_of).light_line_style(WHITE);
+    mesh.y_desc("ns held per life cycle");
+    mesh.y_label_formatter(&|v| format!("{v:.0}")).draw()?;
     for (k, name) in names.iter().enumerate() {
-        let colour = COLOURS[k % COLOURS.len()];
+        let (colour, fill) = (colour(&COLOURS, k), colour(&COLOURS, k).mix(0.8).filled());
         let rects = bars.iter().enumerate().map(|(i, (_, h))| {
             let (x, below, v) = (i as f64, held(h, &names[..k]), held(h, &names[k..=k]));
-            Rectangle::new(
-                [(x - 0.3, below), (x + 0.3, below + v)],
-                colour.mix(0.8).filled(),
-            )
+            Rectangle::new([(x - 0.3, below), (x + 0.3, below + v)], fill)
         });
         let key = move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled());
         chart.draw_series(rects)?.label(*name).legend(key);

@@ -288,9 +288,14 @@ holds and parallel work measured at the `inputs` worker count, one core per work
 const PREDICT_AT: [usize; 8] = [1, 2, 4, 8, 16, 20, 32, 64];
 
 impl Report {
+    /// The rows of `subject`, workers ascending.
+    pub fn rows_of(&self, subject: Subject) -> impl DoubleEndedIterator<Item = &Row> {
+        self.rows.iter().filter(move |r| r.subject == subject)
+    }
+
     /// The row of `subject` at `workers`.
     pub fn row(&self, subject: Subject, workers: usize) -> Option<&Row> {
-        (self.rows.iter()).find(|r| r.subject == subject && r.workers == workers)
+        self.rows_of(subject).find(|r| r.workers == workers)
     }
 
     /// Median ops/s at `workers` divided by the same subject's median at one worker.
@@ -300,10 +305,8 @@ impl Report {
 
     /// The uproc subjects measured, in table order.
     pub fn uproc_subjects(&self) -> Vec<Subject> {
-        let mut v: Vec<Subject> = self.rows.iter().map(|r| r.subject).collect();
-        v.retain(|s| matches!(s, Subject::Uproc { .. }));
-        v.dedup();
-        v
+        let subjects = self.rows.iter().map(|r| r.subject);
+        crate::dedup(subjects.filter(|s| matches!(s, Subject::Uproc { .. })))
     }
 
     /// Each uproc subject's prediction, from its row at the most workers measured.
@@ -311,7 +314,7 @@ impl Report {
         let to = usize::from(self.options.predict_to);
         (self.uproc_subjects().into_iter())
             .filter_map(|subject| {
-                let row = (self.rows.iter().rev()).find(|r| r.subject == subject)?;
+                let row = self.rows_of(subject).next_back()?;
                 let demands = row.demands(self.clock_ns)?;
                 let (ops_per_s, from_workers) = (model::predict(&demands, to), row.workers);
                 let locks = row.budgets(self.clock_ns)?.iter().map(|b| b.lock).collect();

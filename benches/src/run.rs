@@ -119,14 +119,7 @@ where
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(seconds));
     stop.store(true, Ordering::Relaxed);
-    let results = rt.block_on(async {
-        let mut v = Vec::with_capacity(handles.len());
-        for h in handles {
-            v.push(h.await);
-        }
-        v
-    });
-    collect(start, results.into_iter())
+    collect(start, handles.into_iter().map(|h| rt.block_on(h)))
 }
 
 /// The body of an async worker: `$op` (an expression yielding a future of

@@ -5,7 +5,7 @@
 //! spell of the machine lands on every subject alike instead of on one row.
 
 use crate::args::{Body, Options};
-use crate::load::{LOCK_NAMES, Locks, expected_locks, measure};
+use crate::load::{Locks, expected_locks, measure};
 use crate::peers;
 use crate::report::{Report, Row, Subject};
 use crate::run::Outcome;
@@ -36,14 +36,13 @@ pub fn check_locks(subject: Subject, levels: u32, ops: u64, locks: &Locks) -> Re
     else {
         return Ok(());
     };
-    let bad: Vec<String> = (LOCK_NAMES.iter().zip(expected_locks(profile, levels)))
-        .zip(&locks.0)
-        .filter(|((_, want), got)| !want.admits(got.write, ops))
-        .map(|((name, want), got)| {
-            let each = got.write as f64 / ops as f64;
+    // `locks` starts with the locks of `expected_locks`, in that order.
+    let checked = expected_locks(profile, levels).into_iter().zip(&locks.0);
+    let bad: Vec<String> = (checked.filter(|(want, got)| !want.admits(got.write, ops)))
+        .map(|(want, got)| {
+            let (name, n, each) = (got.name, got.write, got.write as f64 / ops as f64);
             format!(
-                "{name}: {} acquisitions for {ops} life cycles ({each:.3} each, expected {want:?})",
-                got.write
+                "{name}: {n} acquisitions for {ops} life cycles ({each:.3} each, expected {want:?})"
             )
         })
         .collect();
@@ -146,7 +145,7 @@ pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
             r.rates.push(rate);
             r.ops += ops;
             if let (Some(acc), Some(l)) = (r.locks.as_mut(), locks) {
-                acc.add(&l);
+                acc.add(&l.0);
             }
         }
     }
