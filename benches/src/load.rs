@@ -266,13 +266,10 @@ pub fn measure(
     let worker = |i: usize| (rt.clone(), setup.parents[i].clone(), args.clone());
     let before = setup.lock_counts();
     let outcome = if body == Body::Tokio {
-        let trt = crate::run::tokio_runtime(workers);
-        let o = crate::run::run_tokio(&trt, workers, seconds, |i, stop| {
+        crate::run::run_tokio(workers, seconds, |i, stop| {
             let (rt, parent, args) = worker(i);
             async move { crate::worker_loop!(stop, cycle_tokio(&rt, &parent, &args)) }
-        });
-        trt.shutdown_background();
-        o
+        })
     } else {
         crate::run::run_threads(workers, seconds, |i| {
             let (rt, parent, args) = worker(i);

@@ -39,10 +39,8 @@ impl MemoryOutcome {
         let (before, after) = (mib(self.rss_before), mib(self.rss_after));
         let mut s = format!("taskmem {:<9} {:>9} live tasks: ", self.profile, self.count);
         s += &format!("RSS {before:>8.1} MiB -> {after:>8.1} MiB, ");
-        s + &format!(
-            "{:>7.1} bytes/task, {:>6.0} ns/fork",
-            self.bytes_per_task, self.ns_per_fork
-        )
+        let (per_task, per_fork) = (self.bytes_per_task, self.ns_per_fork);
+        s + &format!("{per_task:>7.1} bytes/task, {per_fork:>6.0} ns/fork")
     }
 
     /// One JSON line (`"type": "memory"`).
@@ -58,10 +56,7 @@ impl MemoryOutcome {
 pub fn rss_bytes() -> Result<u64, String> {
     let s = std::fs::read_to_string("/proc/self/statm");
     let s = s.map_err(|e| format!("reading /proc/self/statm: {e}"))?;
-    let pages = s
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse::<u64>().ok());
+    let pages: Option<u64> = s.split_whitespace().nth(1).and_then(|v| v.parse().ok());
     let pages = pages.ok_or_else(|| format!("unexpected /proc/self/statm: {s:?}"))?;
     // SAFETY: sysconf has no preconditions; _SC_PAGESIZE is a valid name.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -85,10 +80,8 @@ pub fn measure_memory(profile: Profile, count: usize) -> Result<MemoryOutcome, S
     let mut tasks: Vec<Option<Task>> = vec![None; count];
     let (args, rss_before, start) = (CloneArgs::default(), rss_bytes()?, Instant::now());
     for (i, slot) in tasks.iter_mut().enumerate() {
-        let child = parent
-            .fork(&args)
-            .map_err(|e| format!("fork (live task {i}): {e}"))?;
-        *slot = Some(child);
+        let child = parent.fork(&args);
+        *slot = Some(child.map_err(|e| format!("fork (live task {i}): {e}"))?);
     }
     let ns_per_fork = start.elapsed().as_nanos() as f64 / count as f64;
     let rss_after = rss_bytes()?;

@@ -5,7 +5,7 @@
 //! Each has the same shape as the uproc loop: N workers, each creating one empty unit of
 //! execution and waiting for its end, over and over.
 
-use crate::run::{Outcome, run_threads, run_tokio, tokio_runtime};
+use crate::run::{Outcome, run_threads, run_tokio};
 use core::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::ptr::{null, null_mut};
@@ -62,14 +62,11 @@ pub fn std_thread(workers: usize, seconds: f64) -> Outcome {
 /// A tokio multi-thread runtime with `workers` worker threads, `workers` tasks each
 /// looping `tokio::spawn(async {}).await` for `seconds`.
 pub fn tokio(workers: usize, seconds: f64) -> Outcome {
-    let rt = tokio_runtime(workers);
-    let o = run_tokio(&rt, workers, seconds, |_, stop| async move {
+    run_tokio(workers, seconds, |_, stop| async move {
         crate::worker_loop!(stop, async {
             tokio::spawn(async {})
                 .await
                 .map_err(|e| format!("tokio::spawn: {e}"))
         })
-    });
-    rt.shutdown_background();
-    o
+    })
 }

@@ -11,7 +11,6 @@ use crate::load::Locks;
 use crate::model::{self, Demands};
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::fmt::Write as _;
 use uproc_abi::Profile;
 
 /// The kernel's published threadspawn1 figures on 20 processes: Linux 6.18 (two
@@ -142,11 +141,9 @@ impl Row {
             let per_cycle = |ns: f64| if s.write > 0 { ns * per(s.write) } else { 0.0 };
             let (mean, short) = (net(mean), s.wait.samples - long_waits);
             let hold = per_cycle(mean);
-            let short_wait = if short == 0 {
-                0.0
-            } else {
-                wait * short as f64 / s.wait.samples as f64
-            };
+            // The short waits' mean over all sampled waits; 0 without short waits (their
+            // mean is then NaN, and `NaN.max(0.0)` is 0).
+            let short_wait = (wait * short as f64 / s.wait.samples as f64).max(0.0);
             LockBudget {
                 lock: s.name,
                 write: per(s.write),
@@ -620,27 +617,23 @@ pub fn typed(kind: &str, parts: impl IntoIterator<Item = Value>) -> Value {
 /// A text table: the first column left-aligned, the others right-aligned, each as wide as
 /// its widest cell; an empty row is a blank line.
 pub fn grid<H: AsRef<str>>(head: &[H], rows: Vec<Vec<String>>) -> String {
-    let mut width: Vec<usize> = head.iter().map(|h| h.as_ref().len()).collect();
+    let head: Vec<String> = head.iter().map(|h| h.as_ref().to_string()).collect();
+    let mut width: Vec<usize> = head.iter().map(String::len).collect();
     for r in &rows {
         for (w, c) in width.iter_mut().zip(r) {
             *w = (*w).max(c.len());
         }
     }
-    let line = |cells: &mut dyn Iterator<Item = &str>| {
-        let mut l = String::new();
-        for (i, (c, w)) in cells.zip(&width).enumerate() {
-            let _ = if i == 0 {
-                write!(l, "{c:<w$}")
-            } else {
-                write!(l, " {c:>w$}")
-            };
+    let line = |cells: &Vec<String>| {
+        let first = cells.first().map_or("", String::as_str);
+        let mut l = format!("{first:<w$}", w = width[0]);
+        for (c, w) in cells.iter().zip(&width).skip(1) {
+            l += &format!(" {c:>w$}");
         }
-        l + "\n"
+        // An empty row is padding only.
+        l.trim_end().to_string() + "\n"
     };
-    let mut s = line(&mut head.iter().map(|h| h.as_ref()));
+    let mut s = line(&head);
     s += &format!("{}\n", "-".repeat(s.len() - 1));
-    for r in &rows {
-        s += &line(&mut r.iter().map(String::as_str));
-    }
-    s
+    s + &rows.iter().map(line).collect::<String>()
 }

@@ -82,21 +82,11 @@ fn collect<E>(start: Instant, results: impl Iterator<Item = Result<Worker, E>>) 
 /// What one worker returns: its complete operations and its failure, if any.
 type Worker = (u64, Option<String>);
 
-/// A tokio multi-thread runtime with `workers` worker threads, as the tokio peer and the
-/// tokio body use it.
-pub fn tokio_runtime(workers: usize) -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name("tokio-worker")
-        .build()
-        .expect("building a tokio runtime")
-}
-
-/// Runs `workers` tokio tasks on `rt`. `make(i, stop)` builds worker `i`'s future,
-/// which must loop until `stop` is raised (see [`worker_loop!`](crate::worker_loop))
-/// and return its complete operations and first failure.
+/// Runs `workers` tokio tasks on a multi-thread runtime of its own with `workers` worker
+/// threads, shut down after the run. `make(i, stop)` builds worker `i`'s future, which
+/// must loop until `stop` is raised (see [`worker_loop!`](crate::worker_loop)) and
+/// return its complete operations and first failure.
 pub fn run_tokio<Fut>(
-    rt: &tokio::runtime::Runtime,
     workers: usize,
     seconds: f64,
     mut make: impl FnMut(usize, Arc<AtomicBool>) -> Fut,
@@ -104,6 +94,11 @@ pub fn run_tokio<Fut>(
 where
     Fut: Future<Output = Worker> + Send + 'static,
 {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("tokio-worker")
+        .build()
+        .expect("building a tokio runtime");
     let stop = Arc::new(AtomicBool::new(false));
     let barrier = Arc::new(tokio::sync::Barrier::new(workers + 1));
     let handles: Vec<_> = (0..workers)
@@ -119,7 +114,9 @@ where
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(seconds));
     stop.store(true, Ordering::Relaxed);
-    collect(start, handles.into_iter().map(|h| rt.block_on(h)))
+    let outcome = collect(start, handles.into_iter().map(|h| rt.block_on(h)));
+    rt.shutdown_background();
+    outcome
 }
 
 /// The body of an async worker: `$op` (an expression yielding a future of

@@ -108,16 +108,15 @@ pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
             locks,
         }
     };
-    let mut rows: Vec<Row> = (subjects.iter())
-        .flat_map(|&s| workers.iter().map(move |&w| row(s, w)))
+    // In the order of the runs, sorted subject-major at the end.
+    let mut rows: Vec<Row> = (workers.iter())
+        .flat_map(|&w| subjects.iter().map(move |&s| row(s, w)))
         .collect();
     let mut problems = Vec::new();
     let pb = progress_bar(usize::from(o.repeats) * rows.len(), o.seconds);
     for rep in 1..=o.repeats {
-        for (&w, &subject) in workers
-            .iter()
-            .flat_map(|w| subjects.iter().map(move |s| (w, s)))
-        {
+        for r in rows.iter_mut() {
+            let (subject, w) = (r.subject, r.workers);
             let label = format!("{} workers={w} repeat={rep}/{}", subject.label(), o.repeats);
             pb.set_message(label.clone());
             pb.inc(1);
@@ -140,8 +139,6 @@ pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
             } else if let Some(Err(e)) = check {
                 problems.push(format!("workers={w}: {e}"));
             }
-            let r = (rows.iter_mut()).find(|r| r.subject == subject && r.workers == w);
-            let r = r.expect("a row for every subject and worker count");
             r.rates.push(rate);
             r.ops += ops;
             if let (Some(acc), Some(l)) = (r.locks.as_mut(), locks) {
@@ -151,6 +148,7 @@ pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
     }
     pb.finish_and_clear();
     rows.retain(|r| !r.rates.is_empty());
+    rows.sort_by_key(|r| subjects.iter().position(|s| *s == r.subject));
     let options = o.clone();
     let report = Report {
         options,

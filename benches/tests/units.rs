@@ -234,8 +234,7 @@ mod run {
 
     #[test]
     fn tokio_runner_counts_complete_ops() {
-        let rt = tokio_runtime(2);
-        let o = run_tokio(&rt, 2, 0.05, |_, stop| async move {
+        let o = run_tokio(2, 0.05, |_, stop| async move {
             uproc_benches::worker_loop!(stop, async { Ok::<(), String>(()) })
         });
         assert!(o.ops > 0 && o.failure.is_none());

@@ -1,4 +1,4 @@
-//! `lifecycles PROFILE N [SAMPLE_ONE_IN]`: runs exactly N bookkeeping life cycles (fork, exit, reap) of
+//! `lifecycles PROFILE N`: runs exactly N bookkeeping life cycles (fork, exit, reap) of
 //! one parent under PROFILE, for instruction counting. Instructions per life cycle are
 //! deterministic where wall time is not:
 //!
@@ -10,33 +10,22 @@
 //! done   # (refs at 20000 - refs at 10000) / 10000 = instructions per life cycle
 //! ```
 
-use uproc::{CloneArgs, Profile, Runtime};
-use uproc_benches::load::cycle_none;
+use uproc::Profile;
+use uproc_benches::load::{Setup, cycle_none};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let profile = args.get(1).and_then(|p| p.parse::<Profile>().ok());
-    let (Some(profile), Some(n)) = (profile, args.get(2).and_then(|n| n.parse::<u64>().ok()))
-    else {
-        eprintln!("usage: lifecycles PROFILE N [SAMPLE_ONE_IN]");
+    let (Some(profile), Some(n)) = (
+        args.get(1).and_then(|p| p.parse::<Profile>().ok()),
+        args.get(2).and_then(|n| n.parse::<u64>().ok()),
+    ) else {
+        eprintln!("usage: lifecycles linux618|linux70 N");
         std::process::exit(2);
     };
-    // Optional third argument: time one lock acquisition in this many (0: counts only).
-    if let Some(n) = args.get(3).and_then(|n| n.parse().ok()) {
-        uproc_abi::lockstat::set_sample_one_in(n);
-    }
-    uproc_benches::init_tracing();
-    let rt = Runtime::builder()
-        .profile(profile)
-        .build()
-        .expect("runtime");
-    let parent = rt
-        .init()
-        .fork(&CloneArgs::default())
-        .expect("fork the parent");
-    let args = CloneArgs::default();
+    // One parent in the root namespace, plain forks: what `threadspawn` runs per worker.
+    let setup = Setup::new(profile, Default::default(), 1).expect("a runtime and a parent");
     for i in 0..n {
-        if let Err(e) = cycle_none(&parent, &args) {
+        if let Err(e) = cycle_none(&setup.parents[0], &setup.args) {
             eprintln!("lifecycles: cycle {i}: {e}");
             std::process::exit(1);
         }

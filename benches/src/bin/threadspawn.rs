@@ -16,14 +16,12 @@ fn main() -> ExitCode {
     } else {
         let report;
         (report, problems) = measure_all(&opts);
-        print!(
-            "{}",
-            if opts.json {
-                report.json_lines()
-            } else {
-                report.table()
-            }
-        );
+        let out = if opts.json {
+            report.json_lines()
+        } else {
+            report.table()
+        };
+        print!("{out}");
         if let Some(path) = &opts.plot {
             match uproc_benches::plot::draw(&report, path) {
                 Ok(()) => eprintln!("threadspawn: chart written to {}", path.display()),
