@@ -59,3 +59,8 @@ pub fn dedup<T: PartialEq>(v: impl IntoIterator<Item = T>) -> Vec<T> {
     });
     out
 }
+
+/// `map_err`'s argument for a uproc call: its `Errno` as `what: error`.
+pub fn errno(what: &str) -> impl FnOnce(uproc::Errno) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}

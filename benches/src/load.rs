@@ -8,6 +8,7 @@
 //! innermost first, so a run leaves no task, pid or charge behind.
 
 use crate::args::Body;
+use crate::errno;
 use crate::run::Outcome;
 use uproc::{CloneArgs, CloneFlags, Errno, Runtime, Spawn, Task, WaitId, WaitOptions};
 use uproc_abi::Profile;
@@ -109,11 +110,6 @@ pub fn expected_locks(profile: Profile, levels: u32) -> [Expected; 3] {
     }
 }
 
-/// `map_err`'s argument: an `Errno` as `what: error`.
-fn errno(what: &str) -> impl FnOnce(Errno) -> String + '_ {
-    move |e| format!("{what}: {e}")
-}
-
 /// One runtime set up for a run: the namespace holders and one parent per worker.
 #[derive(Debug)]
 pub struct Setup {
@@ -152,9 +148,8 @@ impl Setup {
         }
         let mut parents = Vec::with_capacity(workers);
         for _ in 0..workers {
-            let p = top
-                .fork(&Default::default())
-                .map_err(errno("fork(parent)"))?;
+            let p = top.fork(&CloneArgs::default());
+            let p = p.map_err(errno("fork(parent)"))?;
             if let Some(cg) = &cgroup {
                 cg.attach(&p).map_err(errno("cgroup attach"))?;
             }

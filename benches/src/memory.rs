@@ -11,9 +11,11 @@
 //! Freed memory stays in the allocator, so a second measurement in the same process
 //! would reuse it and read low: the binary measures each profile in a fresh process.
 
+use crate::errno;
 use std::time::Instant;
 use uproc::{CloneArgs, Runtime, Task};
 use uproc_abi::Profile;
+use uproc_pidns::PID_MAX_LIMIT;
 
 /// What one memory measurement found.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -69,13 +71,10 @@ pub fn rss_bytes() -> Result<u64, String> {
 /// the caller is a process that prints the result and exits, and tearing down a million
 /// tasks would only measure teardown.
 pub fn measure_memory(profile: Profile, count: usize) -> Result<MemoryOutcome, String> {
-    let rt = Runtime::builder()
-        .profile(profile)
-        .pid_max(uproc_pidns::PID_MAX_LIMIT)
-        .build();
-    let rt = rt.map_err(|e| format!("Runtime::build: {e}"))?;
+    let builder = Runtime::builder().profile(profile).pid_max(PID_MAX_LIMIT);
+    let rt = builder.build().map_err(errno("Runtime::build"))?;
     let parent = rt.init().fork(&CloneArgs::default());
-    let parent = parent.map_err(|e| format!("fork(parent): {e}"))?;
+    let parent = parent.map_err(errno("fork(parent)"))?;
     // Touch the handle array first, so its pages are in the baseline.
     let mut tasks: Vec<Option<Task>> = vec![None; count];
     let (args, rss_before, start) = (CloneArgs::default(), rss_bytes()?, Instant::now());

@@ -35,10 +35,10 @@ pub fn pthread_cycle() -> Result<(), String> {
 
 /// A pthread function's return value (0 or an error number) as a `Result`.
 fn pthread_result(what: &str, rc: libc::c_int) -> Result<(), String> {
-    let e = std::io::Error::from_raw_os_error(rc);
-    (rc == 0)
-        .then_some(())
-        .ok_or_else(|| format!("{what}: {e}"))
+    match rc {
+        0 => Ok(()),
+        _ => Err(format!("{what}: {}", std::io::Error::from_raw_os_error(rc))),
+    }
 }
 
 /// `workers` threads looping [`pthread_cycle`] for `seconds`.

@@ -329,11 +329,8 @@ impl Report {
     /// The model at `row`'s worker count from `row`'s own inputs, and from the inputs of
     /// the same subject's one-worker row: `(predicted, predicted from 1 worker)`.
     pub fn validation(&self, row: &Row) -> (Option<f64>, Option<f64>) {
-        let at = |d: Demands| model::predict(&d, row.workers).pop();
-        let one = self
-            .row(row.subject, 1)
-            .and_then(|r| r.demands(self.clock_ns));
-        (row.demands(self.clock_ns).and_then(at), one.and_then(at))
+        let at = |r: &Row| model::predict(&r.demands(self.clock_ns)?, row.workers).pop();
+        (at(row), self.row(row.subject, 1).and_then(at))
     }
 
     fn ratio(&self, name: String, num: Subject, den: Subject) -> Option<Ratio> {
@@ -379,9 +376,8 @@ impl Report {
             let (Subject::Uproc { body, .. }, profile) = (new.subject, Profile::ALL[0]) else {
                 return None;
             };
-            let old = preds
-                .iter()
-                .find(|o| o.subject == Subject::Uproc { profile, body })?;
+            let oldest = Subject::Uproc { profile, body };
+            let old = preds.iter().find(|o| o.subject == oldest)?;
             (old.subject != new.subject).then_some((old, new))
         });
         let ratio = |(old, new): (&Prediction, &Prediction)| {
@@ -526,10 +522,8 @@ impl Report {
         let body = Body::None;
         let at = |profile| {
             let subject = Subject::Uproc { profile, body };
-            preds
-                .iter()
-                .find(|p| p.subject == subject)?
-                .at(KERNEL_WORKERS)
+            let prediction = preds.iter().find(|p| p.subject == subject)?;
+            prediction.at(KERNEL_WORKERS)
         };
         if let (Some(old), Some(new)) = (at(Profile::Linux618), at(Profile::Linux70)) {
             let ((k618, lo, hi), n, x) = (KERNEL_20, KERNEL_WORKERS, new / old);

@@ -44,14 +44,7 @@ where
                 .name(format!("worker-{i}"))
                 .spawn(move || {
                     barrier.wait();
-                    let mut n = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        if let Err(e) = op() {
-                            return (n, Some(e));
-                        }
-                        n += 1;
-                    }
-                    (n, None)
+                    crate::worker_loop!(sync stop, op())
                 })
                 .expect("spawning a benchmark worker thread")
         })
@@ -121,14 +114,18 @@ where
 
 /// The body of an async worker: `$op` (an expression yielding a future of
 /// `Result<(), String>`) awaited in a loop until `$stop` (an `Arc<AtomicBool>`) is
-/// raised; evaluates to `(complete ops, first failure)`.
+/// raised; evaluates to `(complete ops, first failure)`. `sync` before `$stop`: `$op`
+/// is called, not awaited (the thread workers' loop).
 #[macro_export]
 macro_rules! worker_loop {
-    ($stop:expr, $op:expr) => {{
+    ($stop:expr, $op:expr) => {
+        $crate::worker_loop!(sync $stop, $op.await)
+    };
+    (sync $stop:expr, $op:expr) => {{
         let mut n = 0u64;
         let mut failure = None;
         while !$stop.load(::std::sync::atomic::Ordering::Relaxed) {
-            if let Err(e) = $op.await {
+            if let Err(e) = $op {
                 failure = Some(e);
                 break;
             }
