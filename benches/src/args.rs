@@ -62,13 +62,8 @@ fn seconds(s: &str) -> Result<f64, String> {
     }
 }
 
-fn count(s: &str) -> Result<usize, String> {
-    let max = uproc_pidns::PID_MAX_LIMIT as usize - 400;
-    match s.parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(format!("`{s}` is not a count in 1..={max}")),
-    }
-}
+/// The most live tasks memory mode holds: `pid_max` at its limit, less room for init.
+const MAX_COUNT: u64 = uproc_pidns::PID_MAX_LIMIT as u64 - 400;
 
 /// N workers each loop { fork a child from its own parent task; the child exits; the
 /// parent reaps } for a fixed time, per lock profile, beside the same loop on
@@ -124,7 +119,8 @@ pub struct Options {
     #[arg(long)]
     pub memory: bool,
     /// Live tasks held in memory mode
-    #[arg(long, default_value = "1000000", value_parser = count)]
+    #[arg(long, default_value = "1000000",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_COUNT))]
     pub count: usize,
 }
 

@@ -141,9 +141,8 @@ impl Setup {
             let cg = rt.cgroup_root().mkdir("threadspawn");
             let cg = cg.map_err(errno("mkdir threadspawn"))?;
             // Each parent and its one child at a time, plus room: never binding.
-            let max = (2 * workers + 16).to_string();
-            cg.write("pids.max", &max)
-                .map_err(errno("write pids.max"))?;
+            let written = cg.write("pids.max", &(2 * workers + 16).to_string());
+            written.map_err(errno("write pids.max"))?;
             cgroup = Some(cg);
         }
         let mut parents = Vec::with_capacity(workers);
@@ -179,12 +178,11 @@ impl Setup {
         let mut chain = vec![self.rt.init()];
         chain.extend(self.holders.iter().cloned());
         let top = chain.last().expect("init at least");
-        for p in &self.parents {
-            reap(top, p)?;
-        }
-        for w in chain.windows(2).rev() {
-            reap(&w[0], &w[1])?;
-        }
+        self.parents.iter().try_for_each(|p| reap(top, p))?;
+        chain
+            .windows(2)
+            .rev()
+            .try_for_each(|w| reap(&w[0], &w[1]))?;
         if let Some(cg) = self.cgroup {
             cg.rmdir().map_err(errno("rmdir threadspawn"))?;
         }

@@ -47,11 +47,8 @@ fn legend<'a, X: Ranged, Y: Ranged>(
 ) -> Result<(), Failure> {
     let mut labels = chart.configure_series_labels();
     labels.position(at).label_font(("sans-serif", 12));
-    labels
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
-    Ok(())
+    labels.background_style(WHITE.mix(0.85)).border_style(BLACK);
+    Ok(labels.draw()?)
 }
 
 fn throughput(report: &Report, area: &Area<'_>) -> Result<(), Failure> {

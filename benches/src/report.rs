@@ -167,10 +167,8 @@ impl Row {
     /// parallel work. None without sampled times for a lock that was taken.
     pub fn demands(&self, clock_ns: f64) -> Option<Demands> {
         let b = self.budgets(clock_ns)?;
-        let locked: f64 = b
-            .iter()
-            .map(|l| l.hold_ns_per_cycle + l.wait_ns_per_cycle)
-            .sum();
+        let held = |l: &LockBudget| l.hold_ns_per_cycle + l.wait_ns_per_cycle;
+        let locked: f64 = b.iter().map(held).sum();
         locked.is_finite().then(|| Demands {
             parallel_ns: (self.ns_per_op_per_worker() - locked).max(0.0),
             holds_ns: b.iter().map(|l| l.hold_ns_per_cycle).collect(),
@@ -191,17 +189,6 @@ pub fn median(v: &[f64]) -> f64 {
 
 /// One ratio line: a name and its value at each worker count (None: not measured).
 pub type Ratio = (String, Vec<Option<f64>>);
-
-/// Ceilings of a newer profile over an older one's.
-#[derive(Clone, Debug, Serialize)]
-pub struct CeilingRatio {
-    /// `ceiling ratio NEW / OLD (body=B)`.
-    pub name: String,
-    /// Per lock: the later profile's ceiling over the first's.
-    pub per_lock: serde_json::Map<String, Value>,
-    /// Of the binding locks' ceilings.
-    pub binding: f64,
-}
 
 /// A uproc subject's prediction: the inputs' row, and ops/s at 1..=`predict_to` workers.
 #[derive(Clone, Debug)]
@@ -368,9 +355,10 @@ impl Report {
         out
     }
 
-    /// Each later profile's ceilings over the first profile's, per body: per lock and
-    /// for the binding lock (>1: the later profile allows more ops/s).
-    pub fn ceiling_ratios(&self) -> Vec<CeilingRatio> {
+    /// Each later profile's ceilings over the first profile's, per body, as objects:
+    /// `name` (`ceiling ratio NEW / OLD`), `per_lock` (lock name: ratio) and `binding` (of
+    /// the binding locks' ceilings); >1: the later profile allows more ops/s.
+    pub fn ceiling_ratios(&self) -> Vec<Value> {
         let preds = self.predictions();
         let pairs = preds.iter().filter_map(|new| {
             let (Subject::Uproc { body, .. }, profile) = (new.subject, Profile::ALL[0]) else {
@@ -384,11 +372,9 @@ impl Report {
             let per_lock = (new.locks.iter().zip(&new.demands.holds_ns))
                 .map(|(lock, n)| (lock.to_string(), json!(old.hold(lock).map(|o| o / n))));
             let (new_label, old_label) = (new.subject.label(), old.subject.label());
-            CeilingRatio {
-                name: format!("ceiling ratio {new_label} / {old_label}"),
-                per_lock: per_lock.collect(),
-                binding: new.binding_ceiling() / old.binding_ceiling(),
-            }
+            json!({"name": format!("ceiling ratio {new_label} / {old_label}"),
+                "per_lock": per_lock.collect::<serde_json::Map<_, _>>(),
+                "binding": new.binding_ceiling() / old.binding_ceiling()})
         };
         pairs.map(ratio).collect()
     }
@@ -430,7 +416,7 @@ impl Report {
             }
         }
         let ceilings = self.ceiling_ratios().into_iter();
-        lines.extend(ceilings.map(|c| typed("ceiling_ratio", [json!(c)])));
+        lines.extend(ceilings.map(|c| typed("ceiling_ratio", [c])));
         for p in self.predictions() {
             lines.extend(p.ops_per_s.iter().enumerate().map(|(i, x)| {
                 let fields = json!({"workers": i + 1, "predicted_ops_per_s": x,
@@ -489,10 +475,15 @@ impl Report {
                 s += &format!("binding lock of {who} ({w}w): {lock} ({c:.0} ops/s)\n");
             }
         }
-        for c in self.ceiling_ratios() {
-            let each = (c.per_lock.iter()).map(|(n, r)| format!("{n} {}", fmt(r.as_f64(), 2)));
-            let each = each.collect::<Vec<_>>().join(", ");
-            s += &format!("{}: binding {:.2}; per lock: {each}\n", c.name, c.binding);
+        for c in of("ceiling_ratio") {
+            let ratio = |r: &Value| fmt(r.as_f64(), 2);
+            let per_lock = c["per_lock"].as_object().into_iter().flatten();
+            let each: Vec<_> = per_lock.map(|(n, r)| format!("{n} {}", ratio(r))).collect();
+            let (name, each) = (c["name"].as_str().unwrap_or(""), each.join(", "));
+            s += &format!(
+                "{name}: binding {}; per lock: {each}\n",
+                ratio(&c["binding"])
+            );
         }
         s += &format!("({BUDGET_NOTE}: {:.0} ns)\n", self.clock_ns);
         s + &self.prediction_table()
@@ -578,9 +569,8 @@ pub fn columns(spec: &'static str) -> Vec<Col> {
         let (ptr, decimals) = rest.rsplit_once(':')?;
         Some((head, ptr, decimals.parse().ok()?))
     };
-    spec.split_whitespace()
-        .map(|c| col(c).expect("a valid column"))
-        .collect()
+    let specs = spec.split_whitespace();
+    specs.map(|c| col(c).expect("a valid column")).collect()
 }
 
 /// The headers of `cols`.

@@ -49,10 +49,9 @@ pub fn check_locks(subject: Subject, levels: u32, ops: u64, locks: &Locks) -> Re
     if bad.is_empty() {
         return Ok(());
     }
+    let (who, bad) = (subject.label(), bad.join("; "));
     Err(format!(
-        "{} levels={levels}: lock counts differ from the expected: {}",
-        subject.label(),
-        bad.join("; ")
+        "{who} levels={levels}: lock counts differ from the expected: {bad}"
     ))
 }
 
@@ -130,13 +129,11 @@ pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
             };
             let (rate, ops, secs) = (outcome.ops_per_sec(), outcome.ops, outcome.elapsed);
             tracing::info!(ops, secs = secs.as_secs_f64(), "{label}: {rate:.0} ops/s");
-            let check = locks
-                .as_ref()
-                .map(|l| check_locks(subject, o.shape.levels, ops, l));
+            let check = |l| check_locks(subject, o.shape.levels, ops, l);
             if let Some(f) = &outcome.failure {
                 tracing::error!("{label}: FAILED: {f}");
                 problems.push(format!("{label}: {f}"));
-            } else if let Some(Err(e)) = check {
+            } else if let Some(Err(e)) = locks.as_ref().map(check) {
                 problems.push(format!("workers={w}: {e}"));
             }
             r.rates.push(rate);
