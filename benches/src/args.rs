@@ -30,20 +30,14 @@ impl Body {
     }
 }
 
-/// One `--profile` value: `all` or one profile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProfileSel {
-    /// Every profile that exists ([`Profile::ALL`]).
-    All,
-    /// This one.
-    One(Profile),
-}
-
-/// `all` and every existing profile's name, so `--help` lists exactly what exists.
-fn profile_parser() -> impl clap::builder::TypedValueParser<Value = ProfileSel> {
+/// `all` and every existing profile's name, so `--help` lists exactly what exists; each
+/// value parses to the profiles it names (`all`: every one in [`Profile::ALL`]).
+fn profile_parser() -> impl clap::builder::TypedValueParser<Value = &'static [Profile]> {
     let names = std::iter::once("all").chain(Profile::ALL.iter().map(|p| p.name()));
-    clap::builder::PossibleValuesParser::new(names)
-        .map(|s| s.parse().map_or(ProfileSel::All, ProfileSel::One))
+    clap::builder::PossibleValuesParser::new(names).map(|s| {
+        let one = Profile::ALL.iter().position(|p| p.name() == s);
+        one.map_or(Profile::ALL, |i| &Profile::ALL[i..=i])
+    })
 }
 
 fn default_workers() -> &'static str {
@@ -79,7 +73,7 @@ pub struct Options {
     /// Profiles to measure, comma-separated; `all` is every profile that exists
     #[arg(long = "profile", default_value = "all", value_parser = profile_parser(),
           value_delimiter = ',', num_args = 1.., action = clap::ArgAction::Set)]
-    pub profiles: Vec<ProfileSel>,
+    pub profiles: Vec<&'static [Profile]>,
     /// Worker counts, comma-separated, each in 1..=1024 (default: 1, 2 and nproc if larger)
     #[arg(long, default_value = default_workers(), value_delimiter = ',', num_args = 1..,
           value_parser = clap::value_parser!(u16).range(1..=1024), action = clap::ArgAction::Set)]
@@ -127,10 +121,7 @@ pub struct Options {
 impl Options {
     /// The profiles, `all` expanded, without repeats, in the order given.
     pub fn profile_list(&self) -> Vec<Profile> {
-        dedup(self.profiles.iter().flat_map(|sel| match sel {
-            ProfileSel::All => Profile::ALL.to_vec(),
-            ProfileSel::One(p) => vec![*p],
-        }))
+        dedup(self.profiles.iter().flat_map(|p| p.iter().copied()))
     }
 
     /// The worker counts, ascending, without repeats.

@@ -65,13 +65,12 @@ pub fn clock_ns() -> f64 {
 /// A bar on stderr when the whole invocation takes more than a few seconds (and stderr
 /// is a terminal); hidden otherwise.
 fn progress_bar(runs: usize, seconds: f64) -> ProgressBar {
-    let pb = ProgressBar::with_draw_target(Some(runs as u64), ProgressDrawTarget::stderr());
+    let pb = ProgressBar::new(runs as u64); // drawn on stderr
     if runs as f64 * seconds < 3.0 {
         pb.set_draw_target(ProgressDrawTarget::hidden());
     }
     let style = ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}");
-    pb.set_style(style.expect("a valid template"));
-    pb
+    pb.with_style(style.expect("a valid template"))
 }
 
 /// One run of `subject`: its outcome and (uproc) lock deltas.

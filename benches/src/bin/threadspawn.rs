@@ -41,10 +41,8 @@ fn main() -> ExitCode {
 fn memory(opts: &Options, problems: &mut Vec<String>) {
     let profiles = opts.profile_list();
     if let [profile] = profiles[..] {
-        eprintln!(
-            "threadspawn: memory: {} live tasks under {profile} ...",
-            opts.count
-        );
+        let count = opts.count;
+        eprintln!("threadspawn: memory: {count} live tasks under {profile} ...");
         match measure_memory(profile, opts.count) {
             Ok(m) => println!("{}", if opts.json { m.json() } else { m.line() }),
             Err(e) => problems.push(format!("memory: {profile}: {e}")),
