@@ -20,13 +20,10 @@ pub enum Body {
 }
 
 impl Body {
-    /// The name used on the command line and in the table.
-    pub fn name(self) -> &'static str {
-        match self {
-            Body::None => "none",
-            Body::Thread => "thread",
-            Body::Tokio => "tokio",
-        }
+    /// The name used on the command line (clap's, from the variant) and in the table.
+    pub fn name(self) -> String {
+        let value = self.to_possible_value().expect("no body is skipped");
+        value.get_name().to_string()
     }
 }
 

@@ -396,19 +396,17 @@ impl Report {
                 let named = b.iter().map(|b| (b.lock.to_string(), json!(b)));
                 named.collect::<serde_json::Map<_, _>>()
             });
-            lines.push(typed(
-                "row",
-                [json!(r.subject), json!({
-                    "label": r.subject.label(), "workers": r.workers,
-                    "ops_per_s": r.median(), "ops_per_s_min": min, "ops_per_s_max": max,
-                    "ns_per_op_per_worker": r.ns_per_op_per_worker(), "scaling": self.scaling(r),
-                    "ops": r.ops, "predicted_ops_per_s": pred,
-                    "prediction_error_pct": pred.map(|p| model::error_pct(p, r.median())),
-                    "predicted_from_1_worker_ops_per_s": from1,
-                    "parallel_ns_per_cycle": r.demands(clock_ns).map(|d| d.parallel_ns),
-                    "locks_per_cycle": budgets,
-                })],
-            ));
+            let fields = json!({
+                "label": r.subject.label(), "workers": r.workers,
+                "ops_per_s": r.median(), "ops_per_s_min": min, "ops_per_s_max": max,
+                "ns_per_op_per_worker": r.ns_per_op_per_worker(), "scaling": self.scaling(r),
+                "ops": r.ops, "predicted_ops_per_s": pred,
+                "prediction_error_pct": pred.map(|p| model::error_pct(p, r.median())),
+                "predicted_from_1_worker_ops_per_s": from1,
+                "parallel_ns_per_cycle": r.demands(clock_ns).map(|d| d.parallel_ns),
+                "locks_per_cycle": budgets,
+            });
+            lines.push(typed("row", [json!(r.subject), fields]));
         }
         for (name, values) in self.ratios() {
             for (w, v) in o.worker_list().into_iter().zip(values) {
@@ -457,7 +455,7 @@ impl Report {
             [vec![name], values.iter().map(|v| fmt(*v, 2)).collect()].concat()
         });
         let head = vec!["ratio of median ops/s (>1: the first is faster)".into()];
-        s += &by_workers(head, self.options.worker_list(), ratios.collect());
+        s += &by_workers(head, &self.options.worker_list(), ratios.collect());
         let rows = of("row").flat_map(|r| {
             let locks = r["locks_per_cycle"].as_object().into_iter().flatten();
             locks.map(move |(lock, l)| {
@@ -480,10 +478,8 @@ impl Report {
             let per_lock = c["per_lock"].as_object().into_iter().flatten();
             let each: Vec<_> = per_lock.map(|(n, r)| format!("{n} {}", ratio(r))).collect();
             let (name, each) = (c["name"].as_str().unwrap_or(""), each.join(", "));
-            s += &format!(
-                "{name}: binding {}; per lock: {each}\n",
-                ratio(&c["binding"])
-            );
+            let binding = ratio(&c["binding"]);
+            s += &format!("{name}: binding {binding}; per lock: {each}\n");
         }
         s += &format!("({BUDGET_NOTE}: {:.0} ns)\n", self.clock_ns);
         s + &self.prediction_table()
@@ -498,7 +494,7 @@ impl Report {
             [head, ws.iter().map(|&w| fmt(p.at(w), 0)).collect()].concat()
         });
         let head = vec!["PREDICTION* (model), ops/s".into(), "inputs".into()];
-        let mut s = by_workers(head, ws.iter().copied(), rows.collect());
+        let mut s = by_workers(head, &ws, rows.collect());
         if preds.is_empty() {
             return s;
         }
@@ -530,12 +526,8 @@ impl Report {
 
 /// A table whose first columns are `head` and then one per worker count of `workers`
 /// (`2w`), after a blank line; nothing without rows.
-fn by_workers(
-    head: Vec<String>,
-    workers: impl IntoIterator<Item = usize>,
-    rows: Vec<Vec<String>>,
-) -> String {
-    let head = [head, workers.into_iter().map(|w| format!("{w}w")).collect()].concat();
+fn by_workers(head: Vec<String>, workers: &[usize], rows: Vec<Vec<String>>) -> String {
+    let head = [head, workers.iter().map(|w| format!("{w}w")).collect()].concat();
     if rows.is_empty() {
         return String::new();
     }

@@ -38,14 +38,13 @@ pub fn check_locks(subject: Subject, levels: u32, ops: u64, locks: &Locks) -> Re
     };
     // `locks` starts with the locks of `expected_locks`, in that order.
     let checked = expected_locks(profile, levels).into_iter().zip(&locks.0);
-    let bad: Vec<String> = (checked.filter(|(want, got)| !want.admits(got.write, ops)))
-        .map(|(want, got)| {
-            let (name, n, each) = (got.name, got.write, got.write as f64 / ops as f64);
-            format!(
-                "{name}: {n} acquisitions for {ops} life cycles ({each:.3} each, expected {want:?})"
-            )
-        })
-        .collect();
+    let mut bad = Vec::new();
+    for (want, got) in checked.filter(|(want, got)| !want.admits(got.write, ops)) {
+        let (name, n, each) = (got.name, got.write, got.write as f64 / ops as f64);
+        bad.push(format!(
+            "{name}: {n} acquisitions for {ops} life cycles ({each:.3} each, expected {want:?})"
+        ));
+    }
     if bad.is_empty() {
         return Ok(());
     }
