@@ -44,11 +44,6 @@ impl MemoryOutcome {
         let (per_task, per_fork) = (self.bytes_per_task, self.ns_per_fork);
         s + &format!("{per_task:>7.1} bytes/task, {per_fork:>6.0} ns/fork")
     }
-
-    /// One JSON line (`"type": "memory"`).
-    pub fn json(&self) -> String {
-        crate::report::typed("memory", [serde_json::json!(self)]).to_string()
-    }
 }
 
 /// The resident set size of this process in bytes, from `/proc/self/statm`.

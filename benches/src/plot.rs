@@ -132,10 +132,8 @@ fn budget(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
     let names = crate::dedup(bars.iter().flat_map(|b| b.1.iter().map(|(n, _)| *n)));
     // ns held per life cycle by the locks `names` in a bar
     let held = |h: &[(&str, f64)], names: &[&str]| -> f64 {
-        h.iter()
-            .filter(|(n, v)| names.contains(n) && v.is_finite())
-            .map(|(_, v)| v)
-            .sum()
+        let of_names = h.iter().filter(|(n, v)| names.contains(n) && v.is_finite());
+        of_names.map(|(_, v)| v).sum()
     };
     let top = bars.iter().map(|b| held(&b.1, &names)).fold(1.0, f64::max);
     let n = bars.len().max(1) as f64;

@@ -282,11 +282,6 @@ impl Report {
         self.rows_of(subject).find(|r| r.workers == workers)
     }
 
-    /// Median ops/s at `workers` divided by the same subject's median at one worker.
-    pub fn scaling(&self, row: &Row) -> Option<f64> {
-        Some(row.median() / self.row(row.subject, 1)?.median())
-    }
-
     /// The uproc subjects measured, in table order.
     pub fn uproc_subjects(&self) -> Vec<Subject> {
         let subjects = self.rows.iter().map(|r| r.subject);
@@ -392,6 +387,8 @@ impl Report {
         })];
         for r in &self.rows {
             let ((min, max), (pred, from1)) = (r.min_max(), self.validation(r));
+            // The median over the same subject's median at one worker.
+            let scaling = self.row(r.subject, 1).map(|one| r.median() / one.median());
             let budgets = r.budgets(clock_ns).map(|b| {
                 let named = b.iter().map(|b| (b.lock.to_string(), json!(b)));
                 named.collect::<serde_json::Map<_, _>>()
@@ -399,7 +396,7 @@ impl Report {
             let fields = json!({
                 "label": r.subject.label(), "workers": r.workers,
                 "ops_per_s": r.median(), "ops_per_s_min": min, "ops_per_s_max": max,
-                "ns_per_op_per_worker": r.ns_per_op_per_worker(), "scaling": self.scaling(r),
+                "ns_per_op_per_worker": r.ns_per_op_per_worker(), "scaling": scaling,
                 "ops": r.ops, "predicted_ops_per_s": pred,
                 "prediction_error_pct": pred.map(|p| model::error_pct(p, r.median())),
                 "predicted_from_1_worker_ops_per_s": from1,

@@ -22,13 +22,6 @@ pub struct Outcome {
     pub failure: Option<String>,
 }
 
-impl Outcome {
-    /// Operations per second, all workers together.
-    pub fn ops_per_sec(&self) -> f64 {
-        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
-    }
-}
-
 /// Runs `workers` OS threads, each calling its own operation (made by `make(i)`) in a
 /// loop for `seconds`.
 pub fn run_threads<F>(workers: usize, seconds: f64, mut make: impl FnMut(usize) -> F) -> Outcome

@@ -125,8 +125,9 @@ pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
                     continue;
                 }
             };
-            let (rate, ops, secs) = (outcome.ops_per_sec(), outcome.ops, outcome.elapsed);
-            tracing::info!(ops, secs = secs.as_secs_f64(), "{label}: {rate:.0} ops/s");
+            let (ops, secs) = (outcome.ops, outcome.elapsed.as_secs_f64());
+            let rate = ops as f64 / secs.max(1e-9); // all workers together
+            tracing::info!(ops, secs, "{label}: {rate:.0} ops/s");
             let check = |l| check_locks(subject, o.shape.levels, ops, l);
             if let Some(f) = &outcome.failure {
                 tracing::error!("{label}: FAILED: {f}");

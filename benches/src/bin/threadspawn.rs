@@ -5,6 +5,7 @@ use clap::Parser;
 use std::process::{Command, ExitCode};
 use uproc_benches::args::Options;
 use uproc_benches::memory::measure_memory;
+use uproc_benches::report::typed;
 use uproc_benches::threadspawn::measure_all;
 
 fn main() -> ExitCode {
@@ -44,7 +45,8 @@ fn memory(opts: &Options, problems: &mut Vec<String>) {
         let count = opts.count;
         eprintln!("threadspawn: memory: {count} live tasks under {profile} ...");
         match measure_memory(profile, opts.count) {
-            Ok(m) => println!("{}", if opts.json { m.json() } else { m.line() }),
+            Ok(m) if opts.json => println!("{}", typed("memory", [serde_json::json!(m)])),
+            Ok(m) => println!("{}", m.line()),
             Err(e) => problems.push(format!("memory: {profile}: {e}")),
         }
         return;
