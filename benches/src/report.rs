@@ -447,7 +447,7 @@ impl Report {
             }
             rows.push(cells(r, cols));
         }
-        s += &grid(&heads(cols), rows);
+        s += &grid(cols.iter().map(|c| c.0), rows);
         let ratios = self.ratios().into_iter().map(|(name, values)| {
             [vec![name], values.iter().map(|v| fmt(*v, 2)).collect()].concat()
         });
@@ -460,9 +460,8 @@ impl Report {
                 cells(&merge([at, l.clone()]), budget)
             })
         });
-        let mut head = heads(budget);
-        head[0] = "lock budget";
-        s += &format!("\n{}", grid(&head, rows.collect()));
+        let head = std::iter::once("lock budget").chain(budget[1..].iter().map(|c| c.0));
+        s += &format!("\n{}", grid(head, rows.collect()));
         for p in self.predictions() {
             if let Some(i) = model::binding(&p.demands) {
                 let (who, w, c) = (p.subject.label(), p.from_workers, p.binding_ceiling());
@@ -528,7 +527,7 @@ fn by_workers(head: Vec<String>, workers: &[usize], rows: Vec<Vec<String>>) -> S
     if rows.is_empty() {
         return String::new();
     }
-    format!("\n{}", grid(&head, rows))
+    format!("\n{}", grid(head, rows))
 }
 
 /// A table column: header, JSON pointer into a row (or lock) object, decimals.
@@ -562,11 +561,6 @@ pub fn columns(spec: &'static str) -> Vec<Col> {
     specs.map(|c| col(c).expect("a valid column")).collect()
 }
 
-/// The headers of `cols`.
-fn heads(cols: &[Col]) -> Vec<&'static str> {
-    cols.iter().map(|c| c.0).collect()
-}
-
 /// `v`'s cells for `cols`: strings as they are, numbers rounded, absent or null as `-`.
 fn cells(v: &Value, cols: &[Col]) -> Vec<String> {
     let cell = |(_, ptr, d): &Col| match v.pointer(ptr) {
@@ -589,8 +583,8 @@ pub fn typed(kind: &str, parts: impl IntoIterator<Item = Value>) -> Value {
 
 /// A text table: the first column left-aligned, the others right-aligned, each as wide as
 /// its widest cell; an empty row is a blank line.
-pub fn grid<H: AsRef<str>>(head: &[H], rows: Vec<Vec<String>>) -> String {
-    let head: Vec<String> = head.iter().map(|h| h.as_ref().to_string()).collect();
+pub fn grid<H: AsRef<str>>(head: impl IntoIterator<Item = H>, rows: Vec<Vec<String>>) -> String {
+    let head: Vec<String> = head.into_iter().map(|h| h.as_ref().to_string()).collect();
     let mut width: Vec<usize> = head.iter().map(String::len).collect();
     for r in &rows {
         for (w, c) in width.iter_mut().zip(r) {

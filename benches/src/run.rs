@@ -43,16 +43,17 @@ where
         })
         .collect();
     barrier.wait();
-    let start = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(seconds));
-    stop.store(true, Ordering::Relaxed);
-    collect(start, handles.into_iter().map(|h| h.join()))
+    finish(seconds, &stop, handles.into_iter().map(|h| h.join().ok()))
 }
 
-/// Sums the workers' complete operations; the first failure (or panic) is the run's.
-fn collect<E>(start: Instant, results: impl Iterator<Item = Result<Worker, E>>) -> Outcome {
+/// Lets the just released workers run `secs`, raises `stop`, and sums the complete
+/// operations `ends` yields (None: a worker panicked); the first failure is the run's.
+fn finish(secs: f64, stop: &AtomicBool, ends: impl Iterator<Item = Option<Worker>>) -> Outcome {
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    stop.store(true, Ordering::Relaxed);
     let (mut ops, mut failure) = (0, None);
-    for r in results {
+    for r in ends {
         let (n, f) = r.unwrap_or((0, Some("a worker panicked".to_string())));
         ops += n;
         failure = failure.or(f);
@@ -97,10 +98,11 @@ where
         })
         .collect();
     rt.block_on(barrier.wait());
-    let start = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(seconds));
-    stop.store(true, Ordering::Relaxed);
-    let outcome = collect(start, handles.into_iter().map(|h| rt.block_on(h)));
+    let outcome = finish(
+        seconds,
+        &stop,
+        handles.into_iter().map(|h| rt.block_on(h).ok()),
+    );
     rt.shutdown_background();
     outcome
 }
