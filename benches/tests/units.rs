@@ -346,7 +346,7 @@ mod report_values {
     #[test]
     fn grid_and_columns() {
         let g = grid(
-            &["a", "bb"],
+            ["a", "bb"],
             vec![
                 vec!["xyz".into(), "1".into()],
                 vec![],
