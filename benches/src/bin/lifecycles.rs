@@ -14,11 +14,10 @@ use uproc::Profile;
 use uproc_benches::load::{Setup, cycle_none};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let (Some(profile), Some(n)) = (
-        args.get(1).and_then(|p| p.parse::<Profile>().ok()),
-        args.get(2).and_then(|n| n.parse::<u64>().ok()),
-    ) else {
+    let mut args = std::env::args().skip(1);
+    let profile: Option<Profile> = args.next().and_then(|p| p.parse().ok());
+    let n: Option<u64> = args.next().and_then(|n| n.parse().ok());
+    let (Some(profile), Some(n)) = (profile, n) else {
         eprintln!("usage: lifecycles linux618|linux70 N");
         std::process::exit(2);
     };
