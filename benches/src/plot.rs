@@ -95,8 +95,7 @@ fn throughput(report: &Report, area: &Area<'_>) -> Result<(), Failure> {
     }
     let peers = [Subject::Pthread, Subject::StdThread, Subject::Tokio];
     for (i, peer) in peers.into_iter().enumerate() {
-        let colour = colour(&GREYS, i);
-        let rows = report.rows_of(peer);
+        let (colour, rows) = (colour(&GREYS, i), report.rows_of(peer));
         let pts: Vec<(f64, f64)> = rows.map(|r| (r.workers as f64, r.median())).collect();
         if !pts.is_empty() {
             let label = format!("{} (measured, reference)", peer.label());
