@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# The 1..16 worker sweep of threadspawn for every profile, with peers, written to a file.
+# The 1..16 worker sweep of threadspawn for every profile, with peers, written to a file,
+# with the chart beside it (OUTFILE with .svg). Every measured row carries the model's
+# prediction for that worker count from the row's own inputs (columns predicted* and
+# err%), and the prediction table extends each profile to 64 workers from the inputs
+# at the most workers measured: predictions are labelled as such.
 #
 #   benches/sweep.sh [OUTFILE]          (default: benches/sweep-<host>-<UTC date>.txt)
 #
@@ -12,7 +16,8 @@
 #               machine without a toolchain or registry access)
 #
 # Budget on 16 cores: a release build (~1 min cold), then
-# repeats x workers x (2 profiles x bodies + 3 peers) runs of 1 s = 3 x 6 x 7 = 126 s.
+# repeats x workers x (profiles x bodies + 3 peers) runs of 1 s: 3 x 6 x 7 = 126 s for
+# two profiles and two bodies (+36 s per further profile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +32,7 @@ if [ -z "${THREADSPAWN:-}" ]; then
   THREADSPAWN="${CARGO_TARGET_DIR:-target}/release/threadspawn"
 fi
 
-args=(--profile all --workers "$WORKERS" --seconds "$SECONDS_PER_RUN" --repeats "$REPEATS" --body "$BODIES" --peers)
+args=(--profile all --workers "$WORKERS" --seconds "$SECONDS_PER_RUN" --repeats "$REPEATS" --body "$BODIES" --peers --plot "${OUT%.txt}.svg")
 {
   echo "# command: threadspawn ${args[*]}"
   echo "# date:    $(date -u '+%Y-%m-%d %H:%M:%S UTC')"

@@ -11,55 +11,38 @@
 //! Freed memory stays in the allocator, so a second measurement in the same process
 //! would reuse it and read low: the binary measures each profile in a fresh process.
 
+use crate::errno;
 use std::time::Instant;
 use uproc::{CloneArgs, Runtime, Task};
 use uproc_abi::Profile;
+use uproc_pidns::PID_MAX_LIMIT;
 
 /// What one memory measurement found.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct MemoryOutcome {
     /// The profile measured.
-    pub profile: Profile,
+    pub profile: &'static str,
     /// Live tasks held.
     pub count: usize,
     /// Resident bytes before the forks.
     pub rss_before: u64,
     /// Resident bytes with every task alive.
     pub rss_after: u64,
+    /// `(rss_after - rss_before) / count`.
+    pub bytes_per_task: f64,
     /// Nanoseconds per fork while filling.
     pub ns_per_fork: f64,
 }
 
 impl MemoryOutcome {
-    /// `(rss_after - rss_before) / count`.
-    pub fn bytes_per_task(&self) -> f64 {
-        self.rss_after.saturating_sub(self.rss_before) as f64 / self.count as f64
-    }
-
     /// One human-readable line.
     pub fn line(&self) -> String {
-        format!(
-            "taskmem {:<9} {:>9} live tasks: RSS {:>8.1} MiB -> {:>8.1} MiB, {:>7.1} bytes/task, {:>6.0} ns/fork",
-            self.profile.name(),
-            self.count,
-            self.rss_before as f64 / 1048576.0,
-            self.rss_after as f64 / 1048576.0,
-            self.bytes_per_task(),
-            self.ns_per_fork
-        )
-    }
-
-    /// One JSON line.
-    pub fn json(&self) -> String {
-        format!(
-            "{{\"type\":\"memory\",\"profile\":\"{}\",\"count\":{},\"rss_before\":{},\"rss_after\":{},\"bytes_per_task\":{:.1},\"ns_per_fork\":{:.1}}}",
-            self.profile.name(),
-            self.count,
-            self.rss_before,
-            self.rss_after,
-            self.bytes_per_task(),
-            self.ns_per_fork
-        )
+        let mib = |b: u64| b as f64 / 1048576.0;
+        let (before, after) = (mib(self.rss_before), mib(self.rss_after));
+        let mut s = format!("taskmem {:<9} {:>9} live tasks: ", self.profile, self.count);
+        s += &format!("RSS {before:>8.1} MiB -> {after:>8.1} MiB, ");
+        let (per_task, per_fork) = (self.bytes_per_task, self.ns_per_fork);
+        s + &format!("{per_task:>7.1} bytes/task, {per_fork:>6.0} ns/fork")
     }
 }
 
@@ -68,17 +51,13 @@ impl MemoryOutcome {
 /// # References
 /// [proc_pid_statm(5)](https://man7.org/linux/man-pages/man5/proc_pid_statm.5.html)
 pub fn rss_bytes() -> Result<u64, String> {
-    let s = std::fs::read_to_string("/proc/self/statm")
-        .map_err(|e| format!("reading /proc/self/statm: {e}"))?;
-    let pages: u64 = s
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| format!("unexpected /proc/self/statm: {s:?}"))?;
+    let s = std::fs::read_to_string("/proc/self/statm");
+    let s = s.map_err(|e| format!("reading /proc/self/statm: {e}"))?;
+    let pages: Option<u64> = s.split_whitespace().nth(1).and_then(|v| v.parse().ok());
+    let pages = pages.ok_or_else(|| format!("unexpected /proc/self/statm: {s:?}"))?;
     // SAFETY: sysconf has no preconditions; _SC_PAGESIZE is a valid name.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    let page = if page > 0 { page as u64 } else { 4096 };
-    Ok(pages * page)
+    Ok(pages * if page > 0 { page as u64 } else { 4096 })
 }
 
 /// Holds `count` live tasks under `profile` and measures their resident cost.
@@ -87,37 +66,28 @@ pub fn rss_bytes() -> Result<u64, String> {
 /// the caller is a process that prints the result and exits, and tearing down a million
 /// tasks would only measure teardown.
 pub fn measure_memory(profile: Profile, count: usize) -> Result<MemoryOutcome, String> {
-    let rt = Runtime::builder()
-        .profile(profile)
-        .pid_max(uproc_pidns::PID_MAX_LIMIT)
-        .build()
-        .map_err(|e| format!("Runtime::build: {e}"))?;
-    let parent = rt
-        .init()
-        .fork(&CloneArgs::default())
-        .map_err(|e| format!("fork(parent): {e}"))?;
+    let builder = Runtime::builder().profile(profile).pid_max(PID_MAX_LIMIT);
+    let rt = builder.build().map_err(errno("Runtime::build"))?;
+    let parent = rt.init().fork(&CloneArgs::default());
+    let parent = parent.map_err(errno("fork(parent)"))?;
     // Touch the handle array first, so its pages are in the baseline.
     let mut tasks: Vec<Option<Task>> = vec![None; count];
-    let args = CloneArgs::default();
-    let rss_before = rss_bytes()?;
-    let start = Instant::now();
+    let (args, rss_before, start) = (CloneArgs::default(), rss_bytes()?, Instant::now());
     for (i, slot) in tasks.iter_mut().enumerate() {
-        *slot = Some(
-            parent
-                .fork(&args)
-                .map_err(|e| format!("fork (live task {i}): {e}"))?,
-        );
+        let child = parent.fork(&args);
+        *slot = Some(child.map_err(|e| format!("fork (live task {i}): {e}"))?);
     }
     let ns_per_fork = start.elapsed().as_nanos() as f64 / count as f64;
     let rss_after = rss_bytes()?;
-    std::mem::forget(tasks);
-    std::mem::forget(parent);
-    std::mem::forget(rt);
+    std::mem::forget((tasks, parent, rt));
+    let bytes_per_task = rss_after.saturating_sub(rss_before) as f64 / count as f64;
+    let profile = profile.name();
     Ok(MemoryOutcome {
         profile,
         count,
         rss_before,
         rss_after,
+        bytes_per_task,
         ns_per_fork,
     })
 }

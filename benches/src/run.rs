@@ -22,13 +22,6 @@ pub struct Outcome {
     pub failure: Option<String>,
 }
 
-impl Outcome {
-    /// Operations per second, all workers together.
-    pub fn ops_per_sec(&self) -> f64 {
-        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
-    }
-}
-
 /// Runs `workers` OS threads, each calling its own operation (made by `make(i)`) in a
 /// loop for `seconds`.
 pub fn run_threads<F>(workers: usize, seconds: f64, mut make: impl FnMut(usize) -> F) -> Outcome
@@ -39,88 +32,65 @@ where
     let barrier = Arc::new(Barrier::new(workers + 1));
     let handles: Vec<_> = (0..workers)
         .map(|i| {
-            let mut op = make(i);
-            let stop = Arc::clone(&stop);
-            let barrier = Arc::clone(&barrier);
+            let (mut op, stop, barrier) = (make(i), Arc::clone(&stop), Arc::clone(&barrier));
             std::thread::Builder::new()
                 .name(format!("worker-{i}"))
                 .spawn(move || {
                     barrier.wait();
-                    let mut n = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        if let Err(e) = op() {
-                            return (n, Some(e));
-                        }
-                        n += 1;
-                    }
-                    (n, None)
+                    crate::worker_loop!(sync stop, op())
                 })
                 .expect("spawning a benchmark worker thread")
         })
         .collect();
     barrier.wait();
-    let start = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(seconds));
-    stop.store(true, Ordering::Relaxed);
-    collect(start, handles.into_iter().map(|h| h.join()))
+    finish(seconds, &stop, handles.into_iter().map(|h| h.join().ok()))
 }
 
-fn collect(
-    start: Instant,
-    results: impl Iterator<Item = std::thread::Result<(u64, Option<String>)>>,
-) -> Outcome {
-    let mut ops = 0;
-    let mut failure = None;
-    for r in results {
-        match r {
-            Ok((n, f)) => {
-                ops += n;
-                if failure.is_none() {
-                    failure = f;
-                }
-            }
-            Err(_) => {
-                if failure.is_none() {
-                    failure = Some("a worker panicked".to_string());
-                }
-            }
-        }
+/// Lets the just released workers run `secs`, raises `stop`, and sums the complete
+/// operations `ends` yields (None: a worker panicked); the first failure is the run's.
+fn finish(secs: f64, stop: &AtomicBool, ends: impl Iterator<Item = Option<Worker>>) -> Outcome {
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    stop.store(true, Ordering::Relaxed);
+    let (mut ops, mut failure) = (0, None);
+    for r in ends {
+        let (n, f) = r.unwrap_or((0, Some("a worker panicked".to_string())));
+        ops += n;
+        failure = failure.or(f);
     }
+    let elapsed = start.elapsed();
     Outcome {
         ops,
-        elapsed: start.elapsed(),
+        elapsed,
         failure,
     }
 }
 
-/// A tokio multi-thread runtime with `workers` worker threads, as the tokio peer and the
-/// tokio body use it.
-pub fn tokio_runtime(workers: usize) -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name("tokio-worker")
-        .build()
-        .expect("building a tokio runtime")
-}
+/// What one worker returns: its complete operations and its failure, if any.
+type Worker = (u64, Option<String>);
 
-/// Runs `workers` tokio tasks on `rt`. `make(i, stop)` builds worker `i`'s future,
-/// which must loop until `stop` is raised (see [`worker_loop!`](crate::worker_loop))
-/// and return its complete operations and first failure.
+/// Runs `workers` tokio tasks on a multi-thread runtime of its own with `workers` worker
+/// threads, shut down after the run. `make(i, stop)` builds worker `i`'s future, which
+/// must loop until `stop` is raised (see [`worker_loop!`](crate::worker_loop)) and
+/// return its complete operations and first failure.
 pub fn run_tokio<Fut>(
-    rt: &tokio::runtime::Runtime,
     workers: usize,
     seconds: f64,
     mut make: impl FnMut(usize, Arc<AtomicBool>) -> Fut,
 ) -> Outcome
 where
-    Fut: Future<Output = (u64, Option<String>)> + Send + 'static,
+    Fut: Future<Output = Worker> + Send + 'static,
 {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("tokio-worker")
+        .build()
+        .expect("building a tokio runtime");
     let stop = Arc::new(AtomicBool::new(false));
     let barrier = Arc::new(tokio::sync::Barrier::new(workers + 1));
     let handles: Vec<_> = (0..workers)
         .map(|i| {
-            let fut = make(i, Arc::clone(&stop));
-            let barrier = Arc::clone(&barrier);
+            let (fut, barrier) = (make(i, Arc::clone(&stop)), Arc::clone(&barrier));
             rt.spawn(async move {
                 barrier.wait().await;
                 fut.await
@@ -128,32 +98,29 @@ where
         })
         .collect();
     rt.block_on(barrier.wait());
-    let start = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(seconds));
-    stop.store(true, Ordering::Relaxed);
-    let results: Vec<_> = rt.block_on(async {
-        let mut v = Vec::with_capacity(handles.len());
-        for h in handles {
-            v.push(
-                h.await
-                    .map_err(|e| Box::new(e) as Box<dyn std::any::Any + Send>),
-            );
-        }
-        v
-    });
-    collect(start, results.into_iter())
+    let outcome = finish(
+        seconds,
+        &stop,
+        handles.into_iter().map(|h| rt.block_on(h).ok()),
+    );
+    rt.shutdown_background();
+    outcome
 }
 
 /// The body of an async worker: `$op` (an expression yielding a future of
 /// `Result<(), String>`) awaited in a loop until `$stop` (an `Arc<AtomicBool>`) is
-/// raised; evaluates to `(complete ops, first failure)`.
+/// raised; evaluates to `(complete ops, first failure)`. `sync` before `$stop`: `$op`
+/// is called, not awaited (the thread workers' loop).
 #[macro_export]
 macro_rules! worker_loop {
-    ($stop:expr, $op:expr) => {{
+    ($stop:expr, $op:expr) => {
+        $crate::worker_loop!(sync $stop, $op.await)
+    };
+    (sync $stop:expr, $op:expr) => {{
         let mut n = 0u64;
         let mut failure = None;
         while !$stop.load(::std::sync::atomic::Ordering::Relaxed) {
-            if let Err(e) = $op.await {
+            if let Err(e) = $op {
                 failure = Some(e);
                 break;
             }
@@ -161,36 +128,4 @@ macro_rules! worker_loop {
         }
         (n, failure)
     }};
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thread_runner_counts_complete_ops_and_reports_failures() {
-        let o = run_threads(2, 0.05, |_| || Ok(()));
-        assert!(o.ops > 0 && o.failure.is_none());
-        let o = run_threads(2, 0.05, |i| {
-            let mut k = 0;
-            move || {
-                k += 1;
-                if i == 1 && k == 3 {
-                    Err("boom".to_string())
-                } else {
-                    Ok(())
-                }
-            }
-        });
-        assert_eq!(o.failure.as_deref(), Some("boom"));
-    }
-
-    #[test]
-    fn tokio_runner_counts_complete_ops() {
-        let rt = tokio_runtime(2);
-        let o = run_tokio(&rt, 2, 0.05, |_, stop| async move {
-            crate::worker_loop!(stop, async { Ok::<(), String>(()) })
-        });
-        assert!(o.ops > 0 && o.failure.is_none());
-    }
 }

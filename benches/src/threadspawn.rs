@@ -5,24 +5,19 @@
 //! spell of the machine lands on every subject alike instead of on one row.
 
 use crate::args::{Body, Options};
-use crate::load::{
-    ForkShape, LOCK_NAMES, LockCounts, SCALABLE_REFILL_SLACK, expected_locks, measure,
-};
+use crate::load::{Locks, expected_locks, measure};
 use crate::peers;
 use crate::report::{Report, Row, Subject};
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// What went wrong in an invocation that measured: failed life cycles and lock counts
-/// other than the expected ones.
-#[derive(Clone, Debug, Default)]
-pub struct Problems(pub Vec<String>);
+use crate::run::Outcome;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// The subjects of an invocation, in table order: each body under each profile, then
 /// the peers.
 pub fn subjects(o: &Options) -> Vec<Subject> {
     let mut v = Vec::new();
-    for &body in &o.bodies {
-        for &profile in &o.profiles {
+    for body in o.body_list() {
+        for profile in o.profile_list() {
             v.push(Subject::Uproc { profile, body });
         }
     }
@@ -32,13 +27,8 @@ pub fn subjects(o: &Options) -> Vec<Subject> {
     v
 }
 
-/// Checks one bookkeeping-only run's lock deltas against [`expected_locks`] exactly.
-pub fn check_locks(
-    subject: Subject,
-    levels: u32,
-    ops: u64,
-    locks: &LockCounts,
-) -> Result<(), String> {
+/// Checks one bookkeeping-only run's exclusive lock counts against [`expected_locks`].
+pub fn check_locks(subject: Subject, levels: u32, ops: u64, locks: &Locks) -> Result<(), String> {
     let Subject::Uproc {
         profile,
         body: Body::None,
@@ -46,169 +36,121 @@ pub fn check_locks(
     else {
         return Ok(());
     };
-    let (pm, tl, css) = expected_locks(profile, levels);
-    let want = [pm, tl, css];
+    // `locks` starts with the locks of `expected_locks`, in that order.
+    let checked = expected_locks(profile, levels).into_iter().zip(&locks.0);
     let mut bad = Vec::new();
-    for (i, name) in LOCK_NAMES.iter().enumerate() {
-        let got = locks.0[i].0;
-        let bad_count = if profile == uproc_abi::Profile::Scalable {
-            // An upper bound: refills are amortised (a few first batches per worker).
-            got as f64 > (want[i] as f64 + SCALABLE_REFILL_SLACK) * ops as f64 + 16.0
-        } else {
-            got != want[i] * ops
-        };
-        if bad_count {
-            bad.push(format!(
-                "{name}: {got} acquisitions for {ops} life cycles ({:.3} each, expected {})",
-                if ops > 0 {
-                    got as f64 / ops as f64
-                } else {
-                    f64::NAN
-                },
-                want[i]
-            ));
-        }
+    for (want, got) in checked.filter(|(want, got)| !want.admits(got.write, ops)) {
+        let (name, n, each) = (got.name, got.write, got.write as f64 / ops as f64);
+        bad.push(format!(
+            "{name}: {n} acquisitions for {ops} life cycles ({each:.3} each, expected {want:?})"
+        ));
     }
     if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} levels={levels}: lock counts differ from Linux's: {}",
-            subject.label(),
-            bad.join("; ")
-        ))
+        return Ok(());
     }
+    let (who, bad) = (subject.label(), bad.join("; "));
+    Err(format!(
+        "{who} levels={levels}: lock counts differ from the expected: {bad}"
+    ))
 }
 
-/// Runs every measurement `o` asks for, handing a progress line per run to `progress`
-/// (the binary prints them on stderr).
-pub fn measure_all(o: &Options, progress: &mut dyn FnMut(&str)) -> (Report, Problems) {
-    let started_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let subjects = subjects(o);
-    let shape = ForkShape {
-        levels: o.levels,
-        pidfd: o.pidfd,
-        cgroup: o.cgroup,
+/// The cost of one `Instant::now()` (ns): the median gap between back-to-back reads,
+/// which a sampled hold of an empty critical section also shows.
+pub fn clock_ns() -> f64 {
+    let gap = |_| Instant::now().elapsed().as_nanos() as f64;
+    crate::report::median(&(0..20_001).map(gap).collect::<Vec<_>>())
+}
+
+/// A bar on stderr when the whole invocation takes more than a few seconds (and stderr
+/// is a terminal); hidden otherwise.
+fn progress_bar(runs: usize, seconds: f64) -> ProgressBar {
+    let pb = ProgressBar::new(runs as u64); // drawn on stderr
+    if runs as f64 * seconds < 3.0 {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let style = ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}");
+    pb.with_style(style.expect("a valid template"))
+}
+
+/// One run of `subject`: its outcome and (uproc) lock deltas.
+fn run_one(subject: Subject, o: &Options, w: usize) -> Result<(Outcome, Option<Locks>), String> {
+    let secs = o.seconds;
+    Ok(match subject {
+        Subject::Uproc { profile, body } => {
+            let (outcome, locks) = measure(profile, body, o.shape, w, secs)?;
+            (outcome, Some(locks))
+        }
+        Subject::Pthread => (peers::pthread(w, secs), None),
+        Subject::StdThread => (peers::std_thread(w, secs), None),
+        Subject::Tokio => (peers::tokio(w, secs), None),
+    })
+}
+
+/// Runs every measurement `o` asks for, repeat-major so a slow spell of the machine
+/// lands on every subject alike; each run is a `tracing` event and a progress bar step.
+/// Returns the report and what went wrong (failed life cycles, unexpected lock counts).
+pub fn measure_all(o: &Options) -> (Report, Vec<String>) {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH);
+    let started_unix = since_epoch.map_or(0, |d| d.as_secs());
+    uproc_abi::lockstat::set_sample_one_in(o.sample_one_in);
+    let clock_ns = clock_ns();
+    let (subjects, workers) = (subjects(o), o.worker_list());
+    let row = |subject, workers| {
+        let locks = matches!(subject, Subject::Uproc { .. }).then(Locks::default);
+        Row {
+            subject,
+            workers,
+            rates: Vec::new(),
+            ops: 0,
+            locks,
+        }
     };
-    let mut rows: Vec<Row> = subjects
-        .iter()
-        .flat_map(|&subject| {
-            o.workers.iter().map(move |&workers| Row {
-                subject,
-                workers,
-                rates: Vec::new(),
-                ops: 0,
-                locks: matches!(subject, Subject::Uproc { .. }).then(LockCounts::default),
-            })
-        })
+    // In the order of the runs, sorted subject-major at the end.
+    let mut rows: Vec<Row> = (workers.iter())
+        .flat_map(|&w| subjects.iter().map(move |&s| row(s, w)))
         .collect();
-    let mut problems = Problems::default();
-    let total = o.repeats * o.workers.len() * subjects.len();
-    let mut k = 0;
-    for rep in 0..o.repeats {
-        for &workers in &o.workers {
-            for &subject in &subjects {
-                k += 1;
-                let (outcome, locks) = match subject {
-                    Subject::Uproc { profile, body } => {
-                        match measure(profile, body, shape, workers, o.seconds) {
-                            Ok(u) => (u.outcome, Some(u.locks)),
-                            Err(e) => {
-                                problems
-                                    .0
-                                    .push(format!("{} workers={workers}: {e}", subject.label()));
-                                progress(&format!(
-                                    "threadspawn: [{k}/{total}] {}: {e}",
-                                    subject.label()
-                                ));
-                                continue;
-                            }
-                        }
-                    }
-                    Subject::Pthread => (peers::pthread(workers, o.seconds), None),
-                    Subject::StdThread => (peers::std_thread(workers, o.seconds), None),
-                    Subject::Tokio => (peers::tokio(workers, o.seconds), None),
-                };
-                let rate = outcome.ops_per_sec();
-                progress(&format!(
-                    "threadspawn: [{k}/{total}] {} workers={workers} repeat={}/{}: {rate:.0} ops/s ({} ops in {:.3} s){}",
-                    subject.label(),
-                    rep + 1,
-                    o.repeats,
-                    outcome.ops,
-                    outcome.elapsed.as_secs_f64(),
-                    outcome
-                        .failure
-                        .as_deref()
-                        .map_or(String::new(), |f| format!(" FAILED: {f}"))
-                ));
-                if let Some(f) = &outcome.failure {
-                    problems
-                        .0
-                        .push(format!("{} workers={workers}: {f}", subject.label()));
+    let mut problems = Vec::new();
+    let pb = progress_bar(usize::from(o.repeats) * rows.len(), o.seconds);
+    for rep in 1..=o.repeats {
+        for r in rows.iter_mut() {
+            let (subject, w) = (r.subject, r.workers);
+            let label = format!("{} workers={w} repeat={rep}/{}", subject.label(), o.repeats);
+            pb.set_message(label.clone());
+            pb.inc(1);
+            let (outcome, locks) = match run_one(subject, o, w) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!("{label}: {e}");
+                    problems.push(format!("{label}: {e}"));
+                    continue;
                 }
-                if let Some(l) = &locks {
-                    if outcome.failure.is_none() {
-                        if let Err(e) = check_locks(subject, o.levels, outcome.ops, l) {
-                            problems.0.push(format!("workers={workers}: {e}"));
-                        }
-                    }
-                }
-                let row = rows
-                    .iter_mut()
-                    .find(|r| r.subject == subject && r.workers == workers)
-                    .expect("a row for every subject and worker count");
-                row.rates.push(rate);
-                row.ops += outcome.ops;
-                if let (Some(acc), Some(l)) = (row.locks.as_mut(), locks) {
-                    acc.add(&l);
-                }
+            };
+            let (ops, secs) = (outcome.ops, outcome.elapsed.as_secs_f64());
+            let rate = ops as f64 / secs.max(1e-9); // all workers together
+            tracing::info!(ops, secs, "{label}: {rate:.0} ops/s");
+            let check = |l| check_locks(subject, o.shape.levels, ops, l);
+            if let Some(f) = &outcome.failure {
+                tracing::error!("{label}: FAILED: {f}");
+                problems.push(format!("{label}: {f}"));
+            } else if let Some(Err(e)) = locks.as_ref().map(check) {
+                problems.push(format!("workers={w}: {e}"));
+            }
+            r.rates.push(rate);
+            r.ops += ops;
+            if let (Some(acc), Some(l)) = (r.locks.as_mut(), locks) {
+                acc.add(&l.0);
             }
         }
     }
+    pb.finish_and_clear();
     rows.retain(|r| !r.rates.is_empty());
-    (
-        Report {
-            options: o.clone(),
-            rows,
-            started_unix,
-        },
-        problems,
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use uproc_abi::Profile;
-
-    #[test]
-    fn lock_check_is_exact_and_only_for_bookkeeping() {
-        let s = Subject::Uproc {
-            profile: Profile::Linux70,
-            body: Body::None,
-        };
-        let good = LockCounts([(20, 0), (30, 7), (30, 0)]);
-        assert!(check_locks(s, 0, 10, &good).is_ok());
-        let bad = LockCounts([(21, 0), (30, 0), (30, 0)]);
-        assert!(
-            check_locks(s, 0, 10, &bad)
-                .unwrap_err()
-                .contains("pidmap_lock")
-        );
-        let old = Subject::Uproc {
-            profile: Profile::Linux618,
-            body: Body::None,
-        };
-        assert!(check_locks(old, 0, 10, &good).is_err());
-        let old_ok = LockCounts([(50, 0), (30, 0), (30, 0)]);
-        assert!(check_locks(old, 2, 10, &old_ok).is_ok());
-        let thread = Subject::Uproc {
-            profile: Profile::Linux70,
-            body: Body::Thread,
-        };
-        assert!(check_locks(thread, 0, 10, &bad).is_ok());
-    }
+    rows.sort_by_key(|r| subjects.iter().position(|s| *s == r.subject));
+    let options = o.clone();
+    let report = Report {
+        options,
+        rows,
+        started_unix,
+        clock_ns,
+    };
+    (report, problems)
 }

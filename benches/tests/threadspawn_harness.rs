@@ -1,10 +1,11 @@
-//! The harness itself: runs leave nothing behind, lock counts are Linux's, the binary's
-//! exit status means what the README says. No timing is asserted.
+//! The harness itself: runs leave nothing behind, lock counts are the expected ones, the
+//! binary's exit status, JSON fields and chart are what the README says. No timing is
+//! asserted.
 
 use std::process::Command;
 use uproc_abi::Profile;
 use uproc_benches::args::Body;
-use uproc_benches::load::{ForkShape, Setup, expected_locks, measure};
+use uproc_benches::load::{ForkShape, LOCK_NAMES, Setup, expected_locks, measure};
 use uproc_benches::report::Subject;
 use uproc_benches::threadspawn::check_locks;
 
@@ -25,15 +26,18 @@ fn bookkeeping_runs_take_linux_lock_counts_per_life_cycle() {
         },
     ] {
         for &profile in Profile::ALL {
-            let u = measure(profile, Body::None, shape, 2, 0.05).expect("run");
-            assert!(u.outcome.failure.is_none(), "{:?}", u.outcome.failure);
-            assert!(u.outcome.ops > 0, "no life cycle completed");
+            let (outcome, locks) = measure(profile, Body::None, shape, 2, 0.05).expect("run");
+            assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+            assert!(outcome.ops > 0, "no life cycle completed");
             let s = Subject::Uproc {
                 profile,
                 body: Body::None,
             };
-            check_locks(s, shape.levels, u.outcome.ops, &u.locks).unwrap_or_else(|e| {
-                panic!("{e} (Linux: {:?})", expected_locks(profile, shape.levels))
+            check_locks(s, shape.levels, outcome.ops, &locks).unwrap_or_else(|e| {
+                panic!(
+                    "{e} (expected: {:?})",
+                    expected_locks(profile, shape.levels)
+                )
             });
         }
     }
@@ -42,13 +46,9 @@ fn bookkeeping_runs_take_linux_lock_counts_per_life_cycle() {
 #[test]
 fn bodies_complete_life_cycles() {
     for body in [Body::Thread, Body::Tokio] {
-        let u = measure(Profile::Linux70, body, PLAIN, 1, 0.05).expect("run");
-        assert!(
-            u.outcome.failure.is_none(),
-            "{body:?}: {:?}",
-            u.outcome.failure
-        );
-        assert!(u.outcome.ops > 0, "{body:?}: no life cycle completed");
+        let (outcome, _) = measure(Profile::Linux70, body, PLAIN, 1, 0.05).expect("run");
+        assert!(outcome.failure.is_none(), "{body:?}: {:?}", outcome.failure);
+        assert!(outcome.ops > 0, "{body:?}: no life cycle completed");
     }
 }
 
@@ -88,14 +88,46 @@ fn threadspawn(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn an_unknown_profile_is_refused_with_status_2() {
-    let out = threadspawn(&["--profile", "linux99"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("expected linux618, linux70 or scalable"),
-        "{err}"
-    );
+fn a_profile_that_does_not_exist_is_refused_with_status_2() {
+    for name in ["scalable", "linux99"] {
+        if name.parse::<Profile>().is_ok() {
+            continue; // exists in this build: measured under its own name
+        }
+        let out = threadspawn(&["--profile", name]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("invalid value") && err.contains(name), "{err}");
+    }
+}
+
+#[test]
+fn help_lists_every_option_with_defaults_and_profiles() {
+    let out = threadspawn(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for opt in [
+        "--profile",
+        "--workers",
+        "--seconds",
+        "--repeats",
+        "--levels",
+        "--pidfd",
+        "--cgroup",
+        "--body",
+        "--no-peers",
+        "--sample-one-in",
+        "--predict-to",
+        "--plot",
+        "--json",
+        "--memory",
+        "--count",
+    ] {
+        assert!(help.contains(opt), "{opt} missing\n{help}");
+    }
+    for p in Profile::ALL {
+        assert!(help.contains(p.name()), "{p} missing\n{help}");
+    }
+    assert!(help.matches("[default: ").count() >= 9, "{help}");
 }
 
 #[test]
@@ -122,6 +154,13 @@ fn smoke_run_exits_0_with_a_row_per_profile_and_worker_count() {
         let rows = stdout
             .lines()
             .filter(|l| l.starts_with(&format!("uproc {p} body=none")))
+            .filter(|l| {
+                // throughput rows: workers then ops/s (budget rows name a lock next,
+                // prediction rows say `2w`)
+                let mut t = l.split_whitespace().skip(3);
+                t.next().is_some_and(|w| w.parse::<usize>().is_ok())
+                    && t.next().is_some_and(|x| x.parse::<f64>().is_ok())
+            })
             .count();
         assert_eq!(rows, 2, "{p}: one row per worker count\n{stdout}");
     }
@@ -132,32 +171,96 @@ fn smoke_run_exits_0_with_a_row_per_profile_and_worker_count() {
 }
 
 #[test]
-fn json_mode_prints_only_json_objects() {
+fn json_lines_carry_rows_lock_budgets_and_labelled_predictions() {
+    let dir = std::env::temp_dir().join(format!("threadspawn-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("chart.svg");
     let out = threadspawn(&[
         "--profile",
-        "linux618",
+        "all",
         "--seconds",
         "0.05",
         "--repeats",
         "1",
         "--workers",
-        "1",
+        "1,2",
         "--json",
+        "--sample-one-in",
+        "4",
+        "--predict-to",
+        "8",
+        "--plot",
+        svg.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<_> = stdout.lines().collect();
-    assert!(
-        lines.len() >= 5,
-        "meta, uproc row and three peer rows\n{stdout}"
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    for l in lines {
-        assert!(l.starts_with("{\"type\":\"") && l.ends_with('}'), "{l}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .inspect(|l| assert!(l.starts_with("{\"type\":\""), "type first: {l}"))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let of = |t: &'static str| lines.iter().filter(move |l| l["type"] == t);
+    assert_eq!(of("meta").count(), 1);
+    assert_eq!(of("meta").next().unwrap()["sample_one_in"], 4);
+    for p in Profile::ALL {
+        let rows: Vec<_> = of("row").filter(|r| r["profile"] == p.name()).collect();
+        assert_eq!(rows.len(), 2, "{p}: one row per worker count");
+        for r in &rows {
+            for field in [
+                "ops_per_s",
+                "ops_per_s_min",
+                "ops_per_s_max",
+                "ns_per_op_per_worker",
+                "ops",
+                "predicted_ops_per_s",
+                "prediction_error_pct",
+                "parallel_ns_per_cycle",
+            ] {
+                assert!(r[field].is_number(), "{p} {field}: {r}");
+            }
+            let want = expected_locks(*p, 0);
+            for (name, want) in LOCK_NAMES.iter().zip(want) {
+                let l = &r["locks_per_cycle"][name];
+                let write = l["write"].as_f64().unwrap();
+                assert!(
+                    want.admits((write * 1000.0).round() as u64, 1000),
+                    "{p} {name}: {write} vs {want:?}"
+                );
+                if write == 0.0 {
+                    continue; // a lock this profile never takes has no hold times
+                }
+                assert!(l["samples"].as_u64().unwrap() > 0, "{p} {name}: {l}");
+                for f in [
+                    "hold_ns_mean",
+                    "hold_ns_p50",
+                    "hold_ns_p99",
+                    "hold_ns_per_cycle",
+                    "wait_ns_per_cycle",
+                    "ceiling_ops_per_s",
+                ] {
+                    assert!(l[f].is_number(), "{p} {name} {f}: {l}");
+                }
+            }
+        }
+        let preds: Vec<_> = of("prediction")
+            .filter(|r| r["profile"] == p.name())
+            .collect();
+        assert_eq!(preds.len(), 8, "{p}: a prediction for 1..=8 workers");
+        assert!(preds.iter().all(|r| r["from_workers"] == 2 && r["predicted_ops_per_s"].as_f64().unwrap() > 0.0));
     }
+    assert_eq!(of("row").filter(|r| r["subject"] == "pthread").count(), 2);
+    assert!(of("ratio").any(|r| r["name"] == "linux70 / linux618 (body=none)"));
+    assert!(of("ceiling_ratio").count() >= 1);
+    assert!(of("ceiling_ratio").all(|r| r["per_lock"]["pidmap_lock"].is_number()));
+    let chart = std::fs::read_to_string(&svg).expect("the chart");
     assert!(
-        stdout.contains("\"pidmap_lock\":{\"write\":3.000"),
-        "{stdout}"
+        chart.starts_with("<svg") && chart.contains("PREDICTED") && chart.contains("tasklist_lock")
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -10,29 +10,21 @@
 //! done   # (refs at 20000 - refs at 10000) / 10000 = instructions per life cycle
 //! ```
 
-use uproc::{CloneArgs, Profile, Runtime};
-use uproc_benches::load::cycle_none;
+use uproc::Profile;
+use uproc_benches::load::{Setup, cycle_none};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let (Some(profile), Some(n)) = (
-        args.get(1).and_then(|p| p.parse::<Profile>().ok()),
-        args.get(2).and_then(|n| n.parse::<u64>().ok()),
-    ) else {
+    let mut args = std::env::args().skip(1);
+    let profile: Option<Profile> = args.next().and_then(|p| p.parse().ok());
+    let n: Option<u64> = args.next().and_then(|n| n.parse().ok());
+    let (Some(profile), Some(n)) = (profile, n) else {
         eprintln!("usage: lifecycles linux618|linux70 N");
         std::process::exit(2);
     };
-    let rt = Runtime::builder()
-        .profile(profile)
-        .build()
-        .expect("runtime");
-    let parent = rt
-        .init()
-        .fork(&CloneArgs::default())
-        .expect("fork the parent");
-    let clone_args = CloneArgs::default();
+    // One parent in the root namespace, plain forks: what `threadspawn` runs per worker.
+    let setup = Setup::new(profile, Default::default(), 1).expect("a runtime and a parent");
     for i in 0..n {
-        if let Err(e) = cycle_none(&parent, &clone_args) {
+        if let Err(e) = cycle_none(&setup.parents[0], &setup.args) {
             eprintln!("lifecycles: cycle {i}: {e}");
             std::process::exit(1);
         }

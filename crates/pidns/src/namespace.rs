@@ -60,9 +60,8 @@ impl PidMap {
     /// taken by forks of a namespace, so they count with the global locks.
     pub fn pool_lock_stat(&self) -> LockStat {
         LockStat {
-            name: "pidns_pool_lock",
             write: self.pool_locks.load(Ordering::Relaxed),
-            read: 0,
+            ..LockStat::zero("pidns_pool_lock")
         }
     }
 

@@ -78,7 +78,7 @@ pub(crate) struct PoolLock<T> {
 
 /// The guard of a [`PoolLock`].
 #[cfg(not(loom))]
-pub(crate) type PoolGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+pub(crate) type PoolGuard<'a, T> = uproc_abi::lockstat::NamedMutexGuard<'a, T>;
 /// The guard of a [`PoolLock`].
 #[cfg(loom)]
 pub(crate) type PoolGuard<'a, T> = loom::sync::MutexGuard<'a, T>;

@@ -238,7 +238,9 @@ impl System {
     /// `write_lock_irq(&tasklist_lock)` on the fork/exit/reap path: taken under the
     /// `Linux*` profiles (the caller then holds it around its per-process locks), not
     /// under `Scalable`.
-    pub(crate) fn tasklist_write_hot(&self) -> Option<parking_lot::RwLockWriteGuard<'_, TaskList>> {
+    pub(crate) fn tasklist_write_hot(
+        &self,
+    ) -> Option<uproc_abi::lockstat::NamedRwLockWriteGuard<'_, TaskList>> {
         self.tasklist_on_hot_path
             .then(|| self.tasklist_lock.write())
     }
