@@ -202,21 +202,31 @@
 //! - `tokio`: `tokio::TokioExecutor` and `Runtime::spawn_async`.
 //! - `lockstat`: count global lock acquisitions ([`Runtime::lock_stats`]).
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod async_body;
 mod child;
+mod child_set;
+mod coroutine;
 mod cx;
 mod executor;
 mod latch;
 pub mod ps;
 mod runtime;
+#[cfg(feature = "smol")]
+#[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
+pub mod smol;
 mod spawn;
 mod sync;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
 
 pub use child::{Child, ChildFuture};
+pub use child_set::{ChildSet, JoinNext};
+pub use coroutine::{CoroutineHooks, CurrentSlot, register_coroutine_hooks};
 pub use cx::{TaskCx, current};
-pub use executor::{Executor, ThreadExecutor};
+pub use executor::{AsyncJob, Executor, ThreadExecutor};
 pub use ps::ProcInfo;
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use spawn::Spawn;
