@@ -70,12 +70,15 @@ async fn run_async(rt: &Runtime) -> Result<i64, Failure> {
     Ok(sum)
 }
 
+/// One round's sum of exit codes and time, or why it failed.
+type Round = Result<(i64, Duration), Failure>;
+
 /// Runs one executor's round: a fresh runtime (so every run allocates the same pids),
 /// the run, the leak checks, and the time.
 fn timed(
     rt: Runtime,
     run: impl FnOnce(&Runtime) -> Result<i64, Failure>,
-) -> Result<(i64, Duration), Failure> {
+) -> Round {
     let start = Instant::now();
     let sum = run(&rt)?;
     let elapsed = start.elapsed();
@@ -92,7 +95,7 @@ pub fn check() -> Lesson {
     let smol_ex = Arc::new(smol::Executor::new());
     may::config().set_workers(2); // no effect if may already started
 
-    let rounds: [(&str, Result<(i64, Duration), Failure>); 4] = [
+    let rounds: [(&str, Round); 4] = [
         (
             "threads",
             timed(
