@@ -75,10 +75,7 @@ type Round = Result<(i64, Duration), Failure>;
 
 /// Runs one executor's round: a fresh runtime (so every run allocates the same pids),
 /// the run, the leak checks, and the time.
-fn timed(
-    rt: Runtime,
-    run: impl FnOnce(&Runtime) -> Result<i64, Failure>,
-) -> Round {
+fn timed(rt: Runtime, run: impl FnOnce(&Runtime) -> Result<i64, Failure>) -> Round {
     let start = Instant::now();
     let sum = run(&rt)?;
     let elapsed = start.elapsed();

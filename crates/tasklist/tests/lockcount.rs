@@ -1,5 +1,5 @@
-//! Global lock acquisitions per life cycle, as Linux takes them (docs: linux-semantics
-//! 3.1, 3.3, 6).
+//! Global lock acquisitions per life cycle, as Linux takes them (`alloc_pid`,
+//! `copy_process`, `release_task`, `cgroup_can_fork`/`post_fork`/`task_dead`).
 
 mod common;
 use common::*;

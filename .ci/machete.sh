@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Unused dependencies: cargo-machete reads every package's sources for each declared
+# dependency. Installed here, pinned, when missing (it is not part of the toolchain).
+set -euo pipefail
+MACHETE_VERSION=0.9.2
+if ! cargo machete --version 2>/dev/null | grep -q "$MACHETE_VERSION"; then
+  cargo install cargo-machete --version "$MACHETE_VERSION" --locked
+fi
+# --with-metadata would resolve renamed crates through cargo metadata; plain names suffice here.
+cargo machete
