@@ -153,9 +153,9 @@ impl Runtime {
     /// assert!(job.as_mut().poll(&mut cx).is_ready());
     /// assert_eq!(child.wait()?.exited(), Some(pid));
     ///
-    /// // The default executor (threads) runs no futures.
+    /// // The default executor (threads) runs no futures, and this thread is in no
+    /// // tokio runtime.
     /// let threads = Runtime::new()?;
-    /// # #[cfg(not(feature = "tokio"))]
     /// assert_eq!(threads.spawn_async(Spawn::new(), |_| async { 0 }).unwrap_err(), uproc::Errno::EINVAL);
     /// assert_eq!(threads.ps().len(), 1); // nothing was forked
     /// # Ok::<(), uproc::Errno>(())
