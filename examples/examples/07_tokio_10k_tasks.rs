@@ -24,19 +24,20 @@ pub fn check() -> Lesson {
         .executor(TokioExecutor::new(tokio_rt.handle().clone()))
         .build()?;
 
-    // The most jobs alive at once, as the jobs themselves see it (init not counted):
-    // each one reads the task count after its sleep, when the others overlap it.
-    let peak = Arc::new(AtomicUsize::new(0));
+    // The most jobs inside their body at once, counted by the jobs themselves as they
+    // enter and leave it (init is not a job).
+    let (alive, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let start = Instant::now();
     let sum = tokio_rt.block_on(async {
         let mut children = Vec::with_capacity(TASKS as usize);
         for i in 0..TASKS {
             // Each body sleeps a little (so they overlap), then exits with i % 256.
-            let (rt2, peak) = (rt.clone(), Arc::clone(&peak));
+            let (alive, peak) = (Arc::clone(&alive), Arc::clone(&peak));
             children.push(
                 rt.spawn_async(Spawn::new().name("job"), move |_cx| async move {
+                    peak.fetch_max(alive.fetch_add(1, Relaxed) + 1, Relaxed);
                     tokio::time::sleep(Duration::from_millis(1)).await;
-                    peak.fetch_max(rt2.system().nr_tasks() - 1, Relaxed);
+                    alive.fetch_sub(1, Relaxed);
                     i % 256
                 })?,
             );
