@@ -16,8 +16,9 @@
 //! A `join_next` poll then polls only the members in the ready queue, in the order
 //! their exits woke them: a set of 10,000 running children costs nothing per exit but
 //! the one member that exited. A member's `queued` flag keeps it in the queue at most
-//! once; it is cleared before the member is polled, so an exit during that poll queues
-//! it again.
+//! once; it is cleared (with an acquire-release swap) before the member is polled, so an
+//! exit during that poll queues it again, and an exit whose wake-up found the flag still
+//! set is visible to that poll.
 //!
 //! Who touches what: the set (`&mut self`) owns the members; the ready queue and the
 //! set's waker slot (two leaf mutexes in `Ready`) are shared with the member wakers,
@@ -228,7 +229,10 @@ impl ChildSet {
             let Some(m) = self.members.get_mut(&key) else {
                 continue;
             };
-            m.flag.queued.store(false, Ordering::Release);
+            // An RMW, not a store: it reads the latest `queued`, so if the exit's
+            // wake-up set it (and skipped the queue, the key being queued already),
+            // this swap synchronizes with that wake-up and the poll below sees the exit.
+            m.flag.queued.swap(false, Ordering::AcqRel);
             let mut mcx = Context::from_waker(&m.waker);
             if let Poll::Ready(status) = Pin::new(&mut m.fut).poll(&mut mcx) {
                 let pid = m.pid;
