@@ -40,7 +40,7 @@ const WHERE_NEXT: &str = "\
 where next:
   - read one example:   examples/examples/NN_name.rs (each checks what it prints)
   - run one example:    cargo run -p uproc-examples --example 10_green_threads_may
-  - watch it happen:    RUST_LOG=uproc=debug,uproc_tasklist=debug cargo run -p uproc-examples --bin tour
+  - watch it happen:    RUST_LOG=uproc=debug cargo run --release -p uproc-examples --bin tour
   - the API:            cargo doc -p uproc --all-features --open (start at the crate page)
   - your own runtime:   implement uproc::Executor (execute, execute_async, coroutine_hooks)
   - the numbers:        benches/README.md (threadspawn, lock counts per profile)";
