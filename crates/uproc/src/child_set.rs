@@ -23,19 +23,20 @@
 //! Who touches what: the set (`&mut self`) owns the members; the ready queue and the
 //! set's waker slot (two leaf mutexes in `Ready`) are shared with the member wakers,
 //! which may run on any thread (the one that ends a child). Wakers are woken and
-//! dropped after those mutexes are released.
+//! dropped after those mutexes are released. `tests/loom_child_set.rs` checks that an
+//! exit is never lost between a member's wake-up and the set's poll.
+#![cfg_attr(not(loom), allow(unreachable_pub))]
 
 use crate::child::{Child, ChildFuture};
 use crate::coroutine;
 use crate::cx::TaskCx;
 use crate::runtime::Runtime;
 use crate::spawn::Spawn;
-use parking_lot::Mutex;
+use crate::sync::{AtomicBool, Mutex, Ordering};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use uproc_abi::{Errno, WaitStatus};
@@ -79,20 +80,53 @@ struct Member {
     waker: Waker,
 }
 
-/// What the member wakers share with the set.
+/// What the member wakers share with the set (`pub` for the loom model only).
 #[derive(Default)]
-struct Ready {
+pub struct Ready {
     /// Keys of members whose exit (or first poll) is due.
     queue: Mutex<VecDeque<u64>>,
     /// The waker of the `join_next` waiting on the set, if any.
     waiter: Mutex<Option<Waker>>,
 }
 
+impl Ready {
+    /// The next due key.
+    pub fn pop(&self) -> Option<u64> {
+        self.queue.lock().pop_front()
+    }
+
+    /// Whether `key` is due.
+    #[cfg(loom)]
+    pub fn is_queued(&self, key: u64) -> bool {
+        self.queue.lock().contains(&key)
+    }
+}
+
 /// Wakes one member: queues its key and wakes the set's waiter.
-struct MemberWaker {
+pub struct MemberWaker {
     key: u64,
     ready: Weak<Ready>,
     queued: AtomicBool,
+}
+
+impl MemberWaker {
+    /// The waker of member `key`, queued for its first poll.
+    pub fn new_queued(key: u64, ready: &Arc<Ready>) -> Arc<MemberWaker> {
+        ready.queue.lock().push_back(key);
+        Arc::new(MemberWaker {
+            key,
+            ready: Arc::downgrade(ready),
+            queued: AtomicBool::new(true),
+        })
+    }
+
+    /// Called before the member is polled: later wake-ups queue it again. An RMW,
+    /// not a store: it reads the latest `queued`, so if an exit's wake-up set it (and
+    /// skipped the queue, the key being there already), this swap synchronizes with
+    /// that wake-up and the poll that follows sees the exit.
+    pub fn clear(&self) {
+        self.queued.swap(false, Ordering::AcqRel);
+    }
 }
 
 impl Wake for MemberWaker {
@@ -130,12 +164,8 @@ impl ChildSet {
     pub fn insert(&mut self, child: Child) -> i32 {
         let key = self.next_key;
         self.next_key += 1;
-        let flag = Arc::new(MemberWaker {
-            key,
-            ready: Arc::downgrade(&self.ready),
-            // Queued below: the first poll registers the member's waker.
-            queued: AtomicBool::new(true),
-        });
+        // Queued: the first poll registers the member's waker.
+        let flag = MemberWaker::new_queued(key, &self.ready);
         let pid = child.pid();
         let member = Member {
             pid,
@@ -144,7 +174,6 @@ impl ChildSet {
             flag,
         };
         self.members.insert(key, member);
-        self.ready.queue.lock().push_back(key);
         pid
     }
 
@@ -223,16 +252,13 @@ impl ChildSet {
         // this poll (a claim race it must retry) is seen at the next poll.
         let due = self.ready.queue.lock().len();
         for _ in 0..due {
-            let Some(key) = self.ready.queue.lock().pop_front() else {
+            let Some(key) = self.ready.pop() else {
                 break;
             };
             let Some(m) = self.members.get_mut(&key) else {
                 continue;
             };
-            // An RMW, not a store: it reads the latest `queued`, so if the exit's
-            // wake-up set it (and skipped the queue, the key being queued already),
-            // this swap synchronizes with that wake-up and the poll below sees the exit.
-            m.flag.queued.swap(false, Ordering::AcqRel);
+            m.flag.clear();
             let mut mcx = Context::from_waker(&m.waker);
             if let Poll::Ready(status) = Pin::new(&mut m.fut).poll(&mut mcx) {
                 let pid = m.pid;

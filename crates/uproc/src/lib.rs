@@ -276,5 +276,6 @@ pub mod lockstat {
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_model {
+    pub use crate::child_set::{MemberWaker, Ready};
     pub use crate::latch::ExitLatch;
 }
