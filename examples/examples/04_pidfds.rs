@@ -4,7 +4,8 @@
 //! stranger. A *pidfd* holds the process itself: after the process is gone, the pidfd
 //! answers `ESRCH`, even when a new task already carries the old number. This example
 //! forces that recycling with `set_tid` (clone3's "give me this pid", which needs
-//! `CAP_CHECKPOINT_RESTORE`), then waits for a task asynchronously through its pidfd.
+//! `CAP_CHECKPOINT_RESTORE`), shows a signal sent by number landing on the stranger,
+//! then waits for a task asynchronously through its pidfd.
 
 use uproc::{CloneArgs, Errno, InfoMask, Runtime, Signal, Spawn};
 use uproc_examples::{Lesson, ensure};
@@ -49,11 +50,14 @@ pub fn check() -> Lesson {
         "exit info is kept after reap"
     );
 
-    // Killing by *number* would hit the new task: that is the bug pidfds prevent.
-    new.kill()?;
+    // Signalling by *number* hits the new task: the bug pidfds prevent. Code that
+    // meant the old process but kept only its number sends SIGTERM to `nr`, and the
+    // stranger that now carries the number dies of it.
+    init.kill(nr, Signal::TERM)?;
+    let hit = new.wait()?;
     ensure!(
-        new.wait()?.signaled() == Some(Signal::KILL),
-        "new task killed"
+        hit.signaled() == Some(Signal::TERM),
+        "kill({nr}, SIGTERM) ended the new task: {hit}"
     );
 
     // Asynchronous wait: `.await` a Child (it awaits the pidfd becoming readable, then
@@ -76,6 +80,7 @@ pub fn check() -> Lesson {
         Ok::<_, Errno>((code_a.zip(code_b), readable && fd.poll().hangup))
     })?;
     ensure!(code == Some((7, 8)), "async exit codes {code:?}");
+    let (code_a, code_b) = code.unwrap_or_default();
     ensure!(
         readable,
         "pidfds poll readable at exit and hang up once reaped"
@@ -83,7 +88,7 @@ pub fn check() -> Lesson {
     ensure!(rt.ps().len() == 1, "leftover tasks");
 
     Ok(format!(
-        "pid {nr} recycled: old pidfd -> ESRCH, new task untouched; async waits -> {code:?}"
+        "pid {nr} recycled: the old pidfd gets ESRCH and spares the new task, kill({nr}, SIGTERM) by number kills it; async waits -> exit codes {code_a} and {code_b}"
     ))
 }
 

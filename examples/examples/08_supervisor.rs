@@ -1,29 +1,30 @@
 //! # 08 — a supervisor that restarts failed children
 //!
 //! A supervisor (think systemd, or an Erlang supervisor) starts workers, learns when
-//! one ends, and restarts it if it failed. It learns through pidfds: each worker's
-//! pidfd delivers an `ExitEvent` on a channel when the worker exits (`subscribe()`),
-//! so one thread can watch many workers with a channel `Select`, without polling.
+//! one ends, and restarts it if it failed. It keeps them in a `ChildSet` (uproc's
+//! `JoinSet`): `wait_next()` sleeps until *some* worker exits and reaps it, woken by
+//! that worker's own exit (each child's pidfd wakes only its waiter), so one thread
+//! watches any number of workers without polling. In async code, `join_next().await`
+//! does the same; `abort_all()` ends them all with SIGKILL.
 
-use crossbeam_channel::{Receiver, Select};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
-use uproc::{Child, ExitEvent, Runtime, Spawn};
+use uproc::{ChildSet, Runtime, Signal, Spawn};
 use uproc_examples::{Lesson, ensure};
 
-/// Starts worker `id`: it fails (exit 1) until it has been started `id + 1` times.
+/// Starts worker `id` in `set`: it fails (exit 1) until it has been started `id + 1`
+/// times. Returns its pid.
 fn start(
     rt: &Runtime,
+    set: &mut ChildSet,
     id: usize,
     starts: Arc<AtomicU32>,
-) -> Result<(Child, Receiver<ExitEvent>), uproc::Errno> {
-    let child = rt.spawn(Spawn::new().name(&format!("worker{id}")), move |_| {
+) -> Result<i32, uproc::Errno> {
+    set.spawn(rt, Spawn::new().name(&format!("worker{id}")), move |_| {
         let n = starts.fetch_add(1, SeqCst) + 1;
         if n as usize > id { 0 } else { 1 }
-    })?;
-    let events = child.pidfd().subscribe();
-    Ok((child, events))
+    })
 }
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
@@ -31,34 +32,21 @@ pub fn check() -> Lesson {
     let rt = Runtime::builder().build()?;
     let counters: Vec<Arc<AtomicU32>> = (0..3).map(|_| Arc::new(AtomicU32::new(0))).collect();
 
-    // worker id -> (its Child, its exit-event channel)
-    let mut running: HashMap<usize, (Child, Receiver<ExitEvent>)> = HashMap::new();
+    // pid -> worker id, for the workers in the set.
+    let mut set = ChildSet::new();
+    let mut workers: HashMap<i32, usize> = HashMap::new();
     for (id, c) in counters.iter().enumerate() {
-        running.insert(id, start(&rt, id, Arc::clone(c))?);
+        workers.insert(start(&rt, &mut set, id, Arc::clone(c))?, id);
     }
 
     let mut restarts = 0;
-    while !running.is_empty() {
-        // Wait for any worker's exit event.
-        let ids: Vec<usize> = running.keys().copied().collect();
-        let mut sel = Select::new();
-        for id in &ids {
-            sel.recv(&running[id].1);
-        }
-        let op = sel.select();
-        let id = ids[op.index()];
-        let ev = op.recv(&running[&id].1)?;
-        // Reap it (the event says it exited; wait() collects the zombie).
-        let (child, _) = running.remove(&id).ok_or("unknown worker")?;
-        let status = child.wait()?;
-        ensure!(
-            status == ev.status,
-            "event and wait disagree: {} vs {status}",
-            ev.status
-        );
+    // Reap whichever worker exits next, until none is left.
+    while let Some((pid, status)) = set.wait_next() {
+        let status = status?;
+        let id = workers.remove(&pid).ok_or("unknown worker")?;
         if status.exited() != Some(0) {
             restarts += 1;
-            running.insert(id, start(&rt, id, Arc::clone(&counters[id]))?);
+            workers.insert(start(&rt, &mut set, id, Arc::clone(&counters[id]))?, id);
         }
     }
 
@@ -66,9 +54,31 @@ pub fn check() -> Lesson {
     let starts: Vec<u32> = counters.iter().map(|c| c.load(SeqCst)).collect();
     ensure!(starts == [1, 2, 3], "starts per worker {starts:?}");
     ensure!(restarts == 3, "restarts {restarts}");
+    ensure!(workers.is_empty(), "every worker accounted for");
+
+    // Shutdown: workers that never end on their own are stopped with abort_all.
+    for _ in 0..3 {
+        set.spawn(&rt, Spawn::new().name("daemon"), |cx| {
+            while cx.signal_pending().is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            0
+        })?;
+    }
+    set.abort_all();
+    let mut killed = 0;
+    while let Some((_, status)) = set.wait_next() {
+        ensure!(status?.signaled() == Some(Signal::KILL), "daemon killed");
+        killed += 1;
+    }
     ensure!(rt.ps().len() == 1, "leftover tasks");
     Ok(format!(
-        "3 workers supervised via pidfd exit events: {restarts} restarts, starts per worker {starts:?}"
+        "3 workers supervised in a ChildSet: {restarts} restarts, starts per worker {}; {killed} daemons stopped by abort_all",
+        starts
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join("/")
     ))
 }
 

@@ -41,9 +41,34 @@ macro_rules! ensure {
     };
 }
 
-/// The `main` of every lesson: runs `check` and prints its summary, or prints why it
-/// failed and exits with status 1 (what CI looks at).
+/// Installs a `tracing` subscriber that prints to stderr what `RUST_LOG` selects
+/// (nothing when it is unset), e.g. `RUST_LOG=uproc=debug` for the facade's spawns,
+/// kills and reaps inside `task{pid=..}` spans, `RUST_LOG=uproc=debug,uproc_tasklist=debug`
+/// for fork/exit/reap too. The lessons' `main` and the tour call it.
+pub fn init_tracing() {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::fmt::format::FmtSpan;
+    let filter = EnvFilter::builder()
+        .with_default_directive(LevelFilter::OFF.into())
+        .from_env_lossy();
+    // Fails only if a subscriber is already installed, which is then kept.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        // One line when a `task` span ends (with its busy/idle time); events inside a
+        // body are prefixed with the span, `task{pid=7}:`.
+        .with_span_events(FmtSpan::CLOSE)
+        .try_init();
+}
+
+/// The `main` of every lesson: installs the `RUST_LOG` subscriber ([`init_tracing`]),
+/// runs `check` and prints its summary, or prints why it failed and exits with
+/// status 1 (what CI looks at).
 pub fn main(check: fn() -> Lesson) {
+    init_tracing();
     match check() {
         Ok(summary) => println!("{summary}"),
         Err(e) => {

@@ -1,4 +1,4 @@
-//! `fork` / `clone3`: `copy_process` in DESIGN.md's step order, with reverse unwinding.
+//! `fork` / `clone3`: `copy_process`, in the kernel's step order, with reverse unwinding.
 //!
 //! 1. validate flags (EINVAL)
 //! 2. `alloc_pid` in `pid_ns_for_children` (or a new child namespace for NEWPID)

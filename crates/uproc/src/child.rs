@@ -30,6 +30,7 @@
 //! them all), and a waiter that loses a race for the zombie to another waiter of the
 //! parent would sleep there until some other child changes state.
 
+use crate::coroutine;
 use crate::latch::ExitLatch;
 use crate::runtime::Runtime;
 use crate::spawn::{KillFlag, Outcome, root_pid};
@@ -242,7 +243,15 @@ impl Child {
     ///
     /// # References
     /// [waitid(2)](https://man7.org/linux/man-pages/man2/waitid.2.html) with `P_PIDFD`.
+    ///
+    /// Called from a coroutine of a stackful runtime whose
+    /// [`CoroutineHooks`](crate::CoroutineHooks) are registered (the `may` executor's),
+    /// it parks that coroutine, not its worker thread: it awaits the child as `.await`
+    /// does, and the exit unparks it.
     pub fn wait(mut self) -> Result<WaitStatus, Errno> {
+        if coroutine::active().is_some() {
+            return coroutine::block_on(self.into_future());
+        }
         self.handled = true;
         self.tracker.wait_blocking()
     }
@@ -298,6 +307,13 @@ pub struct ChildFuture {
     job_done: bool,
     readable: Option<Readable>,
     done: bool,
+}
+
+impl ChildFuture {
+    /// The child this future waits for.
+    pub fn child(&self) -> &Child {
+        &self.child
+    }
 }
 
 impl Drop for ChildFuture {

@@ -1,9 +1,9 @@
 //! `TaskCx`: what a body knows about the task it runs as, and [`current()`].
 
 use crate::child::{Child, Tracker};
+use crate::coroutine::{self, CurrentSlot};
 use crate::runtime::Runtime;
 use crate::spawn::Spawn;
-use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 use uproc_abi::{DefaultAction, Errno, Signal};
@@ -93,7 +93,6 @@ impl TaskCx {
 
     /// Spawns an async child parented to this task. See
     /// [`Runtime::spawn_async`](crate::Runtime::spawn_async).
-    #[cfg(feature = "tokio")]
     pub fn spawn_async<F, Fut>(&self, spawn: Spawn, body: F) -> Result<Child, Errno>
     where
         F: FnOnce(TaskCx) -> Fut + Send + 'static,
@@ -165,16 +164,38 @@ pub(crate) fn fatal_pending(task: &Task) -> Option<Signal> {
 }
 
 thread_local! {
-    static CURRENT: RefCell<Option<TaskCx>> = const { RefCell::new(None) };
+    /// The current task of code that runs on this OS thread outside any coroutine.
+    static CURRENT: CurrentSlot = const { CurrentSlot::new() };
 }
 
-/// The context of the task whose body is running on this thread, or `None` outside
-/// any body.
+/// Calls `f` with the slot of the caller: its coroutine's when it runs in a coroutine
+/// of a registered [`CoroutineHooks`](crate::CoroutineHooks) runtime, else its
+/// thread's. `None` while the thread's storage is being destroyed.
+fn with_slot<R>(f: impl FnOnce(&CurrentSlot) -> R) -> Option<R> {
+    match coroutine::active() {
+        Some(hooks) => {
+            let mut f = Some(f);
+            let mut out = None;
+            hooks.current_slot(&mut |slot| {
+                if let Some(f) = f.take() {
+                    out = Some(f(slot));
+                }
+            });
+            out
+        }
+        None => CURRENT.try_with(f).ok(),
+    }
+}
+
+/// The context of the task whose body is running here, or `None` outside any body.
 ///
-/// On the thread executor the context is set for the whole body; for an async body
-/// (feature `tokio`) it is set while the body's future is being polled, so it behaves
-/// like a tokio task-local: correct after every `.await`, whichever worker thread
-/// resumes the future.
+/// "Here" is the calling coroutine when the caller runs in a coroutine of a stackful
+/// runtime whose [`CoroutineHooks`](crate::CoroutineHooks) are registered (the `may`
+/// executor's are), else the calling OS thread. On the thread executor the context is
+/// set for the whole body; in a coroutine, for the whole body too, and it follows the
+/// coroutine across yields and across worker threads; for an async body it is set while
+/// the body's future is being polled, so it behaves like a task-local: correct after
+/// every `.await`, whichever worker thread resumes the future.
 ///
 /// ```
 /// use uproc::{Runtime, Spawn};
@@ -188,25 +209,25 @@ thread_local! {
 /// # Ok::<(), uproc::Errno>(())
 /// ```
 pub fn current() -> Option<TaskCx> {
-    CURRENT.try_with(|c| c.borrow().clone()).ok().flatten()
+    with_slot(CurrentSlot::get).flatten()
 }
 
 /// Makes `cx` current until the guard is dropped (then restores the previous one).
+///
+/// The guard must be dropped on the coroutine (or thread) that created it, which every
+/// user does: it lives on the body's stack, around the body or one poll.
 pub(crate) struct Enter {
     prev: Option<TaskCx>,
 }
 
 pub(crate) fn enter(cx: &TaskCx) -> Enter {
-    let prev = CURRENT
-        .try_with(|c| c.borrow_mut().replace(cx.clone()))
-        .ok()
-        .flatten();
+    let prev = with_slot(|s| s.replace(Some(cx.clone()))).flatten();
     Enter { prev }
 }
 
 impl Drop for Enter {
     fn drop(&mut self) {
         let prev = self.prev.take();
-        let _ = CURRENT.try_with(|c| *c.borrow_mut() = prev);
+        with_slot(|s| s.replace(prev));
     }
 }

@@ -5,12 +5,46 @@
 //! hands one job to an [`Executor`]: "run this body, then exit the task with what it
 //! returned". The default is [`ThreadExecutor`], one OS thread per task (the 1:1 model
 //! Linux itself uses); the `tokio` feature adds
-//! [`TokioExecutor`](crate::tokio::TokioExecutor). Any other green-thread runtime plugs
-//! in by implementing the trait.
+//! [`TokioExecutor`](crate::tokio::TokioExecutor), the `smol` feature `SmolExecutor`,
+//! and the `uproc-may` crate an executor of `may` stackful coroutines. Any other
+//! green-thread runtime plugs in by implementing the trait: [`execute`](Executor::execute)
+//! alone for a runtime whose units own their stack and may block (threads, coroutines),
+//! plus [`execute_async`](Executor::execute_async) for one that runs futures, plus
+//! [`coroutine_hooks`](Executor::coroutine_hooks) for one whose units share OS threads
+//! and yield in the middle of a body.
 
+use crate::coroutine::CoroutineHooks;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+/// The job of an async body ([`Runtime::spawn_async`](crate::Runtime::spawn_async)):
+/// a future that polls the body, exits the task and reaps it if detached. Dropping it
+/// unfinished ends the task as killed by `SIGKILL`.
+pub type AsyncJob = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// Something that runs jobs: one job per spawned task.
+///
+/// Three capabilities, the first required:
+///
+/// - **synchronous bodies** ([`execute`](Self::execute)): the job is a closure that
+///   runs the body to its end; it may block (`Child::wait`, a lock), so it needs a
+///   thread or a stackful coroutine of its own.
+/// - **async bodies** ([`runs_futures`](Self::runs_futures) and
+///   [`execute_async`](Self::execute_async)): the job is a future the executor spawns
+///   as one of its tasks. Without them `spawn_async` fails with `EINVAL` (or, with the
+///   `tokio` feature, falls back to the caller's tokio runtime).
+/// - **stackful coroutines** ([`coroutine_hooks`](Self::coroutine_hooks)): an executor
+///   whose units share OS threads and can yield in the middle of a body (many
+///   coroutines per worker thread, migrating between workers) must say how to find the
+///   running coroutine, store its current task and park it. Then
+///   [`current()`](crate::current) is per coroutine (not per thread, which would let a
+///   coroutine see the task of another that ran on its thread before it, or lose its
+///   own after moving to another worker), and `Child::wait` /
+///   `ChildSet::wait_next` from a coroutine park that coroutine instead of blocking
+///   its worker thread (which would stall every coroutine queued on it). An executor
+///   of threads or of futures leaves it `None`: a thread-local set around the body
+///   (or around each poll) is right for them, and their waits block nobody else.
 ///
 /// A job is self-contained: it runs the body, reports the exit to the task list, and
 /// reaps the task if its [`Child`](crate::Child) handle was dropped. An executor may run
@@ -38,6 +72,27 @@ pub trait Executor: Send + Sync + 'static {
     /// Runs `job` (now or later, on any thread). Must not run it more than once, which
     /// `FnOnce` already guarantees.
     fn execute(&self, job: Box<dyn FnOnce() + Send>);
+
+    /// Whether [`execute_async`](Self::execute_async) runs futures (default `false`).
+    /// `spawn_async` asks before forking, so that an executor without futures makes it
+    /// fail with `EINVAL` and create nothing.
+    fn runs_futures(&self) -> bool {
+        false
+    }
+
+    /// Spawns `job` as a task of the executor's async runtime, to be polled to its end
+    /// (from any thread). Called only when [`runs_futures`](Self::runs_futures) is
+    /// true. The default drops the job, which ends the task as killed.
+    fn execute_async(&self, job: AsyncJob) {
+        drop(job);
+    }
+
+    /// The executor's stackful-coroutine hooks, if its units share OS threads (see the
+    /// trait docs; default `None`). Building a runtime registers them process-wide
+    /// ([`register_coroutine_hooks`](crate::register_coroutine_hooks)).
+    fn coroutine_hooks(&self) -> Option<&'static dyn CoroutineHooks> {
+        None
+    }
 }
 
 /// The default executor: one `std::thread` per task (the 1:1 model).

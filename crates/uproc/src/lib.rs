@@ -40,6 +40,8 @@
 //!   [`current()`] returns the context inside any body.
 //! - [`Child`]: the handle of a spawned task: `wait`, `try_wait`, `kill`, `pidfd`, and
 //!   `.await`.
+//! - [`ChildSet`]: many children, reaped in the order they exit (`join_next().await`,
+//!   blocking `wait_next`, `abort_all`), in the spirit of tokio's `JoinSet`.
 //! - [`Task`]: the embedding API, process-level and close to the syscalls: `fork`,
 //!   `exit`, `wait`, `kill`, `pidfd_open`, `setpgid`, `unshare_pid_ns`, ... A task
 //!   forked directly has no body: the caller drives it.
@@ -55,15 +57,27 @@
 //! - [`ThreadExecutor`] (the default): one OS thread per body, the 1:1 model Linux
 //!   itself uses; [`ThreadExecutor::stack_size`] sets the threads' stacks.
 //! - `tokio::TokioExecutor` (feature `tokio`): synchronous bodies on tokio's blocking
-//!   pool. `Runtime::spawn_async` runs an `async` body as a tokio task, on the
-//!   executor's tokio runtime or else the caller's: 10,000 tasks are 10,000 futures.
-//! - Your own: implement the one-method [`Executor`] trait for any other green-thread
-//!   runtime. A job may run on any thread, at any later time; if the executor drops it
-//!   unrun (shutdown, no thread), the task ends killed by `SIGKILL`, and a body tokio
-//!   drops at shutdown ends the same way. Nothing leaks either way.
+//!   pool, async bodies as tokio tasks.
+//! - `smol::SmolExecutor` (feature `smol`): synchronous bodies on smol's blocking pool,
+//!   async bodies as smol tasks.
+//! - `uproc_may::MayExecutor` (the `uproc-may` crate): every body a `may` stackful
+//!   coroutine, thousands per worker thread.
+//! - Your own: implement [`Executor`] for any other green-thread runtime: `execute`
+//!   for synchronous bodies, `execute_async` if it runs futures, `coroutine_hooks` if
+//!   its units share OS threads and yield mid-body (the trait docs say why). A job may
+//!   run on any thread, at any later time; if the executor drops it unrun (shutdown,
+//!   no thread), the task ends killed by `SIGKILL`, and an async body an executor
+//!   drops unfinished ends the same way. Nothing leaks either way.
+//!
+//! [`Runtime::spawn_async`] runs an `async` body on the executor if it runs futures,
+//! else (feature `tokio`) on the caller's tokio runtime: 10,000 tasks are 10,000
+//! futures. [`Child`], [`ChildSet::join_next`] and [`PidFd::readable`] are plain
+//! futures woken by the task's exit: any executor, or none, can await them.
 //!
 //! [`current()`] works on every executor: it is set while the body runs (for an async
-//! body, while its future is polled, on whichever thread polls it).
+//! body, while its future is polled, on whichever thread polls it; in a stackful
+//! coroutine, in the coroutine's own storage, so it stays right across yields and
+//! moves between worker threads).
 //!
 //! ## Managed and bare tasks: how signals arrive
 //!
@@ -125,7 +139,10 @@
 //!
 //! Nothing here prints; everything observable goes through [`tracing`] (cheap when no
 //! subscriber is installed). Filter by target, e.g.
-//! `RUST_LOG=uproc=debug,uproc_tasklist=debug`. `pid` fields are numbers in the root
+//! `RUST_LOG=uproc=debug,uproc_tasklist=debug`; the tutorial's examples and tour install
+//! a subscriber that honours `RUST_LOG`. The `task` span is entered around bodies on
+//! threads and around each poll of async bodies, not across bodies that run as
+//! stackful coroutines (tracing's entered-span stack is per OS thread). `pid` fields are numbers in the root
 //! namespace, in every crate.
 //!
 //! The facade (target `uproc`):
@@ -187,8 +204,10 @@
 //! | `05_cgroup_limits` | a fork bomb contained by `pids.max`, ended by `cgroup.kill` |
 //! | `06_orphans_and_subreapers` | orphans go to the nearest subreaper, else to init |
 //! | `07_tokio_10k_tasks` | 10,000 async tasks as processes on tokio |
-//! | `08_supervisor` | restarting failed children from pidfd exit events |
+//! | `08_supervisor` | restarting failed children, waiting on a `ChildSet` |
 //! | `09_lock_profiles` | one workload under each lock profile, with lock counts |
+//! | `10_green_threads_may` | 10,000 may coroutines as processes, a pid namespace per group |
+//! | `11_any_executor` | the same body on threads, may, tokio and smol, timed |
 //!
 //! ## Inside the facade: who holds what
 //!
@@ -208,24 +227,36 @@
 //!
 //! ## Cargo features
 //!
-//! - `tokio`: `tokio::TokioExecutor` and `Runtime::spawn_async`.
+//! - `tokio`: `tokio::TokioExecutor`, and `spawn_async` falls back to the caller's
+//!   tokio runtime.
+//! - `smol`: `smol::SmolExecutor`.
 //! - `lockstat`: count global lock acquisitions ([`Runtime::lock_stats`]).
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod async_body;
 mod child;
+mod child_set;
+mod coroutine;
 mod cx;
 mod executor;
 mod latch;
 pub mod ps;
 mod runtime;
+#[cfg(feature = "smol")]
+#[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
+pub mod smol;
 mod spawn;
 mod sync;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
 
 pub use child::{Child, ChildFuture};
+pub use child_set::{ChildSet, JoinNext};
+pub use coroutine::{CoroutineHooks, CurrentSlot, register_coroutine_hooks};
 pub use cx::{TaskCx, current};
-pub use executor::{Executor, ThreadExecutor};
+pub use executor::{AsyncJob, Executor, ThreadExecutor};
 pub use ps::ProcInfo;
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use spawn::Spawn;
@@ -254,5 +285,6 @@ pub mod lockstat {
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_model {
+    pub use crate::child_set::{MemberWaker, Ready};
     pub use crate::latch::ExitLatch;
 }

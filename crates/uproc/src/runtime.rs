@@ -128,6 +128,9 @@ impl RuntimeBuilder {
         let executor = self
             .executor
             .unwrap_or_else(|| Box::new(ThreadExecutor::new()));
+        if let Some(hooks) = executor.coroutine_hooks() {
+            crate::coroutine::register_coroutine_hooks(hooks);
+        }
         tracing::debug!(target: "uproc", profile = %self.profile, pid_max = self.pid_max, "runtime built");
         Ok(Runtime {
             inner: Arc::new(RtInner {
@@ -238,11 +241,14 @@ impl Runtime {
         &self.inner.system
     }
 
+    /// The executor task bodies run on.
+    pub(crate) fn executor(&self) -> &dyn Executor {
+        &*self.inner.executor.0
+    }
+
+    /// The tokio runtime of the executor, when it is a `TokioExecutor`.
     #[cfg(feature = "tokio")]
-    pub(crate) fn tokio_handle(&self) -> Option<::tokio::runtime::Handle> {
-        self.inner
-            .tokio
-            .clone()
-            .or_else(|| ::tokio::runtime::Handle::try_current().ok())
+    pub(crate) fn executor_tokio_handle(&self) -> Option<&::tokio::runtime::Handle> {
+        self.inner.tokio.as_ref()
     }
 }

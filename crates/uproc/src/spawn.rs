@@ -10,6 +10,7 @@
 //! never keeps its own tracker alive.
 
 use crate::child::{Child, Tracker};
+use crate::coroutine;
 use crate::cx::{self, ExitRequest, TaskCx, fatal_pending};
 use crate::runtime::Runtime;
 use parking_lot::Mutex;
@@ -120,7 +121,6 @@ impl KillFlag {
     }
 
     /// Whether `SIGKILL` came.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn is_killed(&self) -> bool {
         self.killed.load(Ordering::Acquire)
     }
@@ -128,7 +128,6 @@ impl KillFlag {
     /// Stores the waker to wake on `SIGKILL` (replacing any older one). The caller
     /// checks [`is_killed`](KillFlag::is_killed) after: `raise` sets the flag before it
     /// takes the slot's lock, so a kill is either seen by that check or wakes this waker.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn register(&self, w: &Waker) {
         let old = self.waker.lock().replace(w.clone());
         drop(old); // outside the lock: dropping a waker may run foreign code
@@ -251,7 +250,11 @@ impl Launched {
         let job = Box::new(move || {
             let cx = guard.cx();
             let outcome = if may_start(cx.task()) {
-                let _span = task_span(cx.task()).entered();
+                // Tracing keeps the entered span stack per OS thread: a coroutine that
+                // yields (and maybe moves) must not hold a span entered across the body.
+                let _span = coroutine::active()
+                    .is_none()
+                    .then(|| task_span(cx.task()).entered());
                 let _enter = cx::enter(cx);
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(cx))) {
                     Ok(code) => Outcome::Code(code),

@@ -1,11 +1,11 @@
-//! The synchronisation primitives of the facade's one lock-free protocol
-//! ([`ExitLatch`](crate::latch::ExitLatch)), swapped for loom's under `cfg(loom)` so the
-//! protocol can be model-checked (`tests/loom_latch.rs`).
+//! The synchronisation primitives of the facade's lock-free protocols
+//! ([`ExitLatch`](crate::latch::ExitLatch), the `ChildSet` ready queue), swapped for
+//! loom's under `cfg(loom)` so they can be model-checked (`tests/loom_*.rs`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU8, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicU8, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// A mutex with parking_lot's shape (`lock()` returns the guard) on both backends.
 #[derive(Debug, Default)]

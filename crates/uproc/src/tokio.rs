@@ -7,17 +7,30 @@
 //! - [`Runtime::spawn_async`]: the body is an `async` block that runs as a tokio task
 //!   (cheap: 10,000 tasks are 10,000 futures, not threads). On `SIGKILL` the body's
 //!   future is dropped at its next await point and the task ends killed by `SIGKILL`;
-//!   other signals are seen through [`TaskCx::signal_pending`].
+//!   other signals are seen through [`TaskCx::signal_pending`]. It runs on the
+//!   executor's tokio runtime when the executor is a [`TokioExecutor`], else on the
+//!   tokio runtime of the calling thread (when the executor runs no futures itself).
+//!
+//! ```
+//! use uproc::{Runtime, Spawn};
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let rt = Runtime::builder().build()?;       // thread executor: no futures of its own
+//! let child = rt.spawn_async(Spawn::new(), |cx| async move {
+//!     tokio::task::yield_now().await;
+//!     cx.pid()
+//! })?;                                          // so it runs on this tokio runtime
+//! let pid = child.pid();
+//! assert_eq!(child.await?.exited(), Some(pid));
+//! # Ok::<(), uproc::Errno>(())
+//! # }).unwrap();
+//! ```
 
 use crate::child::Child;
-use crate::cx::{self, TaskCx};
-use crate::executor::Executor;
+use crate::cx::TaskCx;
+use crate::executor::{AsyncJob, Executor};
 use crate::runtime::Runtime;
-use crate::spawn::{Outcome, Spawn, launch, may_start, task_span};
-use std::future::{Future, poll_fn};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::{Pin, pin};
-use std::task::{Context, Poll, Waker};
+use crate::spawn::{Spawn, launch};
+use std::future::Future;
 use tokio::runtime::Handle;
 use uproc_abi::Errno;
 
@@ -62,106 +75,32 @@ impl Executor for TokioExecutor {
     fn execute(&self, job: Box<dyn FnOnce() + Send>) {
         drop(self.handle.spawn_blocking(job));
     }
+
+    fn runs_futures(&self) -> bool {
+        true
+    }
+
+    fn execute_async(&self, job: AsyncJob) {
+        drop(self.handle.spawn(job));
+    }
 }
 
-/// Polls an async body under uproc's rules: `current()` set while it is polled, dropped
-/// (in place: `Pin::set`) at its next poll after `SIGKILL`, panics contained.
-///
-/// The kill flag learns the task's waker once (tokio gives a task one waker for its
-/// life; a different one is registered again), so a poll costs one waker comparison
-/// and one atomic load on top of the body's own poll: no lock, no allocation.
-fn poll_managed<Fut: Future<Output = i32>>(
-    tcx: &TaskCx,
-    span: &tracing::Span,
-    mut fut: Pin<&mut Option<Fut>>,
-    registered: &mut Option<Waker>,
-    cx: &mut Context<'_>,
-) -> Poll<Outcome> {
-    let kill = &tcx.tracker().kill;
-    if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-        kill.register(cx.waker());
-        *registered = Some(cx.waker().clone());
-    }
-    if kill.is_killed() {
-        // SIGKILL: drop the body here, at the await point it is parked on.
-        fut.set(None);
-        return Poll::Ready(Outcome::Killed);
-    }
-    let Some(body) = fut.as_mut().as_pin_mut() else {
-        return Poll::Ready(Outcome::Killed);
-    };
-    let _span = span.enter();
-    let _enter = cx::enter(tcx);
-    let outcome = match catch_unwind(AssertUnwindSafe(|| body.poll(cx))) {
-        Ok(Poll::Pending) => return Poll::Pending,
-        Ok(Poll::Ready(code)) => Outcome::Code(code),
-        Err(p) => Outcome::from_unwind(tcx.task(), p),
-    };
-    fut.set(None);
-    Poll::Ready(outcome)
-}
-
-/// Builds the body's future (with `current()` set, in case `body` reads it eagerly)
-/// and runs it to its outcome. The future lives in place in the tokio task: no box.
-async fn run_body<F, Fut>(tcx: &TaskCx, body: F) -> Outcome
+/// `spawn_async` on a tokio runtime: the body's future lives in place in the tokio
+/// task (no box), which is why tokio gets this path rather than
+/// [`Executor::execute_async`].
+pub(crate) fn spawn_in_place<F, Fut>(
+    handle: &Handle,
+    rt: &Runtime,
+    s: Spawn,
+    body: F,
+) -> Result<Child, Errno>
 where
-    F: FnOnce(TaskCx) -> Fut,
-    Fut: Future<Output = i32>,
+    F: FnOnce(TaskCx) -> Fut + Send + 'static,
+    Fut: Future<Output = i32> + Send + 'static,
 {
-    if !may_start(tcx.task()) {
-        return Outcome::NotRun;
-    }
-    let span = task_span(tcx.task());
-    let fut = {
-        let _span = span.enter();
-        let _enter = cx::enter(tcx);
-        catch_unwind(AssertUnwindSafe(|| body(tcx.clone())))
-    };
-    match fut {
-        Ok(fut) => {
-            let mut fut = pin!(Some(fut));
-            let mut registered = None;
-            poll_fn(|cx| poll_managed(tcx, &span, fut.as_mut(), &mut registered, cx)).await
-        }
-        Err(p) => Outcome::from_unwind(tcx.task(), p),
-    }
-}
-
-impl Runtime {
-    /// Runs the async `body` as a new task, as a tokio task on the executor's runtime
-    /// ([`TokioExecutor`]) or else the tokio runtime of the calling thread.
-    ///
-    /// Same life cycle as [`spawn`](Runtime::spawn): fork, run, exit with the returned
-    /// code; a panic ends the task killed by `SIGABRT`. On `SIGKILL` the future is
-    /// dropped at its next await point and the task ends killed by `SIGKILL`. `EINVAL`
-    /// (checked before forking) when there is no tokio runtime to run on.
-    ///
-    /// ```
-    /// use uproc::{Runtime, Spawn};
-    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let rt = Runtime::builder().build()?;
-    /// let child = rt.spawn_async(Spawn::new(), |cx| async move {
-    ///     tokio::task::yield_now().await;
-    ///     cx.pid()
-    /// })?;
-    /// let pid = child.pid();
-    /// assert_eq!(child.await?.exited(), Some(pid));
-    /// # Ok::<(), uproc::Errno>(())
-    /// # }).unwrap();
-    /// ```
-    pub fn spawn_async<F, Fut>(&self, s: Spawn, body: F) -> Result<Child, Errno>
-    where
-        F: FnOnce(TaskCx) -> Fut + Send + 'static,
-        Fut: Future<Output = i32> + Send + 'static,
-    {
-        let handle = self.tokio_handle().ok_or(Errno::EINVAL)?;
-        let (child, guard) = launch(self, s)?.split();
-        // The guard ends the task as killed if tokio drops this task unfinished
-        // (runtime shutdown).
-        drop(handle.spawn(async move {
-            let outcome = run_body(guard.cx(), body).await;
-            guard.complete(outcome);
-        }));
-        Ok(child)
-    }
+    let (child, job) = launch(rt, s)?.into_async_job(body);
+    // The job's guard ends the task as killed if tokio drops this task unfinished
+    // (runtime shutdown).
+    drop(handle.spawn(job));
+    Ok(child)
 }

@@ -1,6 +1,8 @@
 //! The tour: runs every tutorial example in reading order and prints one line each.
 //!
 //! `cargo run -p uproc-examples --bin tour` — exits non-zero if any example fails.
+//! `RUST_LOG=uproc=debug` (or any `tracing` filter) prints the spans and events the
+//! examples cause, on stderr.
 
 use std::time::Instant;
 use uproc_examples::Lesson;
@@ -29,9 +31,22 @@ examples! {
     ex07_tokio_10k_tasks => "../../examples/07_tokio_10k_tasks.rs",
     ex08_supervisor => "../../examples/08_supervisor.rs",
     ex09_lock_profiles => "../../examples/09_lock_profiles.rs",
+    ex10_green_threads_may => "../../examples/10_green_threads_may.rs",
+    ex11_any_executor => "../../examples/11_any_executor.rs",
 }
 
+/// Printed after a tour that passed: where a reader goes from here.
+const WHERE_NEXT: &str = "\
+where next:
+  - read one example:   examples/examples/NN_name.rs (each checks what it prints)
+  - run one example:    cargo run -p uproc-examples --example 10_green_threads_may
+  - watch it happen:    RUST_LOG=uproc=debug cargo run --release -p uproc-examples --bin tour
+  - the API:            cargo doc -p uproc --all-features --open (start at the crate page)
+  - your own runtime:   implement uproc::Executor (execute, execute_async, coroutine_hooks)
+  - the numbers:        benches/README.md (threadspawn, lock counts per profile)";
+
 fn main() {
+    uproc_examples::init_tracing();
     let start = Instant::now();
     let mut failed = 0;
     for (name, check) in EXAMPLES {
@@ -58,4 +73,5 @@ fn main() {
     if failed > 0 {
         std::process::exit(1);
     }
+    println!("\n{WHERE_NEXT}");
 }

@@ -1,0 +1,184 @@
+//! Async bodies: [`Runtime::spawn_async`] on any executor that runs futures.
+//!
+//! An async body is a future; its *job* is a future too: it builds the body's future
+//! (with [`current()`](crate::current) set, in case the body reads it eagerly), polls it
+//! under uproc's rules (below), exits the task with the outcome and reaps it if its
+//! `Child` is gone. Where that job runs:
+//!
+//! - on a tokio runtime (feature `tokio`): the executor's ([`TokioExecutor`]) or, when
+//!   the executor runs no futures, the caller's; the body's future lives in place in
+//!   the tokio task, with no box;
+//! - on any other executor whose [`Executor::runs_futures`] is true (the `smol`
+//!   feature's `SmolExecutor`, your own): boxed as an [`AsyncJob`] and handed to
+//!   [`Executor::execute_async`].
+//!
+//! The rules, identical on every executor: `current()` is set while the body's future
+//! is polled (on whichever thread polls it); on `SIGKILL` the future is dropped in
+//! place (`Pin::set`) at its next poll, which the signal hook's wake brings about, and
+//! the task ends killed by `SIGKILL`; a panic ends it killed by `SIGABRT`.
+//!
+//! [`TokioExecutor`]: crate::tokio::TokioExecutor
+//! [`Executor::runs_futures`]: crate::Executor::runs_futures
+//! [`Executor::execute_async`]: crate::Executor::execute_async
+//! [`AsyncJob`]: crate::AsyncJob
+
+use crate::child::Child;
+use crate::cx::{self, TaskCx};
+use crate::runtime::Runtime;
+use crate::spawn::{Launched, Outcome, Spawn, launch, may_start, task_span};
+use std::future::{Future, poll_fn};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, Waker};
+use uproc_abi::Errno;
+
+/// Polls an async body under uproc's rules: `current()` set while it is polled, dropped
+/// (in place: `Pin::set`) at its next poll after `SIGKILL`, panics contained.
+///
+/// The kill flag learns the task's waker once (tokio gives a task one waker for its
+/// life; a different one is registered again), so a poll costs one waker comparison
+/// and one atomic load on top of the body's own poll: no lock, no allocation.
+fn poll_managed<Fut: Future<Output = i32>>(
+    tcx: &TaskCx,
+    span: &tracing::Span,
+    mut fut: Pin<&mut Option<Fut>>,
+    registered: &mut Option<Waker>,
+    cx: &mut Context<'_>,
+) -> Poll<Outcome> {
+    let kill = &tcx.tracker().kill;
+    if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+        kill.register(cx.waker());
+        *registered = Some(cx.waker().clone());
+    }
+    if kill.is_killed() {
+        // SIGKILL: drop the body here, at the await point it is parked on.
+        fut.set(None);
+        return Poll::Ready(Outcome::Killed);
+    }
+    let Some(body) = fut.as_mut().as_pin_mut() else {
+        return Poll::Ready(Outcome::Killed);
+    };
+    let _span = span.enter();
+    let _enter = cx::enter(tcx);
+    let outcome = match catch_unwind(AssertUnwindSafe(|| body.poll(cx))) {
+        Ok(Poll::Pending) => return Poll::Pending,
+        Ok(Poll::Ready(code)) => Outcome::Code(code),
+        Err(p) => Outcome::from_unwind(tcx.task(), p),
+    };
+    fut.set(None);
+    Poll::Ready(outcome)
+}
+
+/// Builds the body's future (with `current()` set, in case `body` reads it eagerly)
+/// and runs it to its outcome. The future lives in place in the tokio task: no box.
+async fn run_body<F, Fut>(tcx: &TaskCx, body: F) -> Outcome
+where
+    F: FnOnce(TaskCx) -> Fut,
+    Fut: Future<Output = i32>,
+{
+    if !may_start(tcx.task()) {
+        return Outcome::NotRun;
+    }
+    let span = task_span(tcx.task());
+    let fut = {
+        let _span = span.enter();
+        let _enter = cx::enter(tcx);
+        catch_unwind(AssertUnwindSafe(|| body(tcx.clone())))
+    };
+    match fut {
+        Ok(fut) => {
+            let mut fut = pin!(Some(fut));
+            let mut registered = None;
+            poll_fn(|cx| poll_managed(tcx, &span, fut.as_mut(), &mut registered, cx)).await
+        }
+        Err(p) => Outcome::from_unwind(tcx.task(), p),
+    }
+}
+
+impl Launched {
+    /// The async runner: the future that runs `body` as this task and completes the
+    /// job. The job's guard ends the task as killed if the future is dropped unfinished
+    /// (an executor shut down).
+    pub(crate) fn into_async_job<F, Fut>(
+        self,
+        body: F,
+    ) -> (Child, impl Future<Output = ()> + Send + 'static)
+    where
+        F: FnOnce(TaskCx) -> Fut + Send + 'static,
+        Fut: Future<Output = i32> + Send + 'static,
+    {
+        let (child, guard) = self.split();
+        let job = async move {
+            let outcome = run_body(guard.cx(), body).await;
+            guard.complete(outcome);
+        };
+        (child, job)
+    }
+}
+
+impl Runtime {
+    /// Runs the async `body` as a new task, on the executor if it runs futures
+    /// ([`TokioExecutor`](crate::tokio::TokioExecutor), `SmolExecutor`, your own
+    /// [`Executor::execute_async`](crate::Executor::execute_async)), else (feature
+    /// `tokio`) on the tokio runtime of the calling thread.
+    ///
+    /// Same life cycle as [`spawn`](Runtime::spawn): fork, run, exit with the returned
+    /// code; a panic ends the task killed by `SIGABRT`. On `SIGKILL` the future is
+    /// dropped at its next await point and the task ends killed by `SIGKILL`. `EINVAL`
+    /// (checked before forking: nothing is created) when there is nothing to run a
+    /// future on.
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::Pin;
+    /// use std::sync::{Arc, Mutex};
+    /// use uproc::{AsyncJob, Executor, Runtime, Spawn};
+    ///
+    /// /// A toy executor that keeps async jobs for the caller to run.
+    /// #[derive(Clone, Default)]
+    /// struct Queue(Arc<Mutex<Vec<AsyncJob>>>);
+    /// impl Executor for Queue {
+    ///     fn execute(&self, job: Box<dyn FnOnce() + Send>) { job() }
+    ///     fn runs_futures(&self) -> bool { true }
+    ///     fn execute_async(&self, job: AsyncJob) { self.0.lock().unwrap().push(job) }
+    /// }
+    ///
+    /// let queue = Queue::default();
+    /// let rt = Runtime::builder().executor(queue.clone()).build()?;
+    /// let child = rt.spawn_async(Spawn::new(), |cx| async move { cx.pid() })?;
+    /// let pid = child.pid();
+    /// // Run the queued job to its end (it never waits, so one poll does).
+    /// let mut job = queue.0.lock().unwrap().pop().unwrap();
+    /// let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    /// assert!(job.as_mut().poll(&mut cx).is_ready());
+    /// assert_eq!(child.wait()?.exited(), Some(pid));
+    ///
+    /// // The default executor (threads) runs no futures, and this thread is in no
+    /// // tokio runtime.
+    /// let threads = Runtime::new()?;
+    /// assert_eq!(threads.spawn_async(Spawn::new(), |_| async { 0 }).unwrap_err(), uproc::Errno::EINVAL);
+    /// assert_eq!(threads.ps().len(), 1); // nothing was forked
+    /// # Ok::<(), uproc::Errno>(())
+    /// ```
+    pub fn spawn_async<F, Fut>(&self, s: Spawn, body: F) -> Result<Child, Errno>
+    where
+        F: FnOnce(TaskCx) -> Fut + Send + 'static,
+        Fut: Future<Output = i32> + Send + 'static,
+    {
+        #[cfg(feature = "tokio")]
+        if let Some(handle) = self.executor_tokio_handle() {
+            return crate::tokio::spawn_in_place(handle, self, s, body);
+        }
+        let executor = self.executor();
+        if executor.runs_futures() {
+            let (child, job) = launch(self, s)?.into_async_job(body);
+            executor.execute_async(Box::pin(job));
+            return Ok(child);
+        }
+        #[cfg(feature = "tokio")]
+        if let Ok(handle) = ::tokio::runtime::Handle::try_current() {
+            return crate::tokio::spawn_in_place(&handle, self, s, body);
+        }
+        Err(Errno::EINVAL)
+    }
+}
