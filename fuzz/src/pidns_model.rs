@@ -18,6 +18,15 @@ use uproc_pidns::{PID_MAX_LIMIT, Pid, PidMap, PidNamespace, RESERVED_PIDS, alloc
 /// Namespaces a case may create (new_child beyond this is ignored).
 pub(crate) const MAX_NAMESPACES: usize = 40;
 
+/// Ops decoded from one input; the rest is ignored. With [`MAX_CHURN`] this bounds the
+/// work of one input (a few thousand model steps), so the fuzzer runs thousands of
+/// inputs a second instead of spending seconds on one long input.
+pub(crate) const MAX_OPS: usize = 512;
+
+/// A churn op runs `byte % MAX_CHURN` alloc/free pairs: enough to move the cyclic
+/// cursor across a small `pid_max`, no more work than a handful of plain ops.
+pub(crate) const MAX_CHURN: u8 = 16;
+
 /// One operation. Namespace and pid indexes are taken modulo what exists when the op runs.
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
@@ -105,7 +114,8 @@ pub(crate) fn decode(data: &[u8]) -> Case {
     let mut b = Bytes { data, pos: 0 };
     let root_pid_max = RESERVED_PIDS + 1 + i32::from(b.u16().unwrap_or(99) % 200);
     let mut ops = Vec::new();
-    while let Some(op) = decode_op(&mut b) {
+    while ops.len() < MAX_OPS {
+        let Some(op) = decode_op(&mut b) else { break };
         ops.push(op);
     }
     Case { root_pid_max, ops }
@@ -147,7 +157,7 @@ fn decode_op(b: &mut Bytes<'_>) -> Option<Op> {
         },
         _ => Op::Churn {
             ns: usize::from(b.u8()?),
-            n: u16::from(b.u8()?) * 4,
+            n: u16::from(b.u8()? % MAX_CHURN),
         },
     })
 }
@@ -171,7 +181,7 @@ fn encode_tid(out: &mut Vec<u8>, tid: i32) {
 }
 
 /// Encodes a case for [`decode`] (seed corpus generation). `pid_max` values must be
-/// ones [`decode_pid_max`] can produce; `Churn` counts are rounded down to a multiple of 4.
+/// ones [`decode_pid_max`] can produce; `Churn` counts must be below [`MAX_CHURN`].
 pub(crate) fn encode(case: &Case) -> Vec<u8> {
     let v = u16::try_from(case.root_pid_max - RESERVED_PIDS - 1).expect("root pid_max 301..=500");
     let mut out = v.to_le_bytes().to_vec();
@@ -201,7 +211,10 @@ pub(crate) fn encode(case: &Case) -> Vec<u8> {
             }
             Op::NewChild { ns } => out.extend_from_slice(&[11, *ns as u8]),
             Op::Disable { ns } => out.extend_from_slice(&[13, *ns as u8]),
-            Op::Churn { ns, n } => out.extend_from_slice(&[14, *ns as u8, (*n / 4) as u8]),
+            Op::Churn { ns, n } => {
+                let n = u8::try_from(*n).expect("churn count below MAX_CHURN");
+                out.extend_from_slice(&[14, *ns as u8, n]);
+            }
         }
     }
     out
