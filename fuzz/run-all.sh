@@ -17,8 +17,9 @@ if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < <(cargo +nightly fuzz list)
 fi
 bash ./install.sh >/dev/null
-cargo +nightly fuzz build -O -s none "${targets[@]}" >/dev/null 2>&1 || {
-  cargo +nightly fuzz build -O -s none "${targets[@]}"
+# One build of every target (cargo fuzz build takes at most one target name).
+cargo +nightly fuzz build -O -s none >/dev/null 2>&1 || {
+  cargo +nightly fuzz build -O -s none
   exit 1
 }
 scratch=$(mktemp -d)
@@ -30,7 +31,7 @@ for t in "${targets[@]}"; do
   cp corpus/"$t"/* "$scratch/$t/" 2>/dev/null || true
   log="$scratch/$t.log"
   cargo +nightly fuzz run -O -s none "$t" "$scratch/$t" -- \
-    -max_total_time="$secs" -max_len=512 -timeout=10 -print_final_stats=1 \
+    -max_total_time="$secs" -max_len=512 -timeout=10 -rss_limit_mb=6144 -print_final_stats=1 \
     >"$log" 2>&1
   rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)

@@ -1,0 +1,229 @@
+//! Replays the committed seed corpora of the fuzz targets that drive a whole `System`
+//! (`fuzz/corpus/<target>`) through the same decoders and reference models on stable
+//! Rust, under every lock profile, so CI checks the seeds without nightly or cargo-fuzz.
+
+#[path = "../../../fuzz/src/control_files_model.rs"]
+mod control_files_model;
+#[path = "../../../fuzz/src/file_handle_model.rs"]
+mod file_handle_model;
+
+use std::path::PathBuf;
+use uproc_abi::Profile;
+
+/// Every file of `fuzz/corpus/<target>`, sorted; at least `min` of them.
+fn corpus(target: &str, min: usize) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("seed corpus {} missing: {e}", dir.display()))
+        .map(|e| e.expect("readable corpus entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(files.len() >= min, "{target}: at least {min} seeds");
+    files
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).expect("readable seed");
+            (p, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn control_files_corpus_matches_cgroupfs() {
+    let mut outcomes = std::collections::BTreeSet::new();
+    for (path, bytes) in corpus("control_files", 3) {
+        let ops = control_files_model::decode(&bytes);
+        for &profile in Profile::ALL {
+            let stats = control_files_model::run(profile, &ops)
+                .unwrap_or_else(|d| panic!("{}: {d}", path.display()));
+            outcomes.extend(stats.outcomes);
+        }
+    }
+    for want in [
+        "ok",
+        "EACCES",
+        "EAGAIN",
+        "EBUSY",
+        "EEXIST",
+        "EINVAL",
+        "ENOENT",
+        "EOPNOTSUPP",
+        "ERANGE",
+        "ESRCH",
+    ] {
+        assert!(
+            outcomes.contains(want),
+            "the corpus reaches {want}: {outcomes:?}"
+        );
+    }
+}
+
+#[test]
+fn file_handle_corpus_opens_only_the_right_task() {
+    let mut total = file_handle_model::Stats::default();
+    for (path, bytes) in corpus("file_handle", 1) {
+        let ops = file_handle_model::decode(&bytes);
+        for &profile in Profile::ALL {
+            let s = file_handle_model::run(profile, &ops)
+                .unwrap_or_else(|d| panic!("{}: {d}", path.display()));
+            total.opened += s.opened;
+            total.estale += s.estale;
+            total.einval += s.einval;
+        }
+    }
+    assert!(
+        total.opened > 0 && total.estale > 0 && total.einval > 0,
+        "the corpus opens, goes stale and is refused: {total:?}"
+    );
+}
+
+#[test]
+fn kstrtoll_model_follows_the_kernel() {
+    use control_files_model::kstrtoll;
+    use uproc_abi::Errno;
+    assert_eq!(kstrtoll(b"0x1F"), Ok(31));
+    assert_eq!(kstrtoll(b"017\n"), Ok(15));
+    assert_eq!(kstrtoll(b"-9223372036854775808"), Ok(i64::MIN));
+    assert_eq!(kstrtoll(b"9223372036854775808"), Err(Errno::ERANGE));
+    assert_eq!(kstrtoll(b"18446744073709551616"), Err(Errno::ERANGE));
+    for bad in [
+        &b""[..],
+        b"0x",
+        b"08",
+        b" 1",
+        b"1\n\n",
+        b"-+1",
+        b"+-1",
+        b"1 ",
+    ] {
+        assert_eq!(kstrtoll(bad), Err(Errno::EINVAL), "{bad:?}");
+    }
+}
+
+/// Writes the hand-built seeds (`hand_*`) into `fuzz/corpus/`: run with
+/// `cargo test -p uproc-tasklist --test fuzz_corpus_replay -- --ignored write_hand_seeds`
+/// after changing a decoder, then minimise with `cargo fuzz cmin`.
+#[test]
+#[ignore = "writes the seed corpus; run by hand"]
+fn write_hand_seeds() {
+    use control_files_model::{Op, encode};
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    let write = |target: &str, name: &str, bytes: Vec<u8>| {
+        std::fs::write(root.join(target).join(name), bytes).expect("corpus writable");
+    };
+    let w = |cg: usize, file: &str, value: &str| Op::Write {
+        cg,
+        file: file.into(),
+        value: value.into(),
+    };
+    let r = |cg: usize, file: &str| Op::Read {
+        cg,
+        file: file.into(),
+    };
+    let mk = |cg: usize, name: &str| Op::Mkdir {
+        cg,
+        name: name.into(),
+    };
+    let mut values = vec![mk(0, "a")];
+    for v in [
+        "max",
+        "0",
+        "5\n",
+        " 3 ",
+        "0x10",
+        "010",
+        "08",
+        "-1",
+        "4194304",
+        "4194305",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "+7",
+        "0x",
+        "max\n",
+        "1x",
+    ] {
+        values.push(w(1, "pids.max", v));
+        values.push(r(1, "pids.max"));
+    }
+    write("control_files", "hand_pids_max_values", encode(&values));
+    let limit = vec![
+        mk(0, "a"),
+        mk(1, "b"),
+        w(1, "pids.max", "2"),
+        Op::Fork { cg: 2 },
+        Op::Fork { cg: 2 },
+        Op::Fork { cg: 2 },
+        r(1, "pids.current"),
+        r(2, "cgroup.procs"),
+        r(1, "cgroup.events"),
+        r(1, "pids.events"),
+        r(1, "pids.peak"),
+        Op::Rmdir { cg: 1 },
+        Op::Rmdir { cg: 2 },
+        Op::Move { cg: 0, task: 1 },
+        w(2, "cgroup.kill", "2"),
+        w(2, "cgroup.kill", " 1\n"),
+        Op::Rmdir { cg: 2 },
+        r(2, "pids.max"),
+        w(2, "pids.max", "1"),
+        Op::Fork { cg: 2 },
+        Op::Rmdir { cg: 1 },
+        Op::Rmdir { cg: 0 },
+    ];
+    write("control_files", "hand_limit_kill_rmdir", encode(&limit));
+    let files = vec![
+        mk(0, "a"),
+        w(1, "cgroup.type", "threaded"),
+        w(1, "cgroup.type", "domain"),
+        r(1, "cgroup.type"),
+        w(1, "pids.current", "1"),
+        w(1, "cgroup.events", "1"),
+        r(1, "cgroup.kill"),
+        r(0, "pids.max"),
+        w(0, "cgroup.kill", "1"),
+        r(1, "nonexistent"),
+        mk(1, "pids.max"),
+        mk(0, "a"),
+        mk(0, ""),
+        mk(0, "."),
+        mk(0, ".."),
+        mk(0, "x/y"),
+        w(1, "cgroup.procs", "99999"),
+        w(1, "cgroup.procs", "-1"),
+        w(1, "cgroup.procs", "0"),
+        w(1, "cgroup.procs", "abc"),
+        w(1, "cgroup.threads", "1"),
+        r(1, "cgroup.threads"),
+        r(0, "cgroup.procs"),
+        w(0, "cgroup.procs", "1\n"),
+    ];
+    write("control_files", "hand_every_file", encode(&files));
+
+    // file_handle: tag, task, then for Open: caller, selector, [extra], flag selector.
+    let fh: Vec<u8> = vec![
+        0, 0, // init forks task 1
+        1, 1, // pidfd on task 1
+        4, 1, 0, 0, 0, // open task 1's exact handle as init: ok
+        4, 1, 0, 0, 1, // ... with NONBLOCK
+        4, 1, 0, 4, 9, 0, // flipped low bits: ESTALE
+        4, 1, 0, 7, 1, 2, 3, 0, // 3 raw bytes: EINVAL
+        4, 1, 0, 0, 5, // unknown flag bit: EINVAL
+        4, 0, 0, 0, 0, // init never had a pidfd: ESTALE
+        2, 1, 3, 1, // task 1 exits, is reaped
+        4, 1, 0, 0, 0, // reaped: ESTALE
+        128, 0, // init forks task 2 into a new namespace
+        0, 2, // task 2 forks task 3 inside it
+        1, 3, 1, 2, // pidfds on 3 and 2
+        4, 3, 3, 0, 2, // task 3 opens itself (THREAD flag): ok
+        4, 2, 3, 0, 0, // task 3 opens its parent, the namespace init: ok (nr 1 there)
+        0, 0, 1, 4, // init forks task 4, pidfd
+        4, 4, 3, 0, 0, // task 3 cannot see task 4: ESTALE
+        4, 1, 0, 0x80, 3, 0, // wrong handle type: EINVAL
+        2, 2, 4, 3, 0, 0, // the namespace init dies; task 3 is gone: ESTALE
+    ];
+    write("file_handle", "hand_open_stale_invisible", fh);
+}
