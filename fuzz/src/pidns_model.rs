@@ -259,6 +259,10 @@ impl Model {
                 if tid < 1 || tid >= self.ns[n].pid_max {
                     return Err(Errno::EINVAL);
                 }
+                // "PID 1 must be created first" comes before the capability check.
+                if tid != 1 && !self.ns[n].has_reaper {
+                    return Err(Errno::EINVAL);
+                }
                 if !cap {
                     return Err(Errno::EPERM);
                 }
@@ -395,18 +399,18 @@ pub(crate) fn run(profile: Profile, case: &Case) -> Result<Stats, String> {
                     match (got, level > 32) {
                         (Err(Errno::ENOSPC), true) => stats.ns_errors.push(Errno::ENOSPC),
                         (Ok(child), false) => {
-                            if child.pid_max() != model.ns[ns].pid_max || child.level() != level {
+                            if child.pid_max() != PID_MAX_LIMIT || child.level() != level {
                                 return Err(ctx(format!(
-                                    "child has pid_max {} level {}, Linux inherits {} at level {level}",
+                                    "child has pid_max {} level {}, Linux starts it at \
+                                     PID_MAX_LIMIT at level {level}",
                                     child.pid_max(),
                                     child.level(),
-                                    model.ns[ns].pid_max
                                 )));
                             }
                             real.push(child);
                             model.ns.push(MNs {
                                 parent: Some(ns),
-                                pid_max: model.ns[ns].pid_max,
+                                pid_max: PID_MAX_LIMIT,
                                 cursor: 0,
                                 taken: BTreeSet::new(),
                                 has_reaper: false,

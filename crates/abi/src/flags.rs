@@ -7,9 +7,9 @@
 bitflags::bitflags! {
     /// `clone3(2)` flags (`CLONE_*` in `<linux/sched.h>`).
     ///
-    /// uproc models the process-lifecycle flags; memory/file sharing flags are accepted
-    /// where Linux requires them (`THREAD` implies `SIGHAND | VM` in uproc, since a
-    /// green-thread runtime has nothing else to share).
+    /// uproc models the process-lifecycle flags; the sharing flags are checked as Linux's
+    /// `copy_process` checks them: `THREAD` without `SIGHAND`, and `SIGHAND` without
+    /// `VM`, are EINVAL. [`NEW_THREAD`](Self::NEW_THREAD) is the set a new thread needs.
     ///
     /// # References
     /// [clone(2)](https://man7.org/linux/man-pages/man2/clone.2.html)
@@ -31,6 +31,9 @@ bitflags::bitflags! {
         const INTO_CGROUP = 0x2_0000_0000;
         /// `CLONE_AUTOREAP` (Linux 7.1): the child is reaped at exit, never a zombie.
         const AUTOREAP = 0x4_0000_0000;
+        /// `CLONE_THREAD | CLONE_SIGHAND | CLONE_VM`: a new thread of the caller's
+        /// group, with the sharing Linux requires of one.
+        const NEW_THREAD = Self::THREAD.bits() | Self::SIGHAND.bits() | Self::VM.bits();
     }
 }
 

@@ -55,15 +55,31 @@ impl WaitStatus {
         (self.0 & 0x7f == 0).then_some((self.0 >> 8) & 0xff)
     }
 
-    /// `WTERMSIG` if `WIFSIGNALED`.
-    pub fn signaled(self) -> Option<Signal> {
+    /// `WIFSIGNALED`: the low 7 bits are neither 0 (exited) nor 0x7f (stopped). True for
+    /// every such word, including a signal field of 65..=126 that names no signal (a
+    /// word built with [`from_raw`](Self::from_raw)); [`termsig`](Self::termsig) has
+    /// the number then.
+    pub fn is_signaled(self) -> bool {
         let sig = self.0 & 0x7f;
-        (sig != 0 && sig != 0x7f).then(|| Signal::new(sig).expect("7-bit value is a signal"))
+        sig != 0 && sig != 0x7f
+    }
+
+    /// `WTERMSIG` as a raw number if `WIFSIGNALED` (1..=126).
+    pub fn termsig(self) -> Option<i32> {
+        self.is_signaled().then_some(self.0 & 0x7f)
+    }
+
+    /// `WTERMSIG` as a [`Signal`] if `WIFSIGNALED` and the number is a signal (1..=64);
+    /// `None` for a signal field of 65..=126, which only [`from_raw`](Self::from_raw)
+    /// can produce (use [`is_signaled`](Self::is_signaled) / [`termsig`](Self::termsig)
+    /// to see those).
+    pub fn signaled(self) -> Option<Signal> {
+        self.termsig().and_then(|n| Signal::new(n).ok())
     }
 
     /// `WCOREDUMP`: killed and the core bit set.
     pub fn core_dumped(self) -> bool {
-        self.signaled().is_some() && self.0 & 0x80 != 0
+        self.is_signaled() && self.0 & 0x80 != 0
     }
 
     /// `WSTOPSIG` if `WIFSTOPPED`.
@@ -87,16 +103,16 @@ impl fmt::Display for WaitStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(c) = self.exited() {
             write!(f, "exited({c})")
-        } else if let Some(s) = self.signaled() {
-            write!(
-                f,
-                "killed({s}{})",
-                if self.core_dumped() {
-                    ", core dumped"
-                } else {
-                    ""
-                }
-            )
+        } else if let Some(n) = self.termsig() {
+            let core = if self.core_dumped() {
+                ", core dumped"
+            } else {
+                ""
+            };
+            match Signal::new(n) {
+                Ok(s) => write!(f, "killed({s}{core})"),
+                Err(_) => write!(f, "killed(signal {n}{core})"),
+            }
         } else if let Some(s) = self.stopped() {
             write!(f, "stopped({s})")
         } else if self.continued() {
@@ -130,6 +146,53 @@ mod tests {
                 assert_eq!(st.stopped().unwrap().raw(), libc::WSTOPSIG(raw));
             }
         }
+    }
+
+    /// Checks `st` against libc's macros and formats it (which must not panic).
+    fn check_against_libc(raw: i32) {
+        let st = WaitStatus::from_raw(raw);
+        assert_eq!(st.exited().is_some(), libc::WIFEXITED(raw), "{raw:#x}");
+        assert_eq!(st.is_signaled(), libc::WIFSIGNALED(raw), "{raw:#x}");
+        assert_eq!(st.stopped().is_some(), libc::WIFSTOPPED(raw), "{raw:#x}");
+        assert_eq!(st.continued(), libc::WIFCONTINUED(raw), "{raw:#x}");
+        if libc::WIFSIGNALED(raw) {
+            assert_eq!(st.termsig(), Some(libc::WTERMSIG(raw)), "{raw:#x}");
+            assert_eq!(st.core_dumped(), libc::WCOREDUMP(raw), "{raw:#x}");
+            assert_eq!(
+                st.signaled().map(Signal::raw),
+                (libc::WTERMSIG(raw) <= 64).then(|| libc::WTERMSIG(raw)),
+                "{raw:#x}"
+            );
+        } else {
+            assert_eq!(st.termsig(), None);
+            assert_eq!(st.signaled(), None);
+        }
+        let shown = st.to_string();
+        assert!(!shown.is_empty());
+        let _ = format!("{st:?}");
+    }
+
+    #[test]
+    fn from_raw_never_panics_for_any_signal_field() {
+        // Every low 16 bits (exit code / stop signal byte, core bit, 7-bit signal
+        // field), with each high half pattern that can matter.
+        for high in [0, 0x1_0000, 0x7fff_0000u32 as i32, i32::MIN, -0x1_0000] {
+            for low in 0..=0xffff {
+                check_against_libc(high | low);
+            }
+        }
+        // A stride over the whole i32 range.
+        let mut raw = i32::MIN;
+        while let Some(next) = raw.checked_add(65_521) {
+            check_against_libc(raw);
+            raw = next;
+        }
+        check_against_libc(i32::MAX);
+        let odd = WaitStatus::from_raw(100 | 0x80);
+        assert!(odd.is_signaled(), "libc: WIFSIGNALED(100) is true");
+        assert_eq!(odd.termsig(), Some(100));
+        assert_eq!(odd.signaled(), None, "100 names no Signal");
+        assert_eq!(odd.to_string(), "killed(signal 100, core dumped)");
     }
 
     #[test]

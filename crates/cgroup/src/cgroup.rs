@@ -66,7 +66,7 @@ impl Cgroup {
     /// Creates the child cgroup `name` (mkdir(2) in cgroupfs; `cgroup_mkdir`).
     ///
     /// Errors: ENOENT if this cgroup was removed; EINVAL for `""`, `"."`, `".."` or a
-    /// name containing `/` or NUL; ENAMETOOLONG beyond 255 bytes; EEXIST if a child or
+    /// name containing `/`, NUL or a newline; ENAMETOOLONG beyond 255 bytes; EEXIST if a child or
     /// a control file (`pids.max`, ...) already has that name.
     pub fn mkdir(&self, name: &str) -> Result<Cgroup, Errno> {
         let mut tree = self.hier.tree.lock();

@@ -353,9 +353,10 @@ impl fmt::Debug for Node {
     }
 }
 
-/// EINVAL/ENAMETOOLONG for names cgroupfs refuses.
+/// EINVAL/ENAMETOOLONG for names cgroupfs refuses. A newline is EINVAL as in
+/// `cgroup_mkdir` (it would make `/proc/PID/cgroup` unparsable).
 pub(crate) fn check_name(name: &str) -> Result<(), Errno> {
-    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0', '\n']) {
         return Err(Errno::EINVAL);
     }
     if name.len() > 255 {

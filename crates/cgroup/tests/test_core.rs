@@ -31,6 +31,28 @@ fn mkdir_rejects_bad_names_with_einval() {
 }
 
 #[test]
+fn mkdir_name_with_a_newline_is_einval() {
+    for &p in Profile::ALL {
+        let root = Hierarchy::new(p).root();
+        for bad in ["a\nb", "\n", "trailing\n", "\nleading"] {
+            assert_eq!(
+                root.mkdir(bad),
+                Err(Errno::EINVAL),
+                "{p}: cgroup_mkdir refuses {bad:?}: a newline would break /proc/PID/cgroup"
+            );
+        }
+        assert!(
+            root.children().is_empty(),
+            "{p}: a refused mkdir creates nothing"
+        );
+        assert!(
+            root.mkdir("a\tb").is_ok(),
+            "{p}: other control characters are allowed"
+        );
+    }
+}
+
+#[test]
 fn mkdir_existing_name_is_eexist() {
     let root = hier().root();
     let a = root.mkdir("a").unwrap();

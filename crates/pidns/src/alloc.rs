@@ -78,7 +78,8 @@ fn reserve_level(
 /// `set_tid[0]` asks for a number in `ns`, `set_tid[1]` in its parent, and so on
 /// (clone3's `set_tid`); levels without an entry allocate cyclically. Errors, in Linux's
 /// order: more entries than levels -> EINVAL; an entry `< 1` or `>= pid_max` -> EINVAL;
-/// an entry without `cap_checkpoint_restore` -> EPERM; an entry in use -> EEXIST; a full
+/// an entry other than 1 for a namespace without an init -> EINVAL; an entry without
+/// `cap_checkpoint_restore` -> EPERM; an entry in use -> EEXIST; a full
 /// level -> EAGAIN; a number other than 1 in a namespace without an init -> EINVAL; `ns`
 /// closed because its init died -> ENOMEM. On failure nothing stays reserved, but the
 /// cyclic cursors that moved stay moved (a failed fork consumes the position).
@@ -101,6 +102,10 @@ pub fn alloc_pid(
         pid_max[i] = level_ns.pid_max();
         if let Some(&tid) = set_tid.get(i) {
             if tid < 1 || tid >= pid_max[i] {
+                return Err(Errno::EINVAL);
+            }
+            // "PID 1 (init) must be created first" is checked before the capability.
+            if tid != 1 && !level_ns.has_child_reaper() {
                 return Err(Errno::EINVAL);
             }
             if !cap_checkpoint_restore {

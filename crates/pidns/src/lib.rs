@@ -4,7 +4,8 @@
 //! # What this crate owns
 //!
 //! - [`PidNamespace`]: a tree of namespaces (level 0 is a runtime's root), each with its
-//!   own `pid_max`, cyclic cursor, `pid_allocated` count and `PIDNS_ADDING` state.
+//!   own `pid_max` (`PID_MAX_LIMIT` for a new namespace; ancestors' limits still bound
+//!   the outer levels' numbers), cyclic cursor, `pid_allocated` count and `PIDNS_ADDING` state.
 //! - [`Pid`] (`struct pid`): one number per level, outermost to innermost, shared by
 //!   `Arc`. It outlives its numbers: [`free_pid`] returns them for reuse while handles
 //!   keep the object, so an old handle can never name a new task.

@@ -147,8 +147,12 @@ impl PidNamespace {
         Ok(Self::build(map.clone(), None, 0, pid_max))
     }
 
-    /// `create_pid_namespace`: a child namespace, inheriting `pid_max`. Level 33 and
-    /// deeper fail with ENOSPC.
+    /// `create_pid_namespace`: a child namespace. Level 33 and deeper fail with ENOSPC.
+    ///
+    /// Its `pid_max` reads `PID_MAX_LIMIT` (4194304), not the parent's value, as Linux
+    /// does since "pid: Do not set pid_max in new pid namespaces": the limit is
+    /// hierarchical in effect, because a pid needs a number below each ancestor's own
+    /// `pid_max` too.
     pub fn new_child(self: &Arc<Self>) -> Result<Arc<Self>, Errno> {
         let level = self.level + 1;
         if level > MAX_PID_NS_LEVEL {
@@ -158,7 +162,7 @@ impl PidNamespace {
             self.map.clone(),
             Some(self.clone()),
             level,
-            self.pid_max(),
+            PID_MAX_LIMIT,
         ))
     }
 

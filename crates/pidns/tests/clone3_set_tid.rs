@@ -231,3 +231,24 @@ fn failed_first_fork_leaves_next_first_fork_at_1() {
         );
     }
 }
+
+#[test]
+fn set_tid_other_than_1_without_init_is_einval_before_the_capability() {
+    for &p in Profile::ALL {
+        let (root_ns, _init) = root_with_init(p, 32768);
+        let l1 = root_ns.new_child().unwrap();
+        assert_eq!(
+            alloc_pid(&l1, &[5], false).unwrap_err(),
+            Errno::EINVAL,
+            "{p}: Linux's alloc_pid checks \"PID 1 must be created first\" before \
+             checkpoint_restore_ns_capable"
+        );
+        assert_eq!(
+            alloc_pid(&l1, &[1], false).unwrap_err(),
+            Errno::EPERM,
+            "{p}: set_tid [1] is allowed by the init-first rule, then needs the capability"
+        );
+        assert_eq!(l1.nr_allocated(), 0, "{p}: nothing stays reserved");
+        assert_eq!(root_ns.nr_allocated(), 1, "{p}: nothing stays reserved");
+    }
+}

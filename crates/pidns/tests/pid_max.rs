@@ -22,7 +22,11 @@ fn default_root_has_pid_max_32768() {
     for &p in Profile::ALL {
         let ns = root(p, PID_MAX_DEFAULT);
         assert_eq!(ns.pid_max(), 32768);
-        assert_eq!(ns.new_child().unwrap().pid_max(), 32768);
+        assert_eq!(
+            ns.new_child().unwrap().pid_max(),
+            PID_MAX_LIMIT,
+            "{p}: a new namespace starts at PID_MAX_LIMIT"
+        );
     }
 }
 
@@ -50,32 +54,66 @@ fn set_pid_max_outside_301_to_4194304_is_einval() {
 }
 
 #[test]
-fn child_namespace_inherits_pid_max_at_creation() {
+fn new_namespace_pid_max_reads_pid_max_limit_and_the_parent_limit_bounds_outer_levels() {
     for &p in Profile::ALL {
-        let root_ns = root(p, 32768);
-        root_ns.set_pid_max(5000).unwrap();
+        let (root_ns, _init) = root_with_init(p, 32768);
+        root_ns.set_pid_max(400).unwrap();
         let child = root_ns.new_child().unwrap();
         assert_eq!(
             child.pid_max(),
-            5000,
-            "{p}: create_pid_namespace copies the parent's pid_max"
+            PID_MAX_LIMIT,
+            "{p}: since \"pid: Do not set pid_max in new pid namespaces\" a new namespace \
+             reads 4194304, not its parent's value"
         );
         let grandchild = child.new_child().unwrap();
-        assert_eq!(grandchild.pid_max(), 5000);
-        child.set_pid_max(400).unwrap();
+        assert_eq!(grandchild.pid_max(), PID_MAX_LIMIT);
+        let other = root_ns.new_child().unwrap();
+        let other_child = other.new_child().unwrap();
+        other.set_pid_max(500).unwrap();
         assert_eq!(
             root_ns.pid_max(),
-            5000,
+            400,
             "{p}: a child's write does not reach the parent"
         );
         assert_eq!(
-            grandchild.pid_max(),
-            5000,
-            "{p}: an existing child keeps its copy"
+            other_child.pid_max(),
+            PID_MAX_LIMIT,
+            "{p}: nor its own children"
         );
-        assert_eq!(child.new_child().unwrap().pid_max(), 400);
-        root_ns.set_pid_max(301).unwrap();
-        assert_eq!(child.pid_max(), 400);
+        assert_eq!(
+            other.new_child().unwrap().pid_max(),
+            PID_MAX_LIMIT,
+            "{p}: not copied"
+        );
+        // The child's own level may use numbers up to its own (higher) limit ...
+        let _child_init = spawn_init(&child);
+        let high = alloc_pid(&child, &[3000], true).expect("the child's level is not bound by 400");
+        assert_eq!(high.nr(), 3000);
+        // ... but every pid of the child also needs a number below 400 in the root.
+        assert_eq!(
+            alloc_pid(&child, &[3001, 400], true).unwrap_err(),
+            Errno::EINVAL,
+            "{p}: the root level's number is checked against the root's pid_max"
+        );
+        let mut held = Vec::new();
+        while let Ok(pid) = alloc_pid(&child, &[], false) {
+            assert!(
+                pid.nspid()[0] < 400,
+                "{p}: outer numbers stay below the root's pid_max"
+            );
+            held.push(pid);
+        }
+        assert_eq!(
+            alloc_pid(&child, &[], false).unwrap_err(),
+            Errno::EAGAIN,
+            "{p}: the root level is full at 400: the parent's limit bounds the child"
+        );
+        assert_eq!(
+            root_ns.nr_allocated(),
+            399,
+            "{p}: numbers 1..=399 of the root are all used"
+        );
+        assert!(child.nr_allocated() < 400);
     }
 }
 

@@ -34,6 +34,24 @@ pub(crate) struct PostExit {
     notify_self: bool,
     /// The namespace init's group died: zap its namespace.
     pub(crate) zap: bool,
+    /// The exiting leader's exit signal, when it is not SIGCHLD.
+    exit_signal: ParentSignal,
+}
+
+/// An exit signal other than SIGCHLD that `do_notify_parent` decided to send: the
+/// parent and the signal. Delivered by [`send_exit_signal`] once the locks are dropped,
+/// because delivery takes the parent's actions (a fatal signal ends it, which takes
+/// `tasklist_lock`).
+pub(crate) type ParentSignal = Option<(Arc<TaskInner>, Signal)>;
+
+/// Delivers the exit signal of `child` to its parent as any signal is delivered
+/// (`__send_signal_locked` from `do_notify_parent`, not forced): an init ignores it as
+/// it ignores every signal without a handler, any other parent takes its default
+/// action (a fatal one ends it). Called with no lock held.
+pub(crate) fn send_exit_signal(child: &TaskInner, sig: ParentSignal) {
+    if let Some((parent, sig)) = sig {
+        let _ = crate::signal::send_group(&parent, sig, Some(child));
+    }
 }
 
 /// Whether the group has no attached thread but its leader (`thread_group_empty`).
@@ -142,13 +160,11 @@ fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitS
         } else if post.zap || !thread_group_empty(&t.group) {
             t.exit_state.store(DELAYED, Ordering::Release);
         } else {
-            t.exit_state.store(ZOMBIE, Ordering::Release);
             post.notify_self = true;
-            if do_notify_parent(t, false) && claim(t) {
-                post.release_self = true;
-            }
+            post.release_self = publish_exit(t, &mut post.exit_signal);
         }
     }
+    send_exit_signal(t, post.exit_signal.take());
     if post.notify_self {
         uproc_pidfs::do_notify_pidfd(&t.pid, status);
     }
@@ -170,13 +186,34 @@ pub(crate) fn claim(t: &TaskInner) -> bool {
         .is_ok()
 }
 
-/// `do_notify_parent`: the leader `t` became a reportable zombie. Queue its exit signal
-/// on the parent (SIGCHLD unless the parent ignores it) and wake the parent's waiters.
-/// Returns whether `t` autoreaps (parent ignores SIGCHLD or set `SA_NOCLDWAIT`, or
-/// `t` has `autoreap`). The caller holds `tasklist_lock` (write), and the parent's
-/// `children` lock iff `parent_children_held` (rule 2: under the write lock any
-/// children locks; siglocks are leaves).
-pub(crate) fn do_notify_parent(t: &TaskInner, parent_children_held: bool) -> bool {
+/// The leader `t` (running or delayed) becomes reportable: [`do_notify_parent`] decides
+/// whether it autoreaps, its `exit_state` becomes DEAD (autoreap: the caller releases
+/// it) or ZOMBIE (a waiter may claim it), and only then are the parent's waiters woken.
+/// Deciding before publishing is what Linux's single `tasklist_lock` section gives: a
+/// waiter never sees an autoreaped child as a zombie, and a woken waiter always sees
+/// the new state. Returns whether `t` autoreaps. The caller holds `tasklist_lock`
+/// (write) and no `children` lock.
+pub(crate) fn publish_exit(t: &TaskInner, signal: &mut ParentSignal) -> bool {
+    let (autoreap, parent) = do_notify_parent(t, signal);
+    t.exit_state
+        .store(if autoreap { DEAD } else { ZOMBIE }, Ordering::Release);
+    if let Some(p) = parent {
+        p.group.wake_waiters();
+    }
+    autoreap
+}
+
+/// `do_notify_parent` without the wakeup: the leader `t` is becoming (or, reparented,
+/// already is) a reportable zombie. Queue SIGCHLD on the parent (unless the parent
+/// ignores it), or leave any other exit signal in `signal` for the caller to send once
+/// it dropped its locks ([`send_exit_signal`]). Returns whether `t` autoreaps (parent
+/// ignores SIGCHLD or set `SA_NOCLDWAIT`, or `t` has `autoreap`) and the parent whose
+/// waiters the caller wakes once `t`'s state is published. The caller holds
+/// `tasklist_lock` (write); this takes the parent's siglock (a leaf).
+pub(crate) fn do_notify_parent(
+    t: &TaskInner,
+    signal: &mut ParentSignal,
+) -> (bool, Option<Arc<TaskInner>>) {
     let parent = t.group.sig.lock().real_parent.upgrade();
     let sig = t.exit_signal.load(Ordering::Acquire);
     let mut autoreap = t.group.autoreap.load(Ordering::Acquire);
@@ -194,18 +231,15 @@ pub(crate) fn do_notify_parent(t: &TaskInner, parent_children_held: bool) -> boo
                         SigChld::Default => ps.shared_pending.insert(Signal::CHLD),
                     }
                 } else if let Ok(s) = Signal::new(sig) {
-                    ps.shared_pending.insert(s);
+                    if !s.is_probe() {
+                        *signal = Some((p.clone(), s));
+                    }
                 }
             }
-            if parent_children_held {
-                p.group.wait_chldexit.notify_all();
-            } else {
-                p.group.wake_waiters();
-            }
+            (autoreap, Some(p))
         }
-        None => autoreap = true,
+        None => (true, None),
     }
-    autoreap
 }
 
 /// `release_task`: reap `t` (already DEAD). pidfs exit info, pids uncharge, detach
@@ -232,6 +266,7 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     let mut free = FreeList::default();
     let mut next = None;
     let mut notify_leader = None;
+    let mut leader_signal = None;
     // Strong references dropped only after the locks (a drop may run a CssLink's
     // release, which takes css_set_lock: never under tasklist_lock).
     let mut unlinked: Option<Task> = None;
@@ -279,8 +314,7 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
                 if ready {
                     let status = final_status(&l);
                     l.exit_code.store(status.raw(), Ordering::Release);
-                    l.exit_state.store(ZOMBIE, Ordering::Release);
-                    if do_notify_parent(&l, false) && claim(&l) {
+                    if publish_exit(&l, &mut leader_signal) {
                         next = Some(l.clone());
                     }
                     notify_leader = Some((l, status));
@@ -296,6 +330,7 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     drop(unlinked);
     tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
     if let Some((l, status)) = notify_leader {
+        send_exit_signal(&l, leader_signal);
         uproc_pidfs::do_notify_pidfd(&l.pid, status);
     }
     sys.process_zaps();
@@ -347,7 +382,8 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     if ns.nr_allocated() > 1 {
         return false;
     }
-    let mut release = false;
+    let release;
+    let mut exit_signal = None;
     let status;
     {
         let _tl = sys.tasklist_lock.write();
@@ -363,11 +399,9 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
         }
         status = final_status(l);
         l.exit_code.store(status.raw(), Ordering::Release);
-        l.exit_state.store(ZOMBIE, Ordering::Release);
-        if do_notify_parent(l, false) && claim(l) {
-            release = true;
-        }
+        release = publish_exit(l, &mut exit_signal);
     }
+    send_exit_signal(l, exit_signal);
     tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
     uproc_pidfs::do_notify_pidfd(&l.pid, status);
     if release {

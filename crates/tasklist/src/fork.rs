@@ -58,7 +58,11 @@ fn validate(t: &TaskInner, args: &CloneArgs) -> Result<Arc<uproc_pidns::PidNames
     if thread && f.contains(CloneFlags::NEWPID) {
         return Err(Errno::EINVAL);
     }
-    if f.contains(CloneFlags::SIGHAND) && !f.contains(CloneFlags::VM) && !thread {
+    // Thread groups share signal handlers, and shared handlers imply a shared VM.
+    if thread && !f.contains(CloneFlags::SIGHAND) {
+        return Err(Errno::EINVAL);
+    }
+    if f.contains(CloneFlags::SIGHAND) && !f.contains(CloneFlags::VM) {
         return Err(Errno::EINVAL);
     }
     if f.contains(CloneFlags::AUTOREAP) && (thread || parent || exit_sig) {
@@ -85,7 +89,8 @@ impl Task {
     /// `clone3(2)`: a new process (or thread with `CLONE_THREAD`), a child of this task
     /// (of its parent with `CLONE_PARENT` / `CLONE_THREAD`).
     ///
-    /// Errors: EINVAL for bad flag combinations (unknown bits, `THREAD|NEWPID`,
+    /// Errors: EINVAL for bad flag combinations (unknown bits, `THREAD` without
+    /// `SIGHAND`, `SIGHAND` without `VM`, `THREAD|NEWPID`,
     /// `exit_signal` with `THREAD`/`PARENT`, `AUTOREAP` with `THREAD`/`PARENT`/an
     /// `exit_signal`, `INTO_CGROUP` without a cgroup or the reverse, more than 32
     /// `set_tid` entries, `PARENT` from a namespace init, `THREAD` or `NEWPID` after

@@ -7,6 +7,7 @@
 //! table under `tasklist_lock`: a pid is freed when it has neither a task attached
 //! (`task_slot`) nor a pgrp/session user.
 
+use crate::sync::Ordering;
 use crate::system::System;
 use crate::task::{Task, TaskInner, pid_task};
 use std::collections::HashMap;
@@ -196,7 +197,7 @@ impl Task {
     /// the caller, `pgid` 0 is `pid`. EINVAL for `pgid < 0` or a non-leader target;
     /// ESRCH if `pid` is neither the caller nor one of its children; EPERM if the target
     /// is a session leader, is in another session, or `pgid` names no process group of
-    /// the caller's session.
+    /// the caller's session; ESRCH if the caller itself was reaped.
     ///
     /// # References
     /// `SYSCALL_DEFINE2(setpgid)` in `kernel/sys.c`.
@@ -211,6 +212,7 @@ impl Task {
         let result = {
             let mut tl = sys.tasklist_lock.write();
             let r = (|| {
+                released_caller_is_esrch(&self.0)?;
                 let target: Arc<TaskInner> = if pid == 0 {
                     me.clone()
                 } else {
@@ -270,7 +272,7 @@ impl Task {
     /// [setsid(2)](https://man7.org/linux/man-pages/man2/setsid.2.html): the caller's
     /// process becomes leader of a new session and process group; returns the session
     /// id. EPERM if a process group with the caller's id already exists (the caller is
-    /// a process-group leader).
+    /// a process-group leader); ESRCH if the caller was reaped.
     ///
     /// # References
     /// `ksys_setsid` in `kernel/sys.c`.
@@ -280,7 +282,9 @@ impl Task {
         let mut free = FreeList::default();
         let result = {
             let mut tl = sys.tasklist_lock.write();
-            let r = if tl.is_pgrp(&me.pid) {
+            let r = if let Err(e) = released_caller_is_esrch(&self.0) {
+                Err(e)
+            } else if tl.is_pgrp(&me.pid) {
                 Err(Errno::EPERM)
             } else {
                 let sid = me.pid.clone();
@@ -316,6 +320,18 @@ impl Task {
         let p = self.0.group.sig.lock().session.clone();
         p.nr_in(self.0.active_ns())
     }
+}
+
+/// ESRCH if `caller` was released (reaped): its process group and session uses were
+/// already dropped by `release_task`, so changing them again would undo them twice.
+/// The caller holds `tasklist_lock` (write): `release_task` sets `released` before it
+/// takes the lock to drop the uses, so under the lock either the flag is visible or the
+/// release will drop whatever this call installs.
+fn released_caller_is_esrch(caller: &TaskInner) -> Result<(), Errno> {
+    if caller.released.load(Ordering::SeqCst) {
+        return Err(Errno::ESRCH);
+    }
+    Ok(())
 }
 
 /// Whether some process with pgrp `pgrp` is in `session`. The caller holds

@@ -137,13 +137,21 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
             reaper = reaper.pid.numbers()[0].nr,
             "reparent"
         );
+        // The exit signal was just reset to SIGCHLD: nothing is left to send later.
+        let mut none = None;
+        // Already a zombie: a claim (CAS) decides against a waiter of the old parent.
+        // The new parent's waiters are woken below, once the list is complete.
         if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE
             && thread_group_empty(&c.0.group)
-            && do_notify_parent(&c.0, true)
+            && do_notify_parent(&c.0, &mut none).0
             && claim(&c.0)
         {
             post.release.push(c.0.clone());
         }
+        debug_assert!(
+            none.is_none(),
+            "a reparented child's exit signal is SIGCHLD"
+        );
         theirs.list.push(c);
     }
     reaper.group.wait_chldexit.notify_all();

@@ -8,9 +8,9 @@
 
 use crate::sync::Ordering;
 use crate::system::System;
-use crate::task::{Task, TaskInner, ThreadGroup, pid_task};
+use crate::task::{GroupState, Task, TaskInner, ThreadGroup, pid_task};
 use std::sync::Arc;
-use uproc_abi::{DefaultAction, Errno, Signal, WaitStatus};
+use uproc_abi::{DefaultAction, Errno, SIGRTMAX, Signal, WaitStatus};
 use uproc_pidns::{Pid, PidNamespace};
 
 /// The SIGCHLD disposition of a process.
@@ -57,6 +57,12 @@ enum Outcome {
     Stopped,
     /// The group continued: notify the parent (`CLD_CONTINUED`).
     Continued,
+    /// The group continued with a fatal signal pending that it could not take while
+    /// stopped: notify the parent, then die of it.
+    ContinuedToDie {
+        sig: Signal,
+        status: WaitStatus,
+    },
     /// A fatal signal: call these hooks, end these bare threads.
     Fatal {
         sig: Signal,
@@ -115,7 +121,15 @@ fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) ->
                     st.stopped = false;
                     g.stop_report.store(0, Ordering::Release);
                     g.cont_report.store(true, Ordering::Release);
-                    Outcome::Continued
+                    // The woken threads dequeue what waited for them (`get_signal`).
+                    match pending_fatal(&st) {
+                        Some(sig) => {
+                            let status = WaitStatus::signaled_by(sig, sig.dumps_core());
+                            st.group_exit = Some(status);
+                            Outcome::ContinuedToDie { sig, status }
+                        }
+                        None => Outcome::Continued,
+                    }
                 } else {
                     Outcome::Nothing
                 }
@@ -131,6 +145,16 @@ fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) ->
                     Outcome::Stopped
                 }
             }
+            DefaultAction::Term | DefaultAction::Core if st.stopped && sig != Signal::KILL => {
+                // `wants_signal`: a stopped thread takes nothing but SIGKILL. The signal
+                // stays queued and the group stopped; SIGCONT lets it act.
+                if thread {
+                    t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
+                } else {
+                    st.shared_pending.insert(sig);
+                }
+                Outcome::Nothing
+            }
             DefaultAction::Term | DefaultAction::Core => {
                 let status = WaitStatus::signaled_by(sig, sig.dumps_core());
                 st.group_exit = Some(status);
@@ -144,9 +168,32 @@ fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) ->
         Outcome::Nothing => {}
         Outcome::Stopped => notify_parent_cldstop(t, false),
         Outcome::Continued => notify_parent_cldstop(t, true),
+        Outcome::ContinuedToDie { sig, status } => {
+            notify_parent_cldstop(t, true);
+            complete_fatal(t, sig, status);
+        }
         Outcome::Fatal { sig, status } => complete_fatal(t, sig, status),
     }
     Ok(())
+}
+
+/// The lowest-numbered signal with a fatal default action queued for the group or one
+/// of its live threads (what the first woken thread's `get_signal` dequeues and dies
+/// of). The caller holds the siglock.
+fn pending_fatal(st: &GroupState) -> Option<Signal> {
+    let mut bits = st.shared_pending.bits();
+    for th in ThreadGroup::live_threads(st) {
+        bits |= th.pending.load(Ordering::Acquire);
+    }
+    (1..=SIGRTMAX)
+        .filter(|n| bits & (1u64 << (n - 1)) != 0)
+        .filter_map(|n| Signal::new(n).ok())
+        .find(|s| {
+            matches!(
+                s.default_action(),
+                DefaultAction::Term | DefaultAction::Core
+            )
+        })
 }
 
 /// A fatal signal hit the group (`complete_signal` with `sig_fatal`): SIGKILL every
@@ -241,12 +288,14 @@ impl Task {
     /// except its namespace's init and itself, `< -1` process group `-pid`. ESRCH when
     /// nothing matched. Signal 0 checks existence only. A namespace init silently
     /// ignores signals from inside its namespace (and all but SIGKILL/SIGSTOP from an
-    /// ancestor one). A `pid` naming a non-leader thread signals its thread group.
+    /// ancestor one). A `pid` naming a non-leader thread signals its thread group. ESRCH
+    /// if the caller was reaped.
     ///
     /// # References
     /// `kill_something_info` in `kernel/signal.c`.
     pub fn kill(&self, pid: i32, sig: Signal) -> Result<(), Errno> {
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;
+        self.0.check_not_released()?;
         let ns = self.0.active_ns();
         let me = Some(&*self.0);
         if pid > 0 {
@@ -287,11 +336,13 @@ impl Task {
 
     /// [tgkill(2)](https://man7.org/linux/man-pages/man2/tgkill.2.html): signal thread
     /// `tid` of thread group `tgid` (both in the caller's namespace). EINVAL for
-    /// `tgid <= 0` or `tid <= 0`; ESRCH if no such thread in that group.
+    /// `tgid <= 0` or `tid <= 0`; ESRCH if no such thread in that group or the caller
+    /// was reaped.
     pub fn tgkill(&self, tgid: i32, tid: i32, sig: Signal) -> Result<(), Errno> {
         if tgid <= 0 || tid <= 0 {
             return Err(Errno::EINVAL);
         }
+        self.0.check_not_released()?;
         let ns = self.0.active_ns();
         let t = find_in(ns, tid).ok_or(Errno::ESRCH)?;
         let leader = t.leader_task().ok_or(Errno::ESRCH)?;

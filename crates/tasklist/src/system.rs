@@ -93,7 +93,8 @@ impl System {
                 exit_signal: AtomicI32::new(0),
                 pending: AtomicU64::new(0),
                 ns_for_children: Mutex::new(root_ns.clone()),
-                cap_checkpoint_restore: AtomicBool::new(false),
+                // Root-like, as Linux's init: `set_tid` works out of the box.
+                cap_checkpoint_restore: AtomicBool::new(true),
                 hook: Mutex::new(None),
                 css: OnceLock::new(),
                 fork_cgroup: charge.cgroup().clone(),

@@ -257,6 +257,17 @@ impl TaskInner {
         self.sys.upgrade()
     }
 
+    /// ESRCH once this task was released (reaped): a reaped task makes no more system
+    /// calls. For the calls whose effect needs no lock-held recheck (the pgrp/session
+    /// changes check under `tasklist_lock`).
+    pub(crate) fn check_not_released(&self) -> Result<(), Errno> {
+        if self.released.load(Ordering::Acquire) {
+            Err(Errno::ESRCH)
+        } else {
+            Ok(())
+        }
+    }
+
     /// The status wait reports: the group exit code if the group exited as a whole,
     /// else this thread's own.
     pub(crate) fn exit_status(&self) -> WaitStatus {
@@ -469,11 +480,12 @@ impl Task {
     /// `unshare(CLONE_NEWPID)`: children go to a new child namespace of the active one;
     /// the first of them becomes its init (pid 1). EINVAL if the children's namespace
     /// was already changed (`copy_pid_ns`: it must be the active one); ENOSPC past
-    /// level 32.
+    /// level 32; ESRCH if the task was reaped.
     ///
     /// # References
     /// [unshare(2)](https://man7.org/linux/man-pages/man2/unshare.2.html), `copy_pid_ns`.
     pub fn unshare_pid_ns(&self) -> Result<(), Errno> {
+        self.0.check_not_released()?;
         let mut slot = self.0.ns_for_children.lock();
         if !Arc::ptr_eq(&slot, self.0.active_ns()) {
             return Err(Errno::EINVAL);
@@ -484,11 +496,12 @@ impl Task {
     }
 
     /// `setns(fd, CLONE_NEWPID)`: children go to `ns`, which must be the active
-    /// namespace or a descendant of it (else EINVAL).
+    /// namespace or a descendant of it (else EINVAL); ESRCH if the task was reaped.
     ///
     /// # References
     /// [setns(2)](https://man7.org/linux/man-pages/man2/setns.2.html), `pidns_install`.
     pub fn setns_pid(&self, ns: &Arc<PidNamespace>) -> Result<(), Errno> {
+        self.0.check_not_released()?;
         let active = self.0.active_ns();
         if !Arc::ptr_eq(active.map(), ns.map()) || !active.is_same_or_ancestor_of(ns) {
             return Err(Errno::EINVAL);
@@ -498,8 +511,9 @@ impl Task {
     }
 
     /// [pidfd_open(2)](https://man7.org/linux/man-pages/man2/pidfd_open.2.html): `pid`
-    /// is looked up in this task's namespace.
+    /// is looked up in this task's namespace; ESRCH if this task was reaped.
     pub fn pidfd_open(&self, pid: i32, flags: uproc_abi::PidfdFlags) -> Result<PidFd, Errno> {
+        self.0.check_not_released()?;
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;
         sys.pidfs().pidfd_open(self.0.active_ns(), pid, flags)
     }
@@ -541,7 +555,9 @@ impl Task {
         self.0.group.sig.lock().sigchld = d;
     }
 
-    /// `set_tid` needs `CAP_CHECKPOINT_RESTORE` (EPERM without). Off by default.
+    /// Grants or drops `CAP_CHECKPOINT_RESTORE`, which `set_tid` needs (EPERM without).
+    /// The runtime's init holds it, as Linux's root init does, and a child inherits
+    /// its parent's value at fork.
     pub fn set_cap_checkpoint_restore(&self, on: bool) {
         self.0.cap_checkpoint_restore.store(on, Ordering::Relaxed);
     }
@@ -634,9 +650,19 @@ impl Task {
     /// the signal itself in the group's) and the hook is called with the signal, with
     /// no lock held, so the runtime can stop the body and call
     /// [`exit_signaled`](Task::exit_signaled). Without one (a bare task) the task ends
-    /// immediately. The hook is dropped when the task exits.
+    /// immediately. The hook is dropped when the task exits; once it has exited this
+    /// call does nothing.
     pub fn set_signal_hook(&self, hook: Option<Arc<dyn Fn(Signal) + Send + Sync>>) {
-        let old = std::mem::replace(&mut *self.0.hook.lock(), hook);
+        let old = {
+            let mut slot = self.0.hook.lock();
+            // `do_exit` sets `exiting` and then takes the hook under this lock: a hook
+            // installed after that would never be dropped (and may hold the task).
+            if self.0.exiting.load(Ordering::SeqCst) {
+                hook
+            } else {
+                std::mem::replace(&mut *slot, hook)
+            }
+        };
         drop(old);
     }
 

@@ -78,10 +78,12 @@ enum Scan {
 }
 
 fn code_of(status: WaitStatus) -> ChildCode {
-    match status.signaled() {
-        Some(_) if status.core_dumped() => ChildCode::Dumped,
-        Some(_) => ChildCode::Killed,
-        None => ChildCode::Exited,
+    if status.core_dumped() {
+        ChildCode::Dumped
+    } else if status.is_signaled() {
+        ChildCode::Killed
+    } else {
+        ChildCode::Exited
     }
 }
 

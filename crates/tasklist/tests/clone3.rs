@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use std::sync::Arc;
-use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions};
+use uproc_abi::{CloneFlags, Errno, Profile, Signal, WaitOptions};
 use uproc_cgroup::Limit;
 use uproc_tasklist::{CloneArgs, Task, TaskState, WaitId};
 
@@ -87,7 +87,7 @@ fn invalid_flag_combinations_are_einval() {
     let mut a = args(CloneFlags::AUTOREAP);
     a.exit_signal = Some(Signal::CHLD);
     fails(&p, &a, Errno::EINVAL, "AUTOREAP with an exit_signal");
-    let mut a = args(CloneFlags::THREAD);
+    let mut a = args(CloneFlags::NEW_THREAD);
     a.exit_signal = Some(Signal::USR1);
     fails(
         &p,
@@ -163,7 +163,7 @@ fn thread_or_newpid_after_unshare_is_einval() {
     );
     fails(
         &p,
-        &args(CloneFlags::THREAD),
+        &args(CloneFlags::NEW_THREAD),
         Errno::EINVAL,
         "THREAD into another pid namespace",
     );
@@ -194,6 +194,7 @@ fn set_tid_needs_cap_and_picks_the_number() {
         set_tid: vec![777],
         ..Default::default()
     };
+    init.set_cap_checkpoint_restore(false);
     fails(
         &init,
         &a,
@@ -308,7 +309,7 @@ fn fatal_signal_pending_on_parent_is_eintr() {
     );
     fails(
         &p,
-        &args(CloneFlags::THREAD),
+        &args(CloneFlags::NEW_THREAD),
         Errno::EINTR,
         "the same for a thread",
     );
@@ -376,4 +377,114 @@ fn closed_namespace_race_fails_forks_cleanly() {
         assert_at_rest(&sys);
         assert_eq!(sys.nr_tasks(), 1, "only the runtime init is left");
     }
+}
+
+#[test]
+fn runtime_init_holds_cap_checkpoint_restore_and_children_inherit_it() {
+    for &p in Profile::ALL {
+        let sys = system_with(p);
+        let init = sys.init();
+        let with_tid = |n: i32| CloneArgs {
+            set_tid: vec![n],
+            ..Default::default()
+        };
+        let c = init
+            .fork(&with_tid(500))
+            .expect("Linux's root init holds CAP_CHECKPOINT_RESTORE: set_tid works");
+        assert_eq!(c.pid(), 500);
+        let g = c
+            .fork(&with_tid(501))
+            .expect("a child inherits the capability");
+        assert_eq!(g.pid(), 501);
+        c.set_cap_checkpoint_restore(false);
+        fails(
+            &c,
+            &with_tid(502),
+            Errno::EPERM,
+            "dropped: set_tid is EPERM",
+        );
+        let gg = fork(&c);
+        fails(
+            &gg,
+            &with_tid(503),
+            Errno::EPERM,
+            "a child of a task without it inherits nothing",
+        );
+        for (parent, child) in [(&c, &gg), (&c, &g), (&init, &c)] {
+            child.exit(0);
+            reap(parent, child);
+        }
+        assert_at_rest(&sys);
+    }
+}
+
+#[test]
+fn set_tid_other_than_1_in_a_namespace_without_init_is_einval_before_eperm() {
+    for &p in Profile::ALL {
+        let sys = system_with(p);
+        let init = sys.init();
+        init.set_cap_checkpoint_restore(false);
+        init.unshare_pid_ns().unwrap();
+        fails(
+            &init,
+            &CloneArgs {
+                set_tid: vec![5],
+                ..Default::default()
+            },
+            Errno::EINVAL,
+            "Linux checks \"the first pid must be 1\" before the capability",
+        );
+        fails(
+            &init,
+            &CloneArgs {
+                set_tid: vec![1],
+                ..Default::default()
+            },
+            Errno::EPERM,
+            "set_tid [1] without the capability",
+        );
+        assert_eq!(
+            init.pid_ns_for_children().nr_allocated(),
+            0,
+            "{p}: nothing leaked"
+        );
+        assert_at_rest(&sys);
+    }
+}
+
+#[test]
+fn clone_thread_without_sighand_and_sighand_without_vm_are_einval() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    for (flags, why) in [
+        (
+            CloneFlags::THREAD,
+            "THREAD without SIGHAND: thread groups share signal handlers",
+        ),
+        (
+            CloneFlags::THREAD | CloneFlags::VM,
+            "THREAD|VM without SIGHAND",
+        ),
+        (
+            CloneFlags::THREAD | CloneFlags::SIGHAND,
+            "SIGHAND without VM: shared handlers imply a shared VM",
+        ),
+        (CloneFlags::SIGHAND, "SIGHAND without VM, no THREAD"),
+    ] {
+        fails(&p, &args(flags), Errno::EINVAL, why);
+    }
+    let t = fork_flags(&p, CloneFlags::NEW_THREAD);
+    assert_eq!(t.tgid(), p.pid(), "THREAD|SIGHAND|VM makes a thread");
+    let shared = fork_flags(&p, CloneFlags::SIGHAND | CloneFlags::VM);
+    assert_ne!(
+        shared.tgid(),
+        p.pid(),
+        "SIGHAND|VM without THREAD is a process"
+    );
+    shared.exit(0);
+    reap(&p, &shared);
+    p.exit_group(0);
+    reap(&init, &p);
+    assert_at_rest(&sys);
 }

@@ -351,3 +351,100 @@ fn parent_and_ppid_in_follow_reparenting() {
     leaf.exit(0);
     assert_at_rest(&sys);
 }
+
+/// Forks a child of `parent` whose exit signal is `sig`.
+fn fork_with_exit_signal(parent: &uproc_tasklist::Task, sig: Signal) -> uproc_tasklist::Task {
+    parent
+        .fork(&CloneArgs {
+            exit_signal: Some(sig),
+            ..Default::default()
+        })
+        .expect("fork with an exit signal")
+}
+
+/// Reaps a "clone" child (exit signal other than SIGCHLD) of `parent`.
+fn reap_clone_child(
+    parent: &uproc_tasklist::Task,
+    c: &uproc_tasklist::Task,
+) -> uproc_abi::WaitStatus {
+    parent
+        .wait(
+            WaitId::Pid(parent.pid_of(c)),
+            WaitOptions::EXITED | WaitOptions::ALL,
+        )
+        .expect("the child is waitable with __WALL")
+        .expect("blocking wait")
+        .status
+}
+
+#[test]
+fn fatal_exit_signal_is_delivered_to_the_parent_and_ignored_by_an_init() {
+    for &p in uproc_abi::Profile::ALL {
+        let sys = system_with(p);
+        let init = sys.init();
+        // The runtime init ignores it, as an init ignores every signal without a handler.
+        for sig in [Signal::KILL, Signal::TERM, Signal::USR1] {
+            let c = fork_with_exit_signal(&init, sig);
+            c.exit(0);
+            assert_eq!(reap_clone_child(&init, &c).exited(), Some(0));
+            assert!(!init.fatal_signal_pending(), "{p}: init ignores {sig}");
+            let d = init
+                .fork(&CloneArgs::default())
+                .expect("init still forks (no EINTR)");
+            d.exit(0);
+            reap(&init, &d);
+        }
+        // Any other parent takes the default action: a fatal one ends it.
+        for sig in [Signal::KILL, Signal::TERM, Signal::USR1] {
+            let parent = fork(&init);
+            let c = fork_with_exit_signal(&parent, sig);
+            c.exit(0);
+            assert!(
+                !parent.is_alive(),
+                "{p}: {sig} as exit signal kills the parent"
+            );
+            assert_eq!(
+                reap(&init, &parent).status.signaled(),
+                Some(sig),
+                "{p}: the parent died of {sig}"
+            );
+        }
+        // An ignored default action (SIGURG) leaves the parent as it was.
+        let parent = fork(&init);
+        let c = fork_with_exit_signal(&parent, Signal::URG);
+        c.exit(0);
+        assert!(parent.is_alive());
+        assert_eq!(reap_clone_child(&parent, &c).exited(), Some(0));
+        assert!(
+            parent.pending_signals().is_empty(),
+            "{p}: an ignored signal is not queued"
+        );
+        parent
+            .fork(&CloneArgs::default())
+            .expect("the parent still forks")
+            .exit(0);
+        parent.exit(0);
+        reap(&init, &parent);
+        // A namespace init ignores it too.
+        let ns_init = fork_flags(&init, CloneFlags::NEWPID);
+        let c = fork_with_exit_signal(&ns_init, Signal::KILL);
+        c.exit(0);
+        assert!(
+            ns_init.is_alive(),
+            "{p}: a namespace init ignores its child's SIGKILL"
+        );
+        assert_eq!(reap_clone_child(&ns_init, &c).exited(), Some(0));
+        ns_init
+            .fork(&CloneArgs::default())
+            .expect("and still forks")
+            .exit(0);
+        ns_init.exit(0);
+        reap(&init, &ns_init);
+        while init.wait(
+            WaitId::All,
+            WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG,
+        ) != Err(Errno::ECHILD)
+        {}
+        assert_at_rest(&sys);
+    }
+}

@@ -304,3 +304,91 @@ fn setpgid_and_setsid_rules() {
     reap(&init, &p);
     assert_at_rest(&sys);
 }
+
+#[test]
+fn fatal_signal_to_a_stopped_process_waits_for_sigcont_only_sigkill_wakes_it() {
+    for &p in uproc_abi::Profile::ALL {
+        let sys = system_with(p);
+        let init = sys.init();
+        let exited = WaitOptions::EXITED | WaitOptions::NOHANG;
+        // Bare: SIGTERM stays pending while stopped.
+        let c = fork(&init);
+        let nr = init.pid_of(&c);
+        init.kill(nr, Signal::STOP).unwrap();
+        init.kill(nr, Signal::TERM).unwrap();
+        init.kill(nr, Signal::QUIT).unwrap();
+        assert_eq!(
+            c.state(),
+            TaskState::Stopped,
+            "{p}: Linux: only SIGKILL wakes a stopped group"
+        );
+        assert!(c.is_alive());
+        assert_eq!(
+            init.wait(WaitId::All, exited),
+            Ok(None),
+            "{p}: WNOHANG sees no exit"
+        );
+        assert!(
+            c.pending_signals().contains(&Signal::TERM),
+            "{p}: SIGTERM is pending"
+        );
+        init.kill(nr, Signal::CONT).unwrap();
+        assert!(
+            !c.is_alive(),
+            "{p}: after SIGCONT it dies of the pending signal"
+        );
+        assert_eq!(
+            reap(&init, &c).status.signaled(),
+            Some(Signal::QUIT),
+            "{p}: the lowest-numbered pending fatal signal (SIGQUIT = 3) is taken first"
+        );
+        // Thread-directed: tgkill of a stopped thread.
+        let c = fork(&init);
+        let t = thread(&c);
+        let nr = init.pid_of(&c);
+        init.kill(nr, Signal::TSTP).unwrap();
+        init.tgkill(nr, init.pid_of(&t), Signal::USR1).unwrap();
+        assert_eq!(c.state(), TaskState::Stopped, "{p}");
+        assert!(t.is_alive() && c.is_alive());
+        init.kill(nr, Signal::CONT).unwrap();
+        assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::USR1), "{p}");
+        // SIGKILL does wake it.
+        let c = fork(&init);
+        let nr = init.pid_of(&c);
+        init.kill(nr, Signal::STOP).unwrap();
+        init.kill(nr, Signal::TERM).unwrap();
+        init.kill(nr, Signal::KILL).unwrap();
+        assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::KILL), "{p}");
+        // Managed: the hook is not called until SIGCONT.
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let c = fork(&init);
+        let s = seen.clone();
+        c.set_signal_hook(Some(Arc::new(move |sig| s.lock().unwrap().push(sig))));
+        let nr = init.pid_of(&c);
+        init.kill(nr, Signal::STOP).unwrap();
+        init.kill(nr, Signal::TERM).unwrap();
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "{p}: a stopped task's hook waits"
+        );
+        assert!(!c.fatal_signal_pending());
+        init.kill(nr, Signal::CONT).unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![Signal::TERM],
+            "{p}: SIGCONT lets it act"
+        );
+        assert!(c.fatal_signal_pending());
+        c.exit_signaled(Signal::TERM);
+        assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::TERM));
+        // Continuing without a pending fatal signal leaves it running.
+        let c = fork(&init);
+        let nr = init.pid_of(&c);
+        init.kill(nr, Signal::STOP).unwrap();
+        init.kill(nr, Signal::CONT).unwrap();
+        assert!(c.is_alive());
+        c.exit(0);
+        reap(&init, &c);
+        assert_at_rest(&sys);
+    }
+}

@@ -82,7 +82,7 @@ fn worker(
         }
         match (r >> 8) % 6 {
             0 => match c.fork(&CloneArgs {
-                flags: CloneFlags::THREAD,
+                flags: CloneFlags::NEW_THREAD,
                 ..Default::default()
             }) {
                 Ok(t) => {

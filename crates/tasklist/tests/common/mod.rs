@@ -39,7 +39,7 @@ pub fn fork_flags(t: &Task, flags: CloneFlags) -> Task {
 }
 
 pub fn thread(t: &Task) -> Task {
-    fork_flags(t, CloneFlags::THREAD)
+    fork_flags(t, CloneFlags::NEW_THREAD)
 }
 
 pub fn reap(parent: &Task, child: &Task) -> WaitInfo {
@@ -57,4 +57,18 @@ pub fn assert_at_rest(sys: &System) {
         live,
         "at rest every allocated pid belongs to an unreleased task"
     );
+}
+
+/// Iterations of a race test: `UPROC_RACE_ITERS` if set, else `release` in an optimised
+/// build and `debug` in a debug one (the window is hit often enough that the debug count
+/// still catches the bug with high probability; the release count is the full hammer).
+pub fn race_iterations(release: usize, debug: usize) -> usize {
+    std::env::var("UPROC_RACE_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) {
+            debug
+        } else {
+            release
+        })
 }
