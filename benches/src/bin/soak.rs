@@ -188,9 +188,13 @@ fn stress(profile: Profile, ops: u64) -> Result<String, String> {
             s.spawn(move || stress_worker(parent, i as u64, ops, &shared, &counts));
         }
     });
+    // Tasks whose handles were dropped still live: one kill(-1, SIGKILL) from the
+    // runtime init ends every process but init (the parents too, whose children then
+    // go to init and autoreap); the parents are init's own to reap.
+    init.kill(-1, Signal::KILL)
+        .map_err(|e| format!("{profile} stress: kill(-1): {e}"))?;
     for p in &parents {
         counts.reaped.fetch_add(reap_all(p), Ordering::Relaxed);
-        p.exit(0);
         let got = init.wait(WaitId::Pid(p.pid()), WaitOptions::EXITED);
         if !matches!(got, Ok(Some(_))) {
             return Err(format!("{profile} stress: reaping a parent: {got:?}"));
