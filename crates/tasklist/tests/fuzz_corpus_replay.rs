@@ -6,6 +6,8 @@
 mod control_files_model;
 #[path = "../../../fuzz/src/file_handle_model.rs"]
 mod file_handle_model;
+#[path = "../../../fuzz/src/lifecycle_model.rs"]
+mod lifecycle_model;
 
 use std::path::PathBuf;
 use uproc_abi::Profile;
@@ -77,6 +79,47 @@ fn file_handle_corpus_opens_only_the_right_task() {
     assert!(
         total.opened > 0 && total.estale > 0 && total.einval > 0,
         "the corpus opens, goes stale and is refused: {total:?}"
+    );
+}
+
+/// Replays `target`'s corpus through the life-cycle model; returns the outcomes seen.
+fn replay_lifecycle(target: &str, mix: lifecycle_model::Mix, min: usize) -> lifecycle_model::Stats {
+    let mut total = lifecycle_model::Stats::default();
+    for (path, bytes) in corpus(target, min) {
+        let case = lifecycle_model::decode_case(&bytes, mix);
+        for &profile in Profile::ALL {
+            let s = lifecycle_model::run(profile, case.reap_orphans, &case.ops)
+                .unwrap_or_else(|d| panic!("{}: {d}", path.display()));
+            total.outcomes.extend(s.outcomes);
+            total.reaped += s.reaped;
+            total.forks += s.forks;
+        }
+    }
+    total
+}
+
+#[test]
+fn lifecycle_corpus_matches_the_linux_model() {
+    let s = replay_lifecycle("lifecycle", lifecycle_model::Mix::All, 1);
+    assert!(
+        s.forks > 0 && s.reaped > 0,
+        "the corpus forks and reaps: {s:?}"
+    );
+    for want in ["ok", "ECHILD", "EINVAL", "EPERM", "ESRCH", "EEXIST"] {
+        assert!(
+            s.outcomes.contains(want),
+            "the corpus reaches {want}: {:?}",
+            s.outcomes
+        );
+    }
+}
+
+#[test]
+fn signals_corpus_matches_the_linux_model() {
+    let s = replay_lifecycle("signals", lifecycle_model::Mix::Signals, 1);
+    assert!(
+        s.forks > 0 && s.reaped > 0,
+        "the corpus forks and reaps: {s:?}"
     );
 }
 
