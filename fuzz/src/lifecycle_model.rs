@@ -260,7 +260,7 @@ fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
             actor,
             sig: sig(b)?,
         },
-        5 | 6 if kind == 5 || tag & 1 == 0 => {
+        5 | 6 if kind == 5 || tag & 0x40 == 0 => {
             let w = who(b)?;
             let s = sig(b)?;
             Op::Kill {
@@ -334,6 +334,122 @@ fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
             opts: (WaitOptions::NOHANG | WaitOptions::EXITED | WaitOptions::ALL).bits(),
         },
     })
+}
+
+/// Encodes a case for [`decode_case`] with [`Mix::All`] (hand-built seeds). Supported:
+/// fork flags empty, `NEW_THREAD`, `PARENT`, `NEWPID`, `AUTOREAP` or one extra bit of
+/// `THREAD`/`SIGHAND` alone; exit signals from the decoder's table; `Who::Task` below
+/// 16; wait options without the unknown bit.
+pub(crate) fn encode(case: &Case) -> Vec<u8> {
+    fn who(w: Who) -> u8 {
+        match w {
+            Who::Nr(0) => 0,
+            Who::Nr(-1) => 1,
+            Who::Nr(1) => 2,
+            Who::Nr(30000) => 3,
+            Who::Nr(i32::MIN) => 4,
+            Who::Task(i) if i < 16 => (i << 4) | 5,
+            other => panic!("{other:?} has no encoding"),
+        }
+    }
+    fn sig(s: i32) -> u8 {
+        SIGNALS
+            .iter()
+            .position(|&x| x == s)
+            .expect("a signal of the table") as u8
+    }
+    let mut out = vec![u8::from(case.reap_orphans)];
+    for op in &case.ops {
+        match op {
+            Op::Fork {
+                actor,
+                flags,
+                exit_signal,
+                set_tid,
+            } => {
+                let f: u8 = match *flags {
+                    f if f.is_empty() => 0,
+                    f if f == CloneFlags::NEW_THREAD => 3,
+                    f if f == CloneFlags::PARENT => 4,
+                    f if f == CloneFlags::NEWPID => 5,
+                    f if f == CloneFlags::AUTOREAP => 6,
+                    f if f == CloneFlags::THREAD => 0x80,
+                    f if f == CloneFlags::SIGHAND => 0x80 | (1 << 5),
+                    f if f == CloneFlags::NEW_THREAD | CloneFlags::NEWPID => 0x80 | (2 << 5) | 3,
+                    f if f == CloneFlags::PARENT | CloneFlags::AUTOREAP => 0x80 | (3 << 5) | 4,
+                    f => panic!("{f:?} has no encoding"),
+                };
+                let (mut e, extra) = match exit_signal {
+                    None => (0u8, None),
+                    Some(0) => (3, None),
+                    Some(s) if *s == libc::SIGCHLD => (4, None),
+                    Some(s) => (5, Some(sig(*s))),
+                };
+                if !set_tid.is_empty() {
+                    assert!(set_tid.len() <= 2, "at most two set_tid entries");
+                    e |= 0x80 | (((set_tid.len() - 1) as u8) << 5);
+                }
+                out.extend_from_slice(&[0, *actor, f, e]);
+                out.extend(extra);
+                out.extend(set_tid.iter().map(|&w| who(w)));
+            }
+            Op::Exit { actor, code } => out.extend_from_slice(&[2, *actor, *code]),
+            Op::ExitGroup { actor, code } => out.extend_from_slice(&[3, *actor, *code]),
+            Op::ExitSignaled { actor, sig: s } => out.extend_from_slice(&[4, *actor, sig(*s)]),
+            Op::Kill {
+                actor,
+                who: w,
+                group,
+                sig: s,
+            } => out.extend_from_slice(&[
+                5 | if *group { 0x80 } else { 0 },
+                *actor,
+                who(*w),
+                sig(*s),
+            ]),
+            Op::Tgkill {
+                actor,
+                who: w,
+                sig: s,
+            } => {
+                out.extend_from_slice(&[6 | 0x40, *actor, who(*w), sig(*s)]);
+            }
+            Op::Wait { actor, id, opts } => {
+                out.extend_from_slice(&[7, *actor]);
+                match id {
+                    WaitSel::All => out.push(0),
+                    WaitSel::Pid(w) => out.extend_from_slice(&[2, who(*w)]),
+                    WaitSel::Pgid(w) => out.extend_from_slice(&[3, who(*w)]),
+                }
+                let o = WaitOptions::from_bits_retain(*opts);
+                let mut b = 0u8;
+                for (bit, f) in [
+                    WaitOptions::EXITED,
+                    WaitOptions::STOPPED,
+                    WaitOptions::CONTINUED,
+                    WaitOptions::NOWAIT,
+                    WaitOptions::NOTHREAD,
+                    WaitOptions::ALL,
+                    WaitOptions::CLONE,
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if o.contains(f) {
+                        b |= 1 << bit;
+                    }
+                }
+                out.push(b);
+            }
+            Op::SetSigchld { actor, d } => out.extend_from_slice(&[9, *actor, *d]),
+            Op::Subreaper { actor, on } => out.extend_from_slice(&[11, *actor, u8::from(*on)]),
+            Op::Setsid { actor } => out.extend_from_slice(&[12, *actor]),
+            Op::Setpgid { actor, pid, pgid } => {
+                out.extend_from_slice(&[13, *actor, who(*pid), who(*pgid)]);
+            }
+        }
+    }
+    out
 }
 
 /// A thread's `exit_state`, as the model sees it.
@@ -1440,6 +1556,8 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
         }],
     };
     let mut stats = Stats::default();
+    // UPROC_FUZZ_TRACE=1 prints every op and what uproc answered (for reading a seed).
+    let trace = std::env::var_os("UPROC_FUZZ_TRACE").is_some();
     for (step, op) in ops.iter().enumerate() {
         let ctx = |what: String| {
             format!("{profile} reap_orphans={reap_orphans} step {step} {op:?}: {what}")
@@ -1500,6 +1618,9 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                     exit_signal: sig,
                 });
                 stats.outcomes.insert(outcome(&got));
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
                 match (got, want) {
                     (Ok(t), Ok(idx)) => {
                         let want_nspid: Vec<i32> = m.tasks[idx].nums.iter().map(|x| x.1).collect();
@@ -1558,6 +1679,9 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 let want = m.kill(a, pid, *sig);
                 let got = real[a].kill(pid, s);
                 stats.outcomes.insert(outcome(&got));
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
                 if got != want {
                     return Err(ctx(format!("kill({pid}) gave {got:?}, Linux {want:?}")));
                 }
@@ -1574,6 +1698,9 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 let want = m.tgkill(a, tgid, tid, *sig);
                 let got = real[a].tgkill(tgid, tid, s);
                 stats.outcomes.insert(outcome(&got));
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
                 if got != want {
                     return Err(ctx(format!(
                         "tgkill({tgid}, {tid}) gave {got:?}, Linux {want:?}"
@@ -1611,6 +1738,9 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 let want = m.wait(a, target, *opts);
                 let got = real[a].wait(real_id, WaitOptions::from_bits_retain(*opts));
                 stats.outcomes.insert(outcome(&got));
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
                 if matches!(got, Ok(Some(i)) if i.code == ChildCode::Exited || i.code == ChildCode::Killed || i.code == ChildCode::Dumped)
                     && opts & WaitOptions::NOWAIT.bits() == 0
                 {
@@ -1638,6 +1768,9 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 let want = m.setsid(a);
                 let got = real[a].setsid();
                 stats.outcomes.insert(outcome(&got));
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
                 if got != want {
                     return Err(ctx(format!("setsid gave {got:?}, Linux {want:?}")));
                 }
@@ -1648,6 +1781,9 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 let want = m.setpgid(a, p, g);
                 let got = real[a].setpgid(p, g);
                 stats.outcomes.insert(outcome(&got));
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
                 if got != want {
                     return Err(ctx(format!(
                         "setpgid({p}, {g}) gave {got:?}, Linux {want:?}"

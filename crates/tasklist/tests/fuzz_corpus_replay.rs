@@ -36,7 +36,7 @@ fn corpus(target: &str, min: usize) -> Vec<(PathBuf, Vec<u8>)> {
 #[test]
 fn control_files_corpus_matches_cgroupfs() {
     let mut outcomes = std::collections::BTreeSet::new();
-    for (path, bytes) in corpus("control_files", 3) {
+    for (path, bytes) in corpus("control_files", 5) {
         let ops = control_files_model::decode(&bytes);
         for &profile in Profile::ALL {
             let stats = control_files_model::run(profile, &ops)
@@ -66,7 +66,7 @@ fn control_files_corpus_matches_cgroupfs() {
 #[test]
 fn file_handle_corpus_opens_only_the_right_task() {
     let mut total = file_handle_model::Stats::default();
-    for (path, bytes) in corpus("file_handle", 1) {
+    for (path, bytes) in corpus("file_handle", 5) {
         let ops = file_handle_model::decode(&bytes);
         for &profile in Profile::ALL {
             let s = file_handle_model::run(profile, &ops)
@@ -100,7 +100,7 @@ fn replay_lifecycle(target: &str, mix: lifecycle_model::Mix, min: usize) -> life
 
 #[test]
 fn lifecycle_corpus_matches_the_linux_model() {
-    let s = replay_lifecycle("lifecycle", lifecycle_model::Mix::All, 1);
+    let s = replay_lifecycle("lifecycle", lifecycle_model::Mix::All, 5);
     assert!(
         s.forks > 0 && s.reaped > 0,
         "the corpus forks and reaps: {s:?}"
@@ -116,7 +116,7 @@ fn lifecycle_corpus_matches_the_linux_model() {
 
 #[test]
 fn signals_corpus_matches_the_linux_model() {
-    let s = replay_lifecycle("signals", lifecycle_model::Mix::Signals, 1);
+    let s = replay_lifecycle("signals", lifecycle_model::Mix::Signals, 5);
     assert!(
         s.forks > 0 && s.reaped > 0,
         "the corpus forks and reaps: {s:?}"
@@ -269,4 +269,283 @@ fn write_hand_seeds() {
         2, 2, 4, 3, 0, 0, // the namespace init dies; task 3 is gone: ESTALE
     ];
     write("file_handle", "hand_open_stale_invisible", fh);
+    lifecycle_hand_seeds(&write);
+}
+
+/// The hand-built life-cycle scenarios (`actor` is an index into the live tasks in
+/// creation order; `Task(i)` the i-th task created, init being 0).
+fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
+    use lifecycle_model::{Case, Op, WaitSel, Who, encode};
+    use uproc_abi::{CloneFlags, WaitOptions as W};
+    let fork =
+        |actor: u8, flags: CloneFlags, exit_signal: Option<i32>, set_tid: Vec<Who>| Op::Fork {
+            actor,
+            flags,
+            exit_signal,
+            set_tid,
+        };
+    let plain = |actor: u8| fork(actor, CloneFlags::empty(), None, vec![]);
+    let kill = |actor: u8, who: Who, sig: i32| Op::Kill {
+        actor,
+        who,
+        group: false,
+        sig,
+    };
+    let wait = |actor: u8, id: WaitSel, opts: W| Op::Wait {
+        actor,
+        id,
+        opts: (opts | W::NOHANG).bits(),
+    };
+    let t = Who::Task;
+    let (ex, all) = (W::EXITED, W::EXITED | W::ALL);
+    let seeds: Vec<(&str, bool, Vec<Op>)> = vec![
+        (
+            "hand_stop_term_cont",
+            false,
+            vec![
+                plain(0),
+                kill(0, t(1), libc::SIGSTOP),
+                wait(0, WaitSel::Pid(t(1)), W::STOPPED),
+                kill(0, t(1), libc::SIGTERM), // stays stopped, TERM pending
+                wait(0, WaitSel::Pid(t(1)), ex),
+                kill(0, t(1), libc::SIGCONT), // now it dies of TERM
+                wait(0, WaitSel::Pid(t(1)), ex),
+                plain(0),
+                kill(0, t(2), libc::SIGSTOP),
+                kill(0, t(2), libc::SIGKILL), // SIGKILL wakes a stopped group
+                wait(0, WaitSel::All, ex),
+                plain(0),
+                kill(0, t(3), libc::SIGTSTP),
+                wait(0, WaitSel::Pid(t(3)), W::STOPPED | W::NOWAIT),
+                wait(0, WaitSel::Pid(t(3)), W::STOPPED),
+                wait(0, WaitSel::Pid(t(3)), W::STOPPED),
+                kill(0, t(3), libc::SIGCONT),
+                wait(0, WaitSel::Pid(t(3)), W::CONTINUED),
+                Op::Tgkill {
+                    actor: 0,
+                    who: t(3),
+                    sig: libc::SIGCHLD,
+                },
+                kill(0, t(3), libc::SIGCHLD),
+                kill(0, t(3), libc::SIGURG),
+                Op::ExitSignaled {
+                    actor: 1,
+                    sig: libc::SIGSEGV,
+                },
+                wait(0, WaitSel::All, ex),
+            ],
+        ),
+        (
+            "hand_exit_signals",
+            false,
+            vec![
+                plain(0),
+                fork(1, CloneFlags::empty(), Some(libc::SIGUSR1), vec![]),
+                wait(1, WaitSel::All, ex), // a clone child: ECHILD without __WCLONE
+                wait(1, WaitSel::All, ex | W::CLONE | W::NOWAIT),
+                Op::Exit { actor: 2, code: 7 }, // USR1 ends the parent
+                wait(0, WaitSel::All, ex),
+                wait(0, WaitSel::All, ex),
+                fork(0, CloneFlags::empty(), Some(libc::SIGKILL), vec![]),
+                Op::Exit { actor: 1, code: 0 }, // init ignores SIGKILL
+                plain(0),                       // and still forks
+                wait(0, WaitSel::All, ex | W::CLONE),
+                fork(1, CloneFlags::empty(), Some(libc::SIGTERM), vec![]),
+                kill(0, t(4), libc::SIGSTOP),
+                Op::Exit { actor: 2, code: 0 }, // TERM to a stopped parent waits
+                wait(0, WaitSel::Pid(t(4)), ex | W::NOWAIT),
+                kill(0, t(4), libc::SIGCONT),
+                wait(0, WaitSel::All, all),
+                wait(0, WaitSel::All, all),
+                wait(0, WaitSel::All, all),
+            ],
+        ),
+        (
+            "hand_threads_subreaper_sigchld",
+            true,
+            vec![
+                plain(0),
+                Op::Subreaper { actor: 1, on: true },
+                plain(1),
+                plain(2),
+                fork(2, CloneFlags::NEW_THREAD, None, vec![]),
+                Op::Exit { actor: 2, code: 1 }, // the leader waits for its thread
+                wait(1, WaitSel::Pid(t(2)), ex),
+                Op::Exit { actor: 3, code: 2 }, // last thread: the child goes to the subreaper
+                wait(1, WaitSel::All, ex),
+                wait(1, WaitSel::All, ex),
+                Op::Exit { actor: 2, code: 3 },
+                wait(1, WaitSel::All, ex),
+                Op::Subreaper {
+                    actor: 1,
+                    on: false,
+                },
+                plain(1),
+                plain(2),
+                Op::Exit { actor: 2, code: 4 }, // orphan to init, which reaps orphans
+                Op::Exit { actor: 2, code: 5 },
+                wait(1, WaitSel::All, ex),
+                wait(0, WaitSel::All, ex),
+                Op::SetSigchld { actor: 1, d: 1 },
+                plain(1),
+                Op::Exit { actor: 2, code: 6 },
+                wait(1, WaitSel::All, ex),
+                Op::SetSigchld { actor: 1, d: 2 },
+                plain(1),
+                Op::Exit { actor: 2, code: 7 },
+                wait(1, WaitSel::All, ex),
+                Op::SetSigchld { actor: 1, d: 0 },
+                fork(1, CloneFlags::AUTOREAP, None, vec![]),
+                Op::Exit { actor: 2, code: 8 },
+                wait(1, WaitSel::All, all),
+                fork(1, CloneFlags::PARENT, None, vec![]),
+                Op::ExitGroup { actor: 2, code: 9 },
+                wait(0, WaitSel::All, ex),
+            ],
+        ),
+        (
+            "hand_namespaces",
+            false,
+            vec![
+                fork(0, CloneFlags::NEWPID, None, vec![]),
+                plain(1),
+                plain(2),
+                fork(2, CloneFlags::NEWPID, None, vec![]),
+                kill(2, Who::Nr(1), libc::SIGKILL), // its own init: ignored
+                kill(0, t(1), libc::SIGTERM),       // from outside, not forced
+                kill(2, Who::Nr(-1), libc::SIGTERM),
+                wait(2, WaitSel::All, all),
+                fork(1, CloneFlags::PARENT, None, vec![]), // from an init: EINVAL
+                fork(1, CloneFlags::empty(), None, vec![Who::Nr(1)]), // EEXIST
+                fork(
+                    0,
+                    CloneFlags::NEWPID,
+                    None,
+                    vec![Who::Nr(1), Who::Nr(30000)],
+                ),
+                Op::ExitGroup { actor: 1, code: 3 }, // the namespace dies
+                wait(0, WaitSel::All, ex),
+                kill(0, t(5), libc::SIGSTOP), // forced from outside
+                wait(0, WaitSel::Pid(t(5)), W::STOPPED),
+                kill(0, t(5), libc::SIGKILL),
+                wait(0, WaitSel::All, ex),
+            ],
+        ),
+        (
+            "hand_bad_arguments",
+            false,
+            vec![
+                fork(0, CloneFlags::THREAD, None, vec![]),
+                fork(0, CloneFlags::SIGHAND, None, vec![]),
+                fork(0, CloneFlags::NEW_THREAD | CloneFlags::NEWPID, None, vec![]),
+                fork(0, CloneFlags::PARENT | CloneFlags::AUTOREAP, None, vec![]),
+                fork(0, CloneFlags::NEW_THREAD, Some(libc::SIGCHLD), vec![]),
+                fork(0, CloneFlags::AUTOREAP, Some(libc::SIGUSR1), vec![]),
+                fork(0, CloneFlags::PARENT, None, vec![]),
+                fork(0, CloneFlags::empty(), None, vec![Who::Nr(-1)]),
+                fork(0, CloneFlags::empty(), None, vec![Who::Nr(1), Who::Nr(1)]),
+                wait(0, WaitSel::Pid(Who::Nr(0)), ex),
+                wait(0, WaitSel::Pgid(Who::Nr(-1)), ex),
+                wait(0, WaitSel::Pgid(Who::Nr(30000)), ex),
+                wait(0, WaitSel::All, W::empty()),
+                Op::Tgkill {
+                    actor: 0,
+                    who: Who::Nr(0),
+                    sig: libc::SIGTERM,
+                },
+                Op::Tgkill {
+                    actor: 0,
+                    who: Who::Nr(30000),
+                    sig: libc::SIGTERM,
+                },
+                kill(0, Who::Nr(i32::MIN), libc::SIGTERM),
+                kill(0, Who::Nr(30000), 0),
+                Op::Setpgid {
+                    actor: 0,
+                    pid: Who::Nr(30000),
+                    pgid: Who::Nr(0),
+                },
+                Op::Setsid { actor: 0 }, // init leads its group: EPERM
+                Op::Exit { actor: 0, code: 1 },
+                Op::ExitGroup { actor: 0, code: 1 },
+                plain(0),
+                Op::Setsid { actor: 1 },
+                Op::Setsid { actor: 1 },
+                Op::Setpgid {
+                    actor: 0,
+                    pid: t(1),
+                    pgid: Who::Nr(0),
+                },
+                plain(0),
+                Op::Setpgid {
+                    actor: 0,
+                    pid: t(2),
+                    pgid: t(1),
+                },
+                Op::Setpgid {
+                    actor: 1,
+                    pid: t(2),
+                    pgid: Who::Nr(0),
+                },
+                Op::Setpgid {
+                    actor: 2,
+                    pid: Who::Nr(0),
+                    pgid: Who::Nr(0),
+                },
+                Op::Kill {
+                    actor: 0,
+                    who: t(2),
+                    group: true,
+                    sig: libc::SIGSTOP,
+                },
+                wait(0, WaitSel::Pgid(t(2)), W::STOPPED),
+                Op::Setpgid {
+                    actor: 0,
+                    pid: t(2),
+                    pgid: Who::Nr(1),
+                },
+                kill(1, Who::Nr(-1), libc::SIGKILL),
+                kill(1, Who::Nr(1), libc::SIGKILL),
+                wait(0, WaitSel::All, ex),
+                wait(0, WaitSel::Pgid(Who::Nr(0)), ex),
+            ],
+        ),
+    ];
+    for (name, reap_orphans, ops) in seeds {
+        let bytes = encode(&Case {
+            reap_orphans,
+            ops: ops.clone(),
+        });
+        let back = lifecycle_model::decode_case(&bytes, lifecycle_model::Mix::All);
+        assert_eq!(
+            format!("{:?}", back.ops),
+            format!("{ops:?}"),
+            "{name} round-trips"
+        );
+        write("lifecycle", name, bytes);
+    }
+}
+
+/// Runs one life-cycle input and prints every op with uproc's answer:
+/// `UPROC_FUZZ_TRACE=1 UPROC_FUZZ_SEED=fuzz/corpus/lifecycle/hand_namespaces cargo test
+/// -p uproc-tasklist --test fuzz_corpus_replay -- --ignored --nocapture trace_seed`
+/// (`UPROC_FUZZ_MIX=signals` for the `signals` decoder).
+#[test]
+#[ignore = "reads UPROC_FUZZ_SEED; run by hand"]
+fn trace_seed() {
+    let path = std::env::var("UPROC_FUZZ_SEED").expect("UPROC_FUZZ_SEED names an input file");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path);
+    let bytes = std::fs::read(&path).expect("readable input");
+    let mix = match std::env::var("UPROC_FUZZ_MIX").as_deref() {
+        Ok("signals") => lifecycle_model::Mix::Signals,
+        _ => lifecycle_model::Mix::All,
+    };
+    let case = lifecycle_model::decode_case(&bytes, mix);
+    for &profile in Profile::ALL {
+        if let Err(d) = lifecycle_model::run(profile, case.reap_orphans, &case.ops) {
+            panic!("{}: {d}", path.display());
+        }
+    }
 }
