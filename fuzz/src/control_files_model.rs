@@ -11,6 +11,10 @@
 //! the wrong direction, ENOENT for a removed cgroup, and the pids counters.
 #![allow(dead_code)]
 
+#[path = "input_bytes.rs"]
+mod input_bytes;
+
+use input_bytes::{Bytes, decode_ops};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Profile, WaitOptions};
@@ -60,30 +64,6 @@ pub(crate) enum Op {
     Move { cg: usize, task: usize },
 }
 
-struct Bytes<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> Option<u8> {
-        let b = *self.data.get(self.pos)?;
-        self.pos += 1;
-        Some(b)
-    }
-
-    /// A length byte then that many bytes, as ASCII (the API takes `&str`; the high bit
-    /// is dropped so every byte is one character).
-    fn text(&mut self, max: u8) -> Option<String> {
-        let len = self.u8()? % (max + 1);
-        let mut s = String::with_capacity(len.into());
-        for _ in 0..len {
-            s.push(char::from(known_open_vt(self.u8()? & 0x7f)));
-        }
-        Some(s)
-    }
-}
-
 /// A vertical tab (0x0b) is whitespace to the kernel's `isspace` (so `strstrip` removes
 /// it) but not to `char::is_ascii_whitespace`, which the crate's `strstrip` uses: `"5\v"`
 /// is `pids.max` 5 on Linux and EINVAL in uproc. Until that is fixed the decoder turns
@@ -92,17 +72,28 @@ fn known_open_vt(b: u8) -> u8 {
     if b == 0x0b { b' ' } else { b }
 }
 
+/// A length byte then that many bytes, as ASCII (the API takes `&str`; the high bit
+/// is dropped so every byte is one character).
+fn text(b: &mut Bytes<'_>, max: u8) -> Option<String> {
+    let len = b.u8()? % (max + 1);
+    let mut s = String::with_capacity(len.into());
+    for _ in 0..len {
+        s.push(char::from(known_open_vt(b.u8()? & 0x7f)));
+    }
+    Some(s)
+}
+
 fn file_name(b: &mut Bytes<'_>) -> Option<String> {
     let sel = usize::from(b.u8()?);
     Some(match FILES.get(sel % 12) {
         Some(f) => (*f).to_owned(),
-        None if sel % 12 == 10 => b.text(20)?,
+        None if sel % 12 == 10 => text(b, 20)?,
         None => format!("{}\n", FILES[sel % FILES.len()]),
     })
 }
 
 /// Values the fuzzer would take long to find, picked by a selector byte.
-const VALUES: [&str; 16] = [
+pub(crate) const VALUES: [&str; 16] = [
     "max",
     "0",
     "1",
@@ -123,13 +114,7 @@ const VALUES: [&str; 16] = [
 
 /// Decodes fuzzer bytes into ops; every byte string is a valid input.
 pub(crate) fn decode(data: &[u8]) -> Vec<Op> {
-    let mut b = Bytes { data, pos: 0 };
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS {
-        let Some(op) = decode_op(&mut b) else { break };
-        ops.push(op);
-    }
-    ops
+    decode_ops(data, MAX_OPS, decode_op)
 }
 
 fn decode_op(b: &mut Bytes<'_>) -> Option<Op> {
@@ -142,7 +127,7 @@ fn decode_op(b: &mut Bytes<'_>) -> Option<Op> {
             let value = if v & 0x80 != 0 {
                 VALUES[usize::from(v) % VALUES.len()].to_owned()
             } else {
-                b.text(24)?
+                text(b, 24)?
             };
             Op::Write { cg, file, value }
         }
@@ -152,7 +137,7 @@ fn decode_op(b: &mut Bytes<'_>) -> Option<Op> {
         },
         3 => Op::Mkdir {
             cg,
-            name: b.text(40)?,
+            name: text(b, 40)?,
         },
         4 => Op::Rmdir { cg },
         5 => Op::Fork { cg },

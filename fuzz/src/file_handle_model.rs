@@ -12,6 +12,10 @@
 //! to `NONBLOCK | THREAD`.
 #![allow(dead_code)]
 
+#[path = "input_bytes.rs"]
+mod input_bytes;
+
+use input_bytes::{Bytes, decode_ops};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, OpenFlags, PidfdFlags, Profile, WaitOptions};
@@ -53,28 +57,6 @@ pub(crate) enum Source {
     Raw(Vec<u8>),
 }
 
-struct Bytes<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> Option<u8> {
-        let b = *self.data.get(self.pos)?;
-        self.pos += 1;
-        Some(b)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes([
-            self.u8()?,
-            self.u8()?,
-            self.u8()?,
-            self.u8()?,
-        ]))
-    }
-}
-
 /// Flag words the fuzzer would take long to assemble.
 fn flags_of(sel: u8, b: &mut Bytes<'_>) -> Option<u32> {
     let known = [
@@ -93,13 +75,7 @@ fn flags_of(sel: u8, b: &mut Bytes<'_>) -> Option<u32> {
 
 /// Decodes fuzzer bytes; every byte string is a valid input.
 pub(crate) fn decode(data: &[u8]) -> Vec<Op> {
-    let mut b = Bytes { data, pos: 0 };
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS {
-        let Some(op) = decode_op(&mut b) else { break };
-        ops.push(op);
-    }
-    ops
+    decode_ops(data, MAX_OPS, decode_op)
 }
 
 fn decode_op(b: &mut Bytes<'_>) -> Option<Op> {

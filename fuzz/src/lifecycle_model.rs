@@ -20,6 +20,10 @@
 //! `MNs`. Tasks are bare (no signal hook): a fatal signal ends them at once.
 #![allow(dead_code)]
 
+#[path = "input_bytes.rs"]
+mod input_bytes;
+
+use input_bytes::{Bytes, decode_ops};
 use std::collections::BTreeSet;
 use uproc_abi::{CloneFlags, Errno, Profile, Signal, WaitOptions, WaitStatus};
 use uproc_tasklist::{
@@ -120,6 +124,17 @@ pub(crate) enum WaitSel {
     Pgid(Who),
 }
 
+/// The wait options an option byte's bits 0-6 select (bit 7 adds an unknown bit).
+const WAIT_BITS: [WaitOptions; 7] = [
+    WaitOptions::EXITED,
+    WaitOptions::STOPPED,
+    WaitOptions::CONTINUED,
+    WaitOptions::NOWAIT,
+    WaitOptions::NOTHREAD,
+    WaitOptions::ALL,
+    WaitOptions::CLONE,
+];
+
 /// Signals the decoder picks from (index = selector).
 const SIGNALS: [i32; 12] = [
     0,
@@ -135,19 +150,6 @@ const SIGNALS: [i32; 12] = [
     libc::SIGWINCH,
     libc::SIGQUIT,
 ];
-
-struct Bytes<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> Option<u8> {
-        let b = *self.data.get(self.pos)?;
-        self.pos += 1;
-        Some(b)
-    }
-}
 
 fn who(b: &mut Bytes<'_>) -> Option<Who> {
     let v = b.u8()?;
@@ -188,15 +190,7 @@ pub(crate) fn decode_case(data: &[u8], mix: Mix) -> Case {
 
 /// Decodes op bytes.
 pub(crate) fn decode(data: &[u8], mix: Mix) -> Vec<Op> {
-    let mut b = Bytes { data, pos: 0 };
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS {
-        let Some(op) = decode_op(&mut b, mix) else {
-            break;
-        };
-        ops.push(op);
-    }
-    ops
+    decode_ops(data, MAX_OPS, |b| decode_op(b, mix))
 }
 
 fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
@@ -284,18 +278,7 @@ fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
             };
             let o = b.u8()?;
             let mut opts = WaitOptions::NOHANG;
-            for (bit, f) in [
-                WaitOptions::EXITED,
-                WaitOptions::STOPPED,
-                WaitOptions::CONTINUED,
-                WaitOptions::NOWAIT,
-                WaitOptions::NOTHREAD,
-                WaitOptions::ALL,
-                WaitOptions::CLONE,
-            ]
-            .into_iter()
-            .enumerate()
-            {
+            for (bit, f) in WAIT_BITS.into_iter().enumerate() {
                 if o & (1 << bit) != 0 {
                     opts |= f;
                 }
@@ -423,18 +406,7 @@ pub(crate) fn encode(case: &Case) -> Vec<u8> {
                 }
                 let o = WaitOptions::from_bits_retain(*opts);
                 let mut b = 0u8;
-                for (bit, f) in [
-                    WaitOptions::EXITED,
-                    WaitOptions::STOPPED,
-                    WaitOptions::CONTINUED,
-                    WaitOptions::NOWAIT,
-                    WaitOptions::NOTHREAD,
-                    WaitOptions::ALL,
-                    WaitOptions::CLONE,
-                ]
-                .into_iter()
-                .enumerate()
-                {
+                for (bit, f) in WAIT_BITS.into_iter().enumerate() {
                     if o.contains(f) {
                         b |= 1 << bit;
                     }

@@ -9,6 +9,10 @@
 //! how `uproc-pidns` stores anything; it only compares what the public API answers.
 #![allow(dead_code)]
 
+#[path = "input_bytes.rs"]
+mod input_bytes;
+
+use input_bytes::{Bytes, decode_ops};
 use std::any::Any;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Weak};
@@ -66,23 +70,6 @@ pub(crate) struct Stats {
     pub(crate) frees: usize,
 }
 
-struct Bytes<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> Option<u8> {
-        let b = *self.data.get(self.pos)?;
-        self.pos += 1;
-        Some(b)
-    }
-
-    fn u16(&mut self) -> Option<u16> {
-        Some(u16::from_le_bytes([self.u8()?, self.u8()?]))
-    }
-}
-
 fn decode_tid(b: &mut Bytes<'_>) -> Option<i32> {
     let t = b.u8()?;
     Some(match t % 16 {
@@ -111,13 +98,8 @@ fn decode_pid_max(v: u16) -> i32 {
 /// Decodes fuzzer bytes: two bytes of root `pid_max` (301..=500), then ops until the
 /// bytes run out (a truncated op is dropped). Every byte string decodes to a case.
 pub(crate) fn decode(data: &[u8]) -> Case {
-    let mut b = Bytes { data, pos: 0 };
-    let root_pid_max = RESERVED_PIDS + 1 + i32::from(b.u16().unwrap_or(99) % 200);
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS {
-        let Some(op) = decode_op(&mut b) else { break };
-        ops.push(op);
-    }
+    let root_pid_max = RESERVED_PIDS + 1 + i32::from(Bytes::new(data).u16().unwrap_or(99) % 200);
+    let ops = decode_ops(data.get(2..).unwrap_or(&[]), MAX_OPS, decode_op);
     Case { root_pid_max, ops }
 }
 
