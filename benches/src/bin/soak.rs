@@ -9,15 +9,17 @@
 //!     --cycles 10000000 --waiter-rounds 200000 --profile linux70
 //! ```
 //!
-//! Three parts, each under every profile (or the one `--profile` names):
-//! - **stress**: 4 threads, each owning one parent process, run `--stress-ops` mixed
-//!   operations each (fork, fork into a new pid namespace, threads, SIGKILL/SIGTERM to
-//!   own and other threads' children, exits, dropped handles, namespace-init deaths,
-//!   non-blocking and blocking waits). At rest: one task (the runtime init), one
-//!   allocated pid, no pidfs index entry but init's, no cgroup charge.
+//! Three parts, each under every profile (or the one `--profile` names), in this order:
 //! - **soak**: `--cycles` plain life cycles (fork, exit, reap; every 16th with a pidfd,
 //!   every 256th into a new namespace) with the resident set sampled from
 //!   `/proc/self/statm`; after a 10% warm-up it must stay within 5%.
+//! - **stress**: 4 threads, each owning one parent process, run `--stress-ops` mixed
+//!   operations each (fork, fork into a new pid namespace, threads, SIGKILL/SIGTERM to
+//!   own and other threads' children, exits, dropped handles, namespace-init deaths,
+//!   `cgroup.kill` of the children's cgroup, forks refused at its `pids.max` of 32,
+//!   non-blocking waits; then `kill(-1, SIGKILL)` and blocking waits). At rest: one
+//!   task (the runtime init), one allocated pid, no pidfs index entry but init's, no
+//!   cgroup charge, every cgroup removable.
 //! - **autoreap waiters**: for each autoreap path (SIG_IGN, SA_NOCLDWAIT,
 //!   CLONE_AUTOREAP, threads) a waiter polls `wait(WEXITED|WNOHANG)` while another
 //!   thread forks and ends `--waiter-rounds` children that must autoreap: the waiter
@@ -27,8 +29,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use uproc::{
-    CloneArgs, CloneFlags, Errno, Profile, SigChld, Signal, System, SystemConfig, Task, WaitId,
-    WaitOptions, WeakTask,
+    Cgroup, CloneArgs, CloneFlags, Errno, Profile, SigChld, Signal, System, SystemConfig, Task,
+    WaitId, WaitOptions, WeakTask,
 };
 
 /// Sizes from the command line.
@@ -166,6 +168,8 @@ fn check_at_rest(sys: &System, what: &str) -> Result<(), String> {
 struct Counts {
     forks: AtomicU64,
     fork_errors: AtomicU64,
+    pids_max_hits: AtomicU64,
+    cgroup_kills: AtomicU64,
     kills: AtomicU64,
     ns_init_deaths: AtomicU64,
     dropped: AtomicU64,
@@ -178,16 +182,35 @@ fn stress(profile: Profile, ops: u64) -> Result<String, String> {
     let shared: Arc<Mutex<Vec<WeakTask>>> = Arc::default();
     let counts = Arc::new(Counts::default());
     let start = Instant::now();
-    let parents: Vec<Task> = (0..4)
-        .map(|_| init.fork(&CloneArgs::default()).expect("parent"))
-        .collect();
+    // Each worker: its parent in cgroup w<i>, the parent's children in w<i>/children
+    // with pids.max 32 (forks beyond fail with EAGAIN; cgroup.kill ends them all).
+    let root = sys.cgroup_root();
+    let mut workers = Vec::new();
+    for i in 0..4 {
+        let w = root
+            .mkdir(&format!("w{i}"))
+            .map_err(|e| format!("mkdir: {e}"))?;
+        let children = w.mkdir("children").map_err(|e| format!("mkdir: {e}"))?;
+        children
+            .write("pids.max", "32")
+            .map_err(|e| format!("pids.max: {e}"))?;
+        let parent = init
+            .fork(&CloneArgs {
+                flags: CloneFlags::INTO_CGROUP,
+                cgroup: Some(w.clone()),
+                ..CloneArgs::default()
+            })
+            .map_err(|e| format!("parent: {e}"))?;
+        workers.push((parent, w, children));
+    }
     std::thread::scope(|s| {
-        for (i, parent) in parents.iter().enumerate() {
+        for (i, (parent, _, children)) in workers.iter().enumerate() {
             let shared = shared.clone();
             let counts = counts.clone();
-            s.spawn(move || stress_worker(parent, i as u64, ops, &shared, &counts));
+            s.spawn(move || stress_worker(parent, children, i as u64, ops, &shared, &counts));
         }
     });
+    let parents: Vec<Task> = workers.iter().map(|w| w.0.clone()).collect();
     // Tasks whose handles were dropped still live: one kill(-1, SIGKILL) from the
     // runtime init ends every process but init (the parents too, whose children then
     // go to init and autoreap); the parents are init's own to reap.
@@ -202,20 +225,35 @@ fn stress(profile: Profile, ops: u64) -> Result<String, String> {
     }
     drop(shared);
     check_at_rest(&sys, &format!("{profile} stress"))?;
+    for (_, w, children) in workers {
+        children
+            .rmdir()
+            .and_then(|()| w.rmdir())
+            .map_err(|e| format!("{profile} stress: rmdir of an empty cgroup: {e}"))?;
+    }
     let c = &counts;
     Ok(format!(
-        "{profile} stress: 4 x {ops} ops in {:.1}s: {} forks ({} refused), {} kills, {} namespace-init deaths, {} handles dropped unreaped, {} reaped at the end; at rest: 1 task, 1 pid, 0 charged",
+        "{profile} stress: 4 x {ops} ops in {:.1}s: {} forks ({} refused, {} of them at pids.max), {} kills, {} cgroup.kill writes, {} namespace-init deaths, {} handles dropped unreaped, {} reaped by waits; at rest: 1 task, 1 pid, 0 charged, every cgroup removable",
         start.elapsed().as_secs_f64(),
         c.forks.load(Ordering::Relaxed),
         c.fork_errors.load(Ordering::Relaxed),
+        c.pids_max_hits.load(Ordering::Relaxed),
         c.kills.load(Ordering::Relaxed),
+        c.cgroup_kills.load(Ordering::Relaxed),
         c.ns_init_deaths.load(Ordering::Relaxed),
         c.dropped.load(Ordering::Relaxed),
         c.reaped.load(Ordering::Relaxed),
     ))
 }
 
-fn stress_worker(parent: &Task, seed: u64, ops: u64, shared: &Mutex<Vec<WeakTask>>, c: &Counts) {
+fn stress_worker(
+    parent: &Task,
+    children: &Cgroup,
+    seed: u64,
+    ops: u64,
+    shared: &Mutex<Vec<WeakTask>>,
+    c: &Counts,
+) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (seed + 1).wrapping_mul(0xff51_afd7_ed55_8ccd));
     let mut held: Vec<Task> = Vec::new();
     for _ in 0..ops {
@@ -223,7 +261,7 @@ fn stress_worker(parent: &Task, seed: u64, ops: u64, shared: &Mutex<Vec<WeakTask
             0..=4 => {
                 // fork: plain, into a new namespace, or a thread / grandchild of a held task
                 let (forker, flags) = match rng.below(6) {
-                    0 => (parent.clone(), CloneFlags::NEWPID),
+                    0 => (parent.clone(), CloneFlags::NEWPID | CloneFlags::INTO_CGROUP),
                     1 if !held.is_empty() => (
                         held[rng.below(held.len())].clone(),
                         CloneFlags::THREAD | CloneFlags::SIGHAND | CloneFlags::VM,
@@ -231,10 +269,14 @@ fn stress_worker(parent: &Task, seed: u64, ops: u64, shared: &Mutex<Vec<WeakTask
                     2 if !held.is_empty() => {
                         (held[rng.below(held.len())].clone(), CloneFlags::empty())
                     }
-                    _ => (parent.clone(), CloneFlags::empty()),
+                    _ => (parent.clone(), CloneFlags::INTO_CGROUP),
                 };
+                let cgroup = flags
+                    .contains(CloneFlags::INTO_CGROUP)
+                    .then(|| children.clone());
                 match forker.fork(&CloneArgs {
                     flags,
+                    cgroup,
                     ..CloneArgs::default()
                 }) {
                     Ok(t) => {
@@ -246,8 +288,11 @@ fn stress_worker(parent: &Task, seed: u64, ops: u64, shared: &Mutex<Vec<WeakTask
                             t.exit(0);
                         }
                     }
-                    Err(_) => {
+                    Err(e) => {
                         c.fork_errors.fetch_add(1, Ordering::Relaxed);
+                        if e == Errno::EAGAIN {
+                            c.pids_max_hits.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 }
             }
@@ -297,6 +342,12 @@ fn stress_worker(parent: &Task, seed: u64, ops: u64, shared: &Mutex<Vec<WeakTask
                 let opts = WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::ALL;
                 if let Ok(Some(_)) = parent.wait(WaitId::All, opts) {
                     c.reaped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            _ if rng.below(8) == 0 => {
+                // cgroup.kill: every child of this worker (not the parent) dies at once
+                if children.write("cgroup.kill", "1").is_ok() {
+                    c.cgroup_kills.fetch_add(1, Ordering::Relaxed);
                 }
             }
             _ => {
@@ -448,9 +499,11 @@ fn main() {
     println!("soak sizes: {sizes:?}");
     let mut failures = 0;
     for &profile in &sizes.profiles {
+        // The soak first: its RSS samples then start from a small heap, not from the
+        // stress run's high-water mark.
         for r in [
-            stress(profile, sizes.stress_ops),
             soak(profile, sizes.cycles),
+            stress(profile, sizes.stress_ops),
             autoreap_waiters(profile, sizes.waiter_rounds),
         ] {
             match r {
