@@ -14,6 +14,8 @@
 
 #[path = "input_bytes.rs"]
 mod input_bytes;
+#[path = "system_teardown.rs"]
+mod system_teardown;
 
 use input_bytes::{Bytes, decode_ops};
 use std::collections::BTreeMap;
@@ -321,5 +323,6 @@ pub(crate) fn run(profile: Profile, ops: &[Op]) -> Result<Stats, String> {
             }
         }
     }
+    system_teardown::teardown(&sys, &[]).map_err(|e| format!("{profile}: {e}"))?;
     Ok(stats)
 }

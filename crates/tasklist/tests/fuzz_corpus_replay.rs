@@ -518,3 +518,41 @@ fn trace_seed() {
         }
     }
 }
+
+/// Replays `fuzz/regressions/<target>/`: the inputs of deviations found and not yet
+/// fixed. Each must still diverge with the steering off (`UPROC_FUZZ_NO_STEER=1`); one
+/// that passes means its fix landed and the input belongs in the corpus:
+/// `UPROC_FUZZ_NO_STEER=1 cargo test -p uproc-tasklist --test fuzz_corpus_replay --
+/// --ignored open_regressions_still_diverge`.
+#[test]
+#[ignore = "needs UPROC_FUZZ_NO_STEER=1; run by hand"]
+fn open_regressions_still_diverge() {
+    assert!(
+        std::env::var_os("UPROC_FUZZ_NO_STEER").is_some(),
+        "set UPROC_FUZZ_NO_STEER=1"
+    );
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions");
+    let mut fixed = Vec::new();
+    for target in ["control_files", "lifecycle"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(target)) else {
+            continue;
+        };
+        for e in entries {
+            let path = e.expect("readable entry").path();
+            let bytes = std::fs::read(&path).expect("readable input");
+            let diverged = Profile::ALL.iter().any(|&profile| match target {
+                "control_files" => {
+                    control_files_model::run(profile, &control_files_model::decode(&bytes)).is_err()
+                }
+                _ => {
+                    let case = lifecycle_model::decode_case(&bytes, lifecycle_model::Mix::All);
+                    lifecycle_model::run(profile, case.reap_orphans, &case.ops).is_err()
+                }
+            });
+            if !diverged {
+                fixed.push(path);
+            }
+        }
+    }
+    assert!(fixed.is_empty(), "fixed, move into the corpus: {fixed:?}");
+}
