@@ -6,13 +6,18 @@
 //! An input decodes into operations on one `System`: fork (process, thread,
 //! `CLONE_PARENT`, `CLONE_NEWPID`, `CLONE_AUTOREAP`, `set_tid`, exit signals, bad flag
 //! combinations), exit / exit_group / death by a signal, `waitid` with any id and
-//! options (always `WNOHANG`: the model is sequential), kill / tgkill with any target
-//! and signal (stop and continue included), setpgid / setsid, the child subreaper bit
-//! and the SIGCHLD disposition. Every result and errno is compared with the model, and
-//! after every op the invariants are checked: each task's state, parent, process group,
-//! session and pending signals; no number live twice in a namespace; `nr_allocated` =
+//! options (always `WNOHANG`: the model is sequential; `P_PIDFD` included), kill /
+//! tgkill with any target and signal (stop and continue included), setpgid / setsid,
+//! the child subreaper bit, the SIGCHLD disposition, pidfds (`CLONE_PIDFD`,
+//! `pidfd_open`, `pidfd_send_signal` with every scope, poll, `PIDFD_GET_INFO`) and
+//! cgroups (mkdir, rmdir, `pids.max`, `CLONE_INTO_CGROUP`, `cgroup.procs`,
+//! `cgroup.kill`). Every result and errno is compared with the model, and after every
+//! op the invariants are checked: each task's state, parent, process group, session,
+//! cgroup and pending signals; no number live twice in a namespace; `nr_allocated` =
 //! numbers of unreleased tasks + numbers kept as a process group or session id; no task
-//! reachable through its number after it was reaped.
+//! reachable through its number after it was reaped; `pids.current` of every cgroup =
+//! the tasks charged in its subtree. A teardown (kill(-1), reap everything) ends each
+//! run, through the model too.
 //!
 //! The model is Linux's rules written down plainly over vectors (`kernel/fork.c`,
 //! `kernel/exit.c`, `kernel/signal.c`, `kernel/sys.c`, `kernel/pid.c`), not a copy of
@@ -27,7 +32,13 @@ mod system_teardown;
 
 use input_bytes::{Bytes, decode_ops, steer_around_known_bugs};
 use std::collections::BTreeSet;
-use uproc_abi::{CloneFlags, Errno, Profile, Signal, WaitOptions, WaitStatus};
+use std::sync::Arc;
+use uproc_abi::{
+    CloneFlags, Errno, InfoMask, PidfdFlags, PidfdSignalFlags, Profile, Signal, WaitOptions,
+    WaitStatus,
+};
+use uproc_cgroup::Cgroup;
+use uproc_pidfs::{PidFd, PidfdInfo};
 use uproc_tasklist::{
     ChildCode, CloneArgs, SigChld, System, SystemConfig, Task, TaskState, WaitId, WaitInfo,
 };
@@ -70,7 +81,34 @@ pub(crate) enum Op {
         flags: CloneFlags,
         exit_signal: Option<i32>,
         set_tid: Vec<Who>,
+        /// With `INTO_CGROUP`: the cgroup (index modulo the cgroups made so far).
+        cgroup: Option<u8>,
     },
+    /// `pidfd_open(who, flags)`: bit 0 `PIDFD_THREAD`, bit 1 `PIDFD_NONBLOCK`, bit 2 an
+    /// unknown flag.
+    PidfdOpen {
+        actor: u8,
+        who: Who,
+        flags: u8,
+    },
+    /// `pidfd_send_signal` through the `fd`-th pidfd; `scope` 0 default, 1 thread,
+    /// 2 thread group, 3 process group, 4 two scopes, 5 an unknown bit.
+    PidfdSignal {
+        fd: u8,
+        sig: i32,
+        scope: u8,
+    },
+    /// `poll` on the `fd`-th pidfd.
+    PidfdPoll {
+        fd: u8,
+    },
+    /// `PIDFD_GET_INFO` on the `fd`-th pidfd with a mask (`InfoMask` bits).
+    PidfdInfo {
+        fd: u8,
+        mask: u8,
+    },
+    /// A cgroup operation.
+    Cgroup(CgOp),
     Exit {
         actor: u8,
         code: u8,
@@ -118,12 +156,39 @@ pub(crate) enum Op {
     },
 }
 
+/// Cgroup operations; `cg` is an index modulo the cgroups made so far (0: the root).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CgOp {
+    Mkdir {
+        parent: u8,
+    },
+    Rmdir {
+        cg: u8,
+    },
+    /// `pids.max`: "max" or a small number (`v - 1`).
+    Max {
+        cg: u8,
+        v: u8,
+    },
+    /// `echo <who's root-namespace pid> > cgroup.procs`.
+    Attach {
+        cg: u8,
+        who: Who,
+    },
+    /// `echo 1 > cgroup.kill`.
+    Kill {
+        cg: u8,
+    },
+}
+
 /// The `WaitId` of a wait op.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum WaitSel {
     All,
     Pid(Who),
     Pgid(Who),
+    /// `P_PIDFD` with the `n`-th pidfd.
+    PidFd(u8),
 }
 
 /// The wait options an option byte's bits 0-6 select (bit 7 adds an unknown bit).
@@ -215,6 +280,16 @@ fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
                 6 => flags |= CloneFlags::AUTOREAP,
                 _ => flags |= CloneFlags::from_bits_retain(u64::from(f >> 3) << 11),
             }
+            let mut cgroup = None;
+            if f % 8 != 7 && mix == Mix::All {
+                if f & 0x08 != 0 {
+                    flags |= CloneFlags::PIDFD;
+                }
+                if f & 0x10 != 0 {
+                    flags |= CloneFlags::INTO_CGROUP;
+                    cgroup = Some(b.u8()?);
+                }
+            }
             if f & 0x80 != 0 && mix == Mix::All {
                 // odd combinations: a lone THREAD, SIGHAND without VM, NEWPID too
                 flags |= [
@@ -242,6 +317,7 @@ fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
                 flags,
                 exit_signal,
                 set_tid,
+                cgroup,
             }
         }
         2 => Op::Exit {
@@ -274,6 +350,7 @@ fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
         7 | 8 => {
             let sel = b.u8()?;
             let id = match sel % 4 {
+                _ if sel & 0x40 != 0 && mix == Mix::All => WaitSel::PidFd(b.u8()?),
                 0 | 1 => WaitSel::All,
                 2 => WaitSel::Pid(who(b)?),
                 _ => WaitSel::Pgid(who(b)?),
@@ -299,20 +376,51 @@ fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
                 opts: bits,
             }
         }
-        9 | 10 => Op::SetSigchld {
+        9 => Op::SetSigchld {
             actor,
             d: b.u8()? % 3,
         },
+        10 => {
+            let k = b.u8()?;
+            match k % 4 {
+                0 => Op::PidfdOpen {
+                    actor,
+                    who: who(b)?,
+                    flags: k >> 2,
+                },
+                1 => Op::PidfdSignal {
+                    fd: actor,
+                    sig: sig(b)?,
+                    scope: (k >> 2) % 6,
+                },
+                2 => Op::PidfdPoll { fd: actor },
+                _ => Op::PidfdInfo {
+                    fd: actor,
+                    mask: k >> 2,
+                },
+            }
+        }
         11 => Op::Subreaper {
             actor,
             on: b.u8()? & 1 == 1,
         },
         12 => Op::Setsid { actor },
-        13 | 14 => Op::Setpgid {
+        13 => Op::Setpgid {
             actor,
             pid: who(b)?,
             pgid: who(b)?,
         },
+        14 => {
+            let k = b.u8()?;
+            let cg = actor;
+            Op::Cgroup(match k % 8 {
+                0 | 1 => CgOp::Mkdir { parent: cg },
+                2 => CgOp::Rmdir { cg },
+                3 | 4 => CgOp::Max { cg, v: k >> 3 },
+                5 | 6 => CgOp::Attach { cg, who: who(b)? },
+                _ => CgOp::Kill { cg },
+            })
+        }
         _ => Op::Wait {
             actor,
             id: WaitSel::All,
@@ -326,6 +434,9 @@ fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
 /// `THREAD`/`SIGHAND` alone; exit signals from the decoder's table; `Who::Task` below
 /// 16; wait options without the unknown bit.
 pub(crate) fn encode(case: &Case) -> Vec<u8> {
+    fn extra_cg(f: u8) -> bool {
+        f % 8 != 7 && f & 0x10 != 0
+    }
     fn who(w: Who) -> u8 {
         match w {
             Who::Nr(0) => 0,
@@ -351,8 +462,10 @@ pub(crate) fn encode(case: &Case) -> Vec<u8> {
                 flags,
                 exit_signal,
                 set_tid,
+                cgroup,
             } => {
-                let f: u8 = match *flags {
+                let extra = *flags & (CloneFlags::PIDFD | CloneFlags::INTO_CGROUP);
+                let mut f: u8 = match *flags - extra {
                     f if f.is_empty() => 0,
                     f if f == CloneFlags::NEW_THREAD => 3,
                     f if f == CloneFlags::PARENT => 4,
@@ -364,6 +477,12 @@ pub(crate) fn encode(case: &Case) -> Vec<u8> {
                     f if f == CloneFlags::PARENT | CloneFlags::AUTOREAP => 0x80 | (3 << 5) | 4,
                     f => panic!("{f:?} has no encoding"),
                 };
+                if extra.contains(CloneFlags::PIDFD) {
+                    f |= 0x08;
+                }
+                if extra.contains(CloneFlags::INTO_CGROUP) {
+                    f |= 0x10;
+                }
                 let (mut e, extra) = match exit_signal {
                     None => (0u8, None),
                     Some(0) => (3, None),
@@ -374,7 +493,11 @@ pub(crate) fn encode(case: &Case) -> Vec<u8> {
                     assert!(set_tid.len() <= 2, "at most two set_tid entries");
                     e |= 0x80 | (((set_tid.len() - 1) as u8) << 5);
                 }
-                out.extend_from_slice(&[0, *actor, f, e]);
+                out.extend_from_slice(&[0, *actor, f]);
+                if extra_cg(f) {
+                    out.push(cgroup.expect("INTO_CGROUP names a cgroup"));
+                }
+                out.push(e);
                 out.extend(extra);
                 out.extend(set_tid.iter().map(|&w| who(w)));
             }
@@ -405,6 +528,7 @@ pub(crate) fn encode(case: &Case) -> Vec<u8> {
                     WaitSel::All => out.push(0),
                     WaitSel::Pid(w) => out.extend_from_slice(&[2, who(*w)]),
                     WaitSel::Pgid(w) => out.extend_from_slice(&[3, who(*w)]),
+                    WaitSel::PidFd(fd) => out.extend_from_slice(&[0x40, *fd]),
                 }
                 let o = WaitOptions::from_bits_retain(*opts);
                 let mut b = 0u8;
@@ -421,6 +545,25 @@ pub(crate) fn encode(case: &Case) -> Vec<u8> {
             Op::Setpgid { actor, pid, pgid } => {
                 out.extend_from_slice(&[13, *actor, who(*pid), who(*pgid)]);
             }
+            Op::PidfdOpen {
+                actor,
+                who: w,
+                flags,
+            } => {
+                out.extend_from_slice(&[10, *actor, flags << 2, who(*w)]);
+            }
+            Op::PidfdSignal { fd, sig: s, scope } => {
+                out.extend_from_slice(&[10, *fd, 1 | (scope << 2), sig(*s)]);
+            }
+            Op::PidfdPoll { fd } => out.extend_from_slice(&[10, *fd, 2]),
+            Op::PidfdInfo { fd, mask } => out.extend_from_slice(&[10, *fd, 3 | (mask << 2)]),
+            Op::Cgroup(c) => match *c {
+                CgOp::Mkdir { parent } => out.extend_from_slice(&[14, parent, 0]),
+                CgOp::Rmdir { cg } => out.extend_from_slice(&[14, cg, 2]),
+                CgOp::Max { cg, v } => out.extend_from_slice(&[14, cg, 3 | (v << 3)]),
+                CgOp::Attach { cg, who: w } => out.extend_from_slice(&[14, cg, 5, who(w)]),
+                CgOp::Kill { cg } => out.extend_from_slice(&[14, cg, 7]),
+            },
         }
     }
     out
@@ -454,6 +597,8 @@ struct MTask {
     parent: Option<usize>,
     /// Namespace its children go to (`pid_ns_for_children`): its active one.
     ns: usize,
+    /// Its cgroup (index into `Model::cgs`); charged there until released.
+    cg: usize,
 }
 
 #[derive(Debug)]
@@ -506,6 +651,25 @@ struct Model {
     tasks: Vec<MTask>,
     groups: Vec<MGroup>,
     ns: Vec<MNs>,
+    cgs: Vec<MCg>,
+    pidfds: Vec<MPidfd>,
+}
+
+/// A cgroup: its parent, whether removed, its `pids.max` (`None`: max).
+#[derive(Debug)]
+struct MCg {
+    parent: Option<usize>,
+    removed: bool,
+    max: Option<u64>,
+}
+
+/// A pidfd: the task it names, the namespace it reports numbers in, its flags.
+#[derive(Debug)]
+struct MPidfd {
+    task: usize,
+    viewer: usize,
+    thread: bool,
+    nonblock: bool,
 }
 
 fn bit(sig: i32) -> u64 {
@@ -595,6 +759,7 @@ impl Model {
         flags: CloneFlags,
         exit_signal: Option<i32>,
         set_tid: &[i32],
+        into: Option<usize>,
     ) -> Result<usize, Errno> {
         let f = flags;
         if !CloneFlags::all().contains(f) {
@@ -619,8 +784,8 @@ impl Model {
         if autoreap && (thread || parent_flag || exit_sig) {
             return Err(Errno::EINVAL);
         }
-        if f.contains(CloneFlags::INTO_CGROUP) {
-            return Err(Errno::EINVAL); // no cgroup given
+        if f.contains(CloneFlags::INTO_CGROUP) != into.is_some() {
+            return Err(Errno::EINVAL);
         }
         let ag = self.tasks[actor].group;
         if parent_flag && self.groups[ag].unkillable {
@@ -653,6 +818,18 @@ impl Model {
                 return Err(e);
             }
         };
+        // cgroup_can_fork: the target cgroup exists and no pids.max on its way to the
+        // root is reached.
+        let cg = into.unwrap_or(self.tasks[actor].cg);
+        if let Err(e) = self.can_fork(cg) {
+            for &(n, nr) in &nums {
+                self.ns[n].taken.remove(&nr);
+            }
+            if new_ns {
+                self.ns.pop();
+            }
+            return Err(e);
+        }
         let idx = self.tasks.len();
         let inner_nr = nums.last().expect("a number").1;
         let exit_signal = if thread || autoreap {
@@ -673,6 +850,7 @@ impl Model {
             pending: 0,
             parent: None,
             ns,
+            cg,
         });
         if thread {
             self.tasks[idx].group = ag;
@@ -773,6 +951,210 @@ impl Model {
         }
         got.reverse();
         Ok(got)
+    }
+
+    // ---- cgroups -----------------------------------------------------------------
+
+    fn cg_under(&self, anc: usize, mut cg: usize) -> bool {
+        loop {
+            if cg == anc {
+                return true;
+            }
+            match self.cgs[cg].parent {
+                Some(p) => cg = p,
+                None => return false,
+            }
+        }
+    }
+
+    /// `pids.current`: unreleased tasks (live or zombie) charged in the subtree.
+    fn pids_current(&self, cg: usize) -> u64 {
+        self.tasks
+            .iter()
+            .filter(|t| t.st != St::Released && self.cg_under(cg, t.cg))
+            .count() as u64
+    }
+
+    fn is_live(&self, t: usize) -> bool {
+        self.tasks[t].st == St::Running && !self.tasks[t].exiting
+    }
+
+    /// Live members in the subtree (`populated`).
+    fn populated(&self, cg: usize) -> bool {
+        (0..self.tasks.len()).any(|t| self.is_live(t) && self.cg_under(cg, self.tasks[t].cg))
+    }
+
+    fn can_fork(&self, cg: usize) -> Result<(), Errno> {
+        if self.cgs[cg].removed {
+            return Err(Errno::ENOENT);
+        }
+        let mut c = Some(cg);
+        while let Some(i) = c {
+            if self.cgs[i]
+                .max
+                .is_some_and(|max| self.pids_current(i) + 1 > max)
+            {
+                return Err(Errno::EAGAIN);
+            }
+            c = self.cgs[i].parent;
+        }
+        Ok(())
+    }
+
+    fn cg_rmdir(&mut self, cg: usize) -> Result<(), Errno> {
+        if self.cgs[cg].parent.is_none() {
+            return Err(Errno::EBUSY);
+        }
+        if self.cgs[cg].removed {
+            return Err(Errno::ENOENT);
+        }
+        let has_child = self.cgs.iter().any(|c| c.parent == Some(cg) && !c.removed);
+        if has_child || self.populated(cg) {
+            return Err(Errno::EBUSY);
+        }
+        self.cgs[cg].removed = true;
+        Ok(())
+    }
+
+    /// `cgroup.procs` write of `pid` (a root-namespace number): every live thread of
+    /// its process moves (a zombie has none: nothing moves, no error).
+    fn cg_attach(&mut self, cg: usize, pid: i32) -> Result<(), Errno> {
+        if self.cgs[cg].removed {
+            return Err(Errno::ENOENT);
+        }
+        if pid < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let t = self.find_task(0, pid).ok_or(Errno::ESRCH)?;
+        let g = self.tasks[t].group;
+        for th in self.live_threads(g) {
+            self.tasks[th].cg = cg;
+        }
+        Ok(())
+    }
+
+    /// `cgroup.kill`: SIGKILL, from no task, to every live member of the subtree.
+    fn cg_kill(&mut self, cg: usize) -> Result<(), Errno> {
+        if self.cgs[cg].parent.is_none() || self.cgs[cg].removed {
+            return Err(Errno::ENOENT);
+        }
+        let members: Vec<usize> = (0..self.tasks.len())
+            .filter(|&t| self.is_live(t) && self.cg_under(cg, self.tasks[t].cg))
+            .collect();
+        for t in members {
+            let g = self.tasks[t].group;
+            self.deliver(g, t, libc::SIGKILL, None, false);
+        }
+        Ok(())
+    }
+
+    // ---- pidfds -------------------------------------------------------------------
+
+    fn pidfd_open(&mut self, actor: usize, nr: i32, flags: u8) -> Result<usize, Errno> {
+        if flags & 4 != 0 || nr <= 0 {
+            return Err(Errno::EINVAL);
+        }
+        let t = self.find_pid(self.ns_of(actor), nr).ok_or(Errno::ESRCH)?;
+        if self.tasks[t].st == St::Released {
+            return Err(Errno::ESRCH);
+        }
+        let thread = flags & 1 != 0;
+        if !thread && !self.tasks[t].leader {
+            return Err(Errno::ENOENT);
+        }
+        self.pidfds.push(MPidfd {
+            task: t,
+            viewer: self.ns_of(actor),
+            thread,
+            nonblock: flags & 2 != 0,
+        });
+        Ok(self.pidfds.len() - 1)
+    }
+
+    fn pidfd_signal(&mut self, fd: usize, sig: i32, scope: u8) -> Result<(), Errno> {
+        if scope >= 4 {
+            return Err(Errno::EINVAL);
+        }
+        let t = self.pidfds[fd].task;
+        if self.tasks[t].st == St::Released {
+            return Err(Errno::ESRCH);
+        }
+        let g = self.tasks[t].group;
+        let thread = scope == 1 || (scope == 0 && self.pidfds[fd].thread);
+        if scope == 3 {
+            let members = self.pgrp_members(self.groups[g].pgrp);
+            if members.is_empty() {
+                return Err(Errno::ESRCH);
+            }
+            for m in members {
+                let mg = self.tasks[m].group;
+                self.deliver(mg, m, sig, None, false);
+            }
+            return Ok(());
+        }
+        self.deliver(g, t, sig, None, thread);
+        Ok(())
+    }
+
+    /// `PIDFD_GET_INFO` as Linux answers it for pidfd `fd`.
+    fn check_info(
+        &self,
+        fd: usize,
+        mask: InfoMask,
+        got: &Result<PidfdInfo, Errno>,
+        cgs: &[Cgroup],
+    ) -> Result<(), String> {
+        let pf = &self.pidfds[fd];
+        let t = &self.tasks[pf.task];
+        let bad = |want: &str| Err(format!("pidfd info gave {got:?}, Linux {want}"));
+        if self.nr_in(pf.task, pf.viewer) == 0 {
+            return if *got == Err(Errno::EREMOTE) {
+                Ok(())
+            } else {
+                bad("EREMOTE")
+            };
+        }
+        let Ok(info) = got else {
+            return if t.st == St::Released
+                && !mask.contains(InfoMask::EXIT)
+                && *got == Err(Errno::ESRCH)
+            {
+                Ok(())
+            } else {
+                bad("an answer")
+            };
+        };
+        if t.st == St::Released {
+            if !mask.contains(InfoMask::EXIT) {
+                return bad("ESRCH");
+            }
+            if !info.mask.contains(InfoMask::EXIT) || info.exit_code != t.status {
+                return bad(&format!("EXIT {:#x}", t.status));
+            }
+            if info.mask.contains(InfoMask::PID) {
+                return bad("no PID after reap");
+            }
+            return Ok(());
+        }
+        if info.mask.contains(InfoMask::EXIT) {
+            return bad("no EXIT before reap");
+        }
+        let leader = self.groups[t.group].leader;
+        let ppid = self.tasks[leader].parent.map_or(0, |p| {
+            self.nr_in(self.groups[self.tasks[p].group].leader, pf.viewer)
+        });
+        let want = (
+            self.nr_in(pf.task, pf.viewer),
+            self.nr_in(leader, pf.viewer),
+            ppid,
+        );
+        if !info.mask.contains(InfoMask::PID) || (info.pid, info.tgid, info.ppid) != want {
+            return bad(&format!("pid/tgid/ppid {want:?}"));
+        }
+        if mask.contains(InfoMask::CGROUPID) && info.cgroupid != cgs[t.cg].id() {
+            return bad(&format!("cgroup id {}", cgs[t.cg].id()));
+        }
+        Ok(())
     }
 
     // ---- exit -------------------------------------------------------------------
@@ -1275,6 +1657,11 @@ impl Model {
                         continue;
                     }
                 }
+                WaitTarget::Task(t) => {
+                    if c != t {
+                        continue;
+                    }
+                }
             }
             if o.contains(WaitOptions::NOTHREAD) && self.tasks[c].parent != Some(actor) {
                 continue;
@@ -1458,6 +1845,8 @@ enum WaitTarget {
     Nr(i32),
     /// A task index whose pid is the process group id.
     Pgrp(usize),
+    /// The task a pidfd names.
+    Task(usize),
 }
 
 fn code_of(status: WaitStatus) -> ChildCode {
@@ -1499,6 +1888,7 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
             pending: 0,
             parent: None,
             ns: 0,
+            cg: 0,
         }],
         groups: vec![MGroup {
             leader: 0,
@@ -1528,7 +1918,15 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
             reaper: Some(0),
             adding: true,
         }],
+        cgs: vec![MCg {
+            parent: None,
+            removed: false,
+            max: None,
+        }],
+        pidfds: Vec::new(),
     };
+    let mut cgs: Vec<Cgroup> = vec![sys.cgroup_root()];
+    let mut pidfds: Vec<PidFd> = Vec::new();
     let mut stats = Stats::default();
     // UPROC_FUZZ_TRACE=1 prints every op and what uproc answered (for reading a seed).
     let trace = std::env::var_os("UPROC_FUZZ_TRACE").is_some();
@@ -1559,8 +1957,10 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 flags,
                 exit_signal,
                 set_tid,
+                cgroup,
             } => {
                 let a = pick(*actor);
+                let into = cgroup.map(|c| usize::from(c) % cgs.len());
                 if m.tasks.len() >= MAX_TASKS {
                     continue;
                 }
@@ -1586,11 +1986,11 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 {
                     continue;
                 }
-                let want = m.fork(a, *flags, *exit_signal, &tids);
+                let want = m.fork(a, *flags, *exit_signal, &tids, into);
                 let got = real[a].fork(&CloneArgs {
                     flags: *flags,
                     set_tid: tids.clone(),
-                    cgroup: None,
+                    cgroup: into.map(|c| cgs[c].clone()),
                     exit_signal: sig,
                 });
                 stats.outcomes.insert(outcome(&got));
@@ -1605,6 +2005,20 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                                 "NSpid {:?}, Linux {want_nspid:?}",
                                 t.nspid()
                             )));
+                        }
+                        if flags.contains(CloneFlags::PIDFD) {
+                            let fd = t
+                                .pidfd()
+                                .ok_or_else(|| ctx("CLONE_PIDFD gave no pidfd".into()))?;
+                            m.pidfds.push(MPidfd {
+                                task: idx,
+                                viewer: m.ns_of(a),
+                                thread: flags.contains(CloneFlags::THREAD),
+                                nonblock: false,
+                            });
+                            pidfds.push(fd);
+                        } else if t.pidfd().is_some() {
+                            return Err(ctx("a pidfd without CLONE_PIDFD".into()));
                         }
                         real.push(t);
                         stats.forks += 1;
@@ -1688,6 +2102,16 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 let ns = m.ns_of(a);
                 let (real_id, target) = match *id {
                     WaitSel::All => (WaitId::All, Ok(WaitTarget::All)),
+                    WaitSel::PidFd(i) => {
+                        if pidfds.is_empty() {
+                            continue;
+                        }
+                        let fd = usize::from(i) % pidfds.len();
+                        (
+                            WaitId::PidFd(&pidfds[fd]),
+                            Ok(WaitTarget::Task(m.pidfds[fd].task)),
+                        )
+                    }
                     WaitSel::Pid(w) => {
                         let n = resolve(&m, a, w);
                         (
@@ -1724,6 +2148,160 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 }
                 if got != want {
                     return Err(ctx(format!("wait gave {got:?}, Linux {want:?}")));
+                }
+            }
+            Op::PidfdOpen { actor, who, flags } => {
+                let a = pick(*actor);
+                let nr = resolve(&m, a, *who);
+                let mut bits = PidfdFlags::empty();
+                if flags & 1 != 0 {
+                    bits |= PidfdFlags::THREAD;
+                }
+                if flags & 2 != 0 {
+                    bits |= PidfdFlags::NONBLOCK;
+                }
+                if flags & 4 != 0 {
+                    bits |= PidfdFlags::from_bits_retain(1 << 20);
+                }
+                let want = m.pidfd_open(a, nr, *flags & 7);
+                let got = real[a].pidfd_open(nr, bits);
+                stats.outcomes.insert(outcome(&got));
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {:?}", got.as_ref().map(|_| ()));
+                }
+                match (got, want) {
+                    (Ok(fd), Ok(i)) => {
+                        if !Arc::ptr_eq(fd.pid(), real[m.pidfds[i].task].struct_pid()) {
+                            return Err(ctx("pidfd_open opened another task".into()));
+                        }
+                        pidfds.push(fd);
+                    }
+                    (Err(g), Err(w)) if g == w => {}
+                    (got, want) => {
+                        return Err(ctx(format!(
+                            "pidfd_open({nr}) gave {:?}, Linux {want:?}",
+                            got.map(|_| ())
+                        )));
+                    }
+                }
+            }
+            Op::PidfdSignal { fd, sig, scope } => {
+                if pidfds.is_empty() {
+                    continue;
+                }
+                let i = usize::from(*fd) % pidfds.len();
+                let Ok(s) = Signal::new(*sig) else { continue };
+                let flags = match scope {
+                    0 => PidfdSignalFlags::empty(),
+                    1 => PidfdSignalFlags::THREAD,
+                    2 => PidfdSignalFlags::THREAD_GROUP,
+                    3 => PidfdSignalFlags::PROCESS_GROUP,
+                    4 => PidfdSignalFlags::THREAD | PidfdSignalFlags::PROCESS_GROUP,
+                    _ => PidfdSignalFlags::from_bits_retain(1 << 9),
+                };
+                let want = m.pidfd_signal(i, *sig, *scope);
+                let got = pidfds[i].send_signal_with(s, flags);
+                stats.outcomes.insert(outcome(&got));
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
+                if got != want {
+                    return Err(ctx(format!(
+                        "pidfd_send_signal gave {got:?}, Linux {want:?}"
+                    )));
+                }
+            }
+            Op::PidfdPoll { fd } => {
+                if pidfds.is_empty() {
+                    continue;
+                }
+                let i = usize::from(*fd) % pidfds.len();
+                let t = &m.tasks[m.pidfds[i].task];
+                let got = pidfds[i].poll();
+                let (readable, hangup) = (
+                    matches!(t.st, St::Zombie | St::Released),
+                    t.st == St::Released,
+                );
+                if got.readable != readable || got.hangup != hangup {
+                    return Err(ctx(format!(
+                        "poll gave {got:?}, Linux readable {readable} hangup {hangup}"
+                    )));
+                }
+            }
+            Op::PidfdInfo { fd, mask } => {
+                if pidfds.is_empty() {
+                    continue;
+                }
+                let i = usize::from(*fd) % pidfds.len();
+                let mask = InfoMask::from_bits_retain(u64::from(*mask));
+                let got = pidfds[i].info(mask);
+                stats.outcomes.insert(outcome(&got));
+                m.check_info(i, mask, &got, &cgs).map_err(ctx)?;
+            }
+            Op::Cgroup(c) => {
+                let got;
+                let want;
+                match *c {
+                    CgOp::Mkdir { parent } => {
+                        let p = usize::from(parent) % cgs.len();
+                        if cgs.len() >= 8 {
+                            continue;
+                        }
+                        let name = format!("c{}", cgs.len());
+                        let r = cgs[p].mkdir(&name);
+                        want = if m.cgs[p].removed {
+                            Err(Errno::ENOENT)
+                        } else {
+                            Ok(())
+                        };
+                        if let Ok(c) = &r {
+                            cgs.push(c.clone());
+                            m.cgs.push(MCg {
+                                parent: Some(p),
+                                removed: false,
+                                max: None,
+                            });
+                        }
+                        got = r.map(|_| ());
+                    }
+                    CgOp::Rmdir { cg } => {
+                        let c = usize::from(cg) % cgs.len();
+                        want = m.cg_rmdir(c);
+                        got = cgs[c].rmdir();
+                    }
+                    CgOp::Max { cg, v } => {
+                        let c = usize::from(cg) % cgs.len();
+                        let value = match v % 8 {
+                            0 => "max".to_owned(),
+                            n => (n - 1).to_string(),
+                        };
+                        want = if m.cgs[c].removed || m.cgs[c].parent.is_none() {
+                            Err(Errno::ENOENT)
+                        } else {
+                            m.cgs[c].max = value.parse().ok();
+                            Ok(())
+                        };
+                        got = cgs[c].write("pids.max", &value);
+                    }
+                    CgOp::Attach { cg, who } => {
+                        let c = usize::from(cg) % cgs.len();
+                        // The number as the root namespace sees it.
+                        let pid = resolve(&m, 0, who);
+                        want = m.cg_attach(c, pid);
+                        got = cgs[c].write("cgroup.procs", &pid.to_string());
+                    }
+                    CgOp::Kill { cg } => {
+                        let c = usize::from(cg) % cgs.len();
+                        want = m.cg_kill(c);
+                        got = cgs[c].write("cgroup.kill", "1");
+                    }
+                }
+                stats.outcomes.insert(outcome(&got));
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
+                if got != want {
+                    return Err(ctx(format!("gave {got:?}, Linux {want:?}")));
                 }
             }
             Op::SetSigchld { actor, d } => {
@@ -1768,6 +2346,7 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
             }
         }
         check(&sys, &real, &m).map_err(ctx)?;
+        check_cgroups(&real, &m, &cgs).map_err(ctx)?;
     }
     // Teardown, through the model too: init's threads exit, kill(-1, SIGKILL) from init,
     // init reaps whatever it can. What is left must be what Linux leaves (a dying
@@ -1800,6 +2379,37 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
     check(&sys, &real, &m).map_err(ctx)?;
     system_teardown::free_init_pid(&sys);
     Ok(stats)
+}
+
+/// pids.current of every cgroup equals the tasks charged in its subtree; every live
+/// task is in the model's cgroup.
+fn check_cgroups(real: &[Task], m: &Model, cgs: &[Cgroup]) -> Result<(), String> {
+    for (i, c) in cgs.iter().enumerate().skip(1) {
+        if c.is_removed() != m.cgs[i].removed {
+            return Err(format!(
+                "cgroup {i}: removed {}, model {}",
+                c.is_removed(),
+                m.cgs[i].removed
+            ));
+        }
+        if !m.cgs[i].removed && c.pids_current() != m.pids_current(i) {
+            return Err(format!(
+                "cgroup {i}: pids.current {}, model {} (tasks charged in the subtree)",
+                c.pids_current(),
+                m.pids_current(i)
+            ));
+        }
+    }
+    for (t, mt) in m.tasks.iter().enumerate() {
+        if m.is_live(t) && real[t].cgroup().id() != cgs[mt.cg].id() {
+            return Err(format!(
+                "task {t} in cgroup {}, model {}",
+                real[t].cgroup().path(),
+                cgs[mt.cg].path()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The invariants after every op.

@@ -90,7 +90,9 @@ fn lifecycle_corpus_matches_the_linux_model() {
         s.forks > 0 && s.reaped > 0,
         "the corpus forks and reaps: {s:?}"
     );
-    for want in ["ok", "ECHILD", "EINVAL", "EPERM", "ESRCH", "EEXIST"] {
+    for want in [
+        "ok", "ECHILD", "EINVAL", "EPERM", "ESRCH", "EEXIST", "EAGAIN", "ENOENT", "EBUSY",
+    ] {
         assert!(
             s.outcomes.contains(want),
             "the corpus reaches {want}: {:?}",
@@ -244,7 +246,7 @@ fn write_hand_seeds() {
 /// The hand-built life-cycle scenarios (`actor` is an index into the live tasks in
 /// creation order; `Task(i)` the i-th task created, init being 0).
 fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
-    use lifecycle_model::{Case, Op, WaitSel, Who, encode};
+    use lifecycle_model::{Case, CgOp, Op, WaitSel, Who, encode};
     use uproc_abi::{CloneFlags, WaitOptions as W};
     let fork =
         |actor: u8, flags: CloneFlags, exit_signal: Option<i32>, set_tid: Vec<Who>| Op::Fork {
@@ -252,6 +254,7 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
             flags,
             exit_signal,
             set_tid,
+            cgroup: None,
         };
     let plain = |actor: u8| fork(actor, CloneFlags::empty(), None, vec![]);
     let kill = |actor: u8, who: Who, sig: i32| Op::Kill {
@@ -477,6 +480,81 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
                 kill(1, Who::Nr(1), libc::SIGKILL),
                 wait(0, WaitSel::All, ex),
                 wait(0, WaitSel::Pgid(Who::Nr(0)), ex),
+            ],
+        ),
+        (
+            "hand_pidfds_and_cgroups",
+            false,
+            vec![
+                Op::Cgroup(CgOp::Mkdir { parent: 0 }),
+                Op::Cgroup(CgOp::Max { cg: 1, v: 3 }), // pids.max 2
+                Op::Fork {
+                    actor: 0,
+                    flags: CloneFlags::PIDFD | CloneFlags::INTO_CGROUP,
+                    exit_signal: None,
+                    set_tid: vec![],
+                    cgroup: Some(1),
+                },
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]),
+                fork(1, CloneFlags::empty(), None, vec![]), // EAGAIN at pids.max
+                Op::PidfdPoll { fd: 0 },
+                Op::PidfdInfo { fd: 0, mask: 0x3f },
+                Op::PidfdOpen {
+                    actor: 0,
+                    who: t(2),
+                    flags: 0,
+                }, // a thread without PIDFD_THREAD: ENOENT
+                Op::PidfdOpen {
+                    actor: 0,
+                    who: t(2),
+                    flags: 1,
+                },
+                Op::PidfdOpen {
+                    actor: 0,
+                    who: Who::Nr(30000),
+                    flags: 0,
+                },
+                Op::PidfdOpen {
+                    actor: 0,
+                    who: t(1),
+                    flags: 4,
+                },
+                Op::PidfdSignal {
+                    fd: 1,
+                    sig: libc::SIGCHLD,
+                    scope: 0,
+                }, // queued on the thread
+                Op::PidfdSignal {
+                    fd: 0,
+                    sig: libc::SIGSTOP,
+                    scope: 4,
+                }, // two scopes: EINVAL
+                Op::PidfdSignal {
+                    fd: 0,
+                    sig: libc::SIGSTOP,
+                    scope: 2,
+                },
+                wait(0, WaitSel::PidFd(0), W::STOPPED),
+                Op::Cgroup(CgOp::Rmdir { cg: 1 }), // populated: EBUSY
+                Op::Cgroup(CgOp::Mkdir { parent: 1 }),
+                Op::Cgroup(CgOp::Attach { cg: 2, who: t(1) }),
+                Op::Cgroup(CgOp::Kill { cg: 1 }),
+                Op::PidfdPoll { fd: 0 },
+                Op::PidfdInfo { fd: 0, mask: 0x0d },
+                wait(0, WaitSel::PidFd(0), ex),
+                Op::PidfdPoll { fd: 0 },
+                Op::PidfdInfo { fd: 0, mask: 0x0d },
+                Op::PidfdInfo { fd: 0, mask: 0x01 },
+                Op::PidfdSignal {
+                    fd: 0,
+                    sig: libc::SIGTERM,
+                    scope: 0,
+                }, // reaped: ESRCH
+                Op::Cgroup(CgOp::Rmdir { cg: 2 }),
+                Op::Cgroup(CgOp::Rmdir { cg: 1 }),
+                Op::Cgroup(CgOp::Rmdir { cg: 0 }),
+                Op::Cgroup(CgOp::Kill { cg: 0 }),
+                Op::Cgroup(CgOp::Max { cg: 2, v: 0 }),
             ],
         ),
     ];
