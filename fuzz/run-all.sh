@@ -30,9 +30,9 @@ failed=0
 for t in "${targets[@]}"; do
   mkdir -p "$scratch/$t" "artifacts/$t"
   cp corpus/"$t"/* "$scratch/$t/" 2>/dev/null || true
-  # In chunks of at most 10 s: every input builds and drops whole runtimes, and a
-  # dropped runtime still leaks a little memory; a fresh process per chunk keeps the
-  # fuzzer far from its RSS limit. The corpus carries over between chunks.
+  # In chunks of at most 10 s: every input builds and drops whole runtimes; a fresh
+  # process per chunk bounds what one process can gather and keeps the fuzzer far
+  # from its RSS limit. The corpus carries over between chunks.
   execs=0; cov=0; crashes=0; left=$secs
   while [ "$left" -gt 0 ] && [ "$crashes" -eq 0 ]; do
     chunk=$(( left < 10 ? left : 10 )); left=$(( left - chunk ))
