@@ -1625,11 +1625,17 @@ impl Model {
 
     // ---- wait -------------------------------------------------------------------
 
+    /// `waitid`. Several children may be ready at once; Linux reports one of them
+    /// (the first on its children list), and which one is first depends on the order
+    /// of earlier reparenting, which a sequential model need not copy: if `seen` (what
+    /// uproc reported) is one of the ready reports, the model takes that one; otherwise
+    /// its own first.
     fn wait(
         &mut self,
         actor: usize,
         id: Result<WaitTarget, Errno>,
         opts: u32,
+        seen: Option<WaitInfo>,
     ) -> Result<Option<WaitInfo>, Errno> {
         let known = WaitOptions::all().bits();
         if opts & !known != 0 {
@@ -1642,7 +1648,10 @@ impl Model {
         let target = id?;
         let ns = self.ns_of(actor);
         let ag = self.tasks[actor].group;
+        let nowait = o.contains(WaitOptions::NOWAIT);
         let mut eligible = false;
+        // (child, report) for every child with something to report, list order.
+        let mut ready: Vec<(usize, WaitInfo)> = Vec::new();
         for c in self.groups[ag].children.clone() {
             let cg = self.tasks[c].group;
             match target {
@@ -1678,46 +1687,58 @@ impl Model {
                         continue;
                     }
                     let status = WaitStatus::from_raw(self.tasks[c].status);
-                    let info = WaitInfo {
-                        pid,
-                        uid: 0,
-                        status,
-                        code: code_of(status),
-                    };
-                    if !o.contains(WaitOptions::NOWAIT) {
-                        self.release(c);
-                    }
-                    return Ok(Some(info));
+                    ready.push((
+                        c,
+                        WaitInfo {
+                            pid,
+                            uid: 0,
+                            status,
+                            code: code_of(status),
+                        },
+                    ));
                 }
                 St::Delayed => eligible = true,
                 St::Running => {
                     eligible = true;
-                    let nowait = o.contains(WaitOptions::NOWAIT);
-                    if o.contains(WaitOptions::STOPPED) && self.groups[cg].stop_report != 0 {
-                        let s = self.groups[cg].stop_report;
-                        if !nowait {
-                            self.groups[cg].stop_report = 0;
-                        }
-                        return Ok(Some(WaitInfo {
-                            pid,
-                            uid: 0,
-                            status: WaitStatus::stopped_by(signal(s)),
-                            code: ChildCode::Stopped,
-                        }));
-                    }
-                    if o.contains(WaitOptions::CONTINUED) && self.groups[cg].cont_report {
-                        if !nowait {
-                            self.groups[cg].cont_report = false;
-                        }
-                        return Ok(Some(WaitInfo {
-                            pid,
-                            uid: 0,
-                            status: WaitStatus::CONTINUED,
-                            code: ChildCode::Continued,
-                        }));
+                    let g = &self.groups[cg];
+                    if o.contains(WaitOptions::STOPPED) && g.stop_report != 0 {
+                        ready.push((
+                            c,
+                            WaitInfo {
+                                pid,
+                                uid: 0,
+                                status: WaitStatus::stopped_by(signal(g.stop_report)),
+                                code: ChildCode::Stopped,
+                            },
+                        ));
+                    } else if o.contains(WaitOptions::CONTINUED) && g.cont_report {
+                        ready.push((
+                            c,
+                            WaitInfo {
+                                pid,
+                                uid: 0,
+                                status: WaitStatus::CONTINUED,
+                                code: ChildCode::Continued,
+                            },
+                        ));
                     }
                 }
             }
+        }
+        let pick = ready
+            .iter()
+            .position(|(_, info)| Some(*info) == seen)
+            .unwrap_or(0);
+        if let Some(&(c, info)) = ready.get(pick) {
+            if !nowait {
+                let cg = self.tasks[c].group;
+                match info.code {
+                    ChildCode::Stopped => self.groups[cg].stop_report = 0,
+                    ChildCode::Continued => self.groups[cg].cont_report = false,
+                    _ => self.release(c),
+                }
+            }
+            return Ok(Some(info));
         }
         if eligible {
             Ok(None)
@@ -2135,8 +2156,8 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                         (WaitId::Pgid(n), t)
                     }
                 };
-                let want = m.wait(a, target, *opts);
                 let got = real[a].wait(real_id, WaitOptions::from_bits_retain(*opts));
+                let want = m.wait(a, target, *opts, got.ok().flatten());
                 stats.outcomes.insert(outcome(&got));
                 if trace {
                     eprintln!("{profile} {step} {op:?} -> {got:?}");
@@ -2367,8 +2388,8 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
     }
     let opts = (WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG).bits();
     loop {
-        let want = m.wait(0, Ok(WaitTarget::All), opts);
         let got = real[0].wait(WaitId::All, WaitOptions::from_bits_retain(opts));
+        let want = m.wait(0, Ok(WaitTarget::All), opts, got.ok().flatten());
         if got != want {
             return Err(ctx(format!("wait gave {got:?}, Linux {want:?}")));
         }
