@@ -1086,10 +1086,7 @@ impl Model {
             if members.is_empty() {
                 return Err(Errno::ESRCH);
             }
-            for m in members {
-                let mg = self.tasks[m].group;
-                self.deliver(mg, m, sig, None, false);
-            }
+            self.send_many(&members, sig, None);
             return Ok(());
         }
         self.deliver(g, t, sig, None, thread);
@@ -1561,27 +1558,22 @@ impl Model {
         v
     }
 
-    fn kill(&mut self, actor: usize, pid: i32, sig: i32) -> Result<(), Errno> {
+    /// The processes `kill(pid)` from `actor` signals (leaders), or its errno.
+    fn kill_targets(&self, actor: usize, pid: i32) -> Result<Vec<usize>, Errno> {
         let ns = self.ns_of(actor);
         let ag = self.tasks[actor].group;
-        let send = |m: &mut Model, targets: Vec<usize>| {
-            for t in targets {
-                let g = m.tasks[t].group;
-                m.deliver(g, t, sig, Some(actor), false);
+        let nonempty = |v: Vec<usize>| {
+            if v.is_empty() {
+                Err(Errno::ESRCH)
+            } else {
+                Ok(v)
             }
         };
         if pid > 0 {
-            let t = self.find_task(ns, pid).ok_or(Errno::ESRCH)?;
-            send(self, vec![t]);
-            return Ok(());
+            return self.find_task(ns, pid).map(|t| vec![t]).ok_or(Errno::ESRCH);
         }
         if pid == 0 {
-            let members = self.pgrp_members(self.groups[ag].pgrp);
-            if members.is_empty() {
-                return Err(Errno::ESRCH);
-            }
-            send(self, members);
-            return Ok(());
+            return nonempty(self.pgrp_members(self.groups[ag].pgrp));
         }
         if pid == -1 {
             let mut targets: Vec<usize> = (0..self.tasks.len())
@@ -1590,23 +1582,74 @@ impl Model {
                     tt.leader && tt.st != St::Released && tt.group != ag && self.nr_in(t, ns) > 1
                 })
                 .collect();
-            if targets.is_empty() {
-                return Err(Errno::ESRCH);
-            }
             targets.sort_by_key(|&t| self.nr_in(t, ns));
-            send(self, targets);
-            return Ok(());
+            return nonempty(targets);
         }
-        let Some(nr) = pid.checked_neg() else {
-            return Err(Errno::ESRCH);
-        };
+        let nr = pid.checked_neg().ok_or(Errno::ESRCH)?;
         let p = self.find_pid(ns, nr).ok_or(Errno::ESRCH)?;
-        let members = self.pgrp_members(p);
-        if members.is_empty() {
-            return Err(Errno::ESRCH);
-        }
-        send(self, members);
+        nonempty(self.pgrp_members(p))
+    }
+
+    fn kill(&mut self, actor: usize, pid: i32, sig: i32) -> Result<(), Errno> {
+        let targets = self.kill_targets(actor, pid)?;
+        self.send_many(&targets, sig, Some(actor));
         Ok(())
+    }
+
+    /// One signal to several processes, as `kill_something_info` / `__kill_pgrp_info`
+    /// send it: every target is sent the signal (a fatal one marks its group as exiting
+    /// with it) before any of them exits, because the senders hold `tasklist_lock` and
+    /// an exit needs it. So a child's exit signal cannot reach a parent that is a target
+    /// too before the parent got this one.
+    fn send_many(&mut self, targets: &[usize], sig: i32, sender: Option<usize>) {
+        if sig == 0 || !is_fatal(sig) {
+            for &t in targets {
+                let g = self.tasks[t].group;
+                self.deliver(g, t, sig, sender, false);
+            }
+            return;
+        }
+        let mut doomed = Vec::new();
+        for &t in targets {
+            let g = self.tasks[t].group;
+            let gr = &self.groups[g];
+            if gr.nr_live == 0 || gr.group_exit.is_some() {
+                continue;
+            }
+            if gr.unkillable && self.init_ignores(g, sig, sender) {
+                continue;
+            }
+            if gr.stopped && sig != libc::SIGKILL {
+                self.groups[g].shared |= bit(sig);
+                continue;
+            }
+            let gr = &mut self.groups[g];
+            gr.group_exit = Some(killed_by(sig));
+            gr.shared |= bit(sig);
+            gr.stopped = false;
+            doomed.push(g);
+        }
+        for g in doomed {
+            self.complete_fatal(g, killed_by(sig));
+        }
+    }
+
+    /// Whether the outcome of one signal sent to `targets` depends on the order the
+    /// targets die in: some target's child (a target too) would send its parent an
+    /// exit signal other than SIGCHLD.
+    fn order_sensitive(&self, targets: &[usize], sig: i32) -> bool {
+        if !(is_fatal(sig) || sig == libc::SIGCONT) {
+            return false;
+        }
+        let groups: Vec<usize> = targets.iter().map(|&t| self.tasks[t].group).collect();
+        targets.iter().any(|&c| {
+            let ct = &self.tasks[c];
+            ct.leader
+                && !matches!(ct.exit_signal, 0 | libc::SIGCHLD)
+                && ct
+                    .parent
+                    .is_some_and(|p| groups.contains(&self.tasks[p].group))
+        })
     }
 
     fn tgkill(&mut self, actor: usize, tgid: i32, tid: i32, sig: i32) -> Result<(), Errno> {
@@ -1859,6 +1902,26 @@ fn known_open_clone_child_in_namespace(
     sig != libc::SIGCHLD && parent.is_some_and(|p| m.ns[m.ns_of(p)].level > 0)
 }
 
+/// `kill(-1)`, `kill(0)`, `kill(-pgrp)` and a process-group pidfd signal send a
+/// fatal signal to every target before any of them exits (see `Model::send_many`), so
+/// on Linux a target dies of that signal even if its child, a target too, has an exit
+/// signal such as SIGTERM. uproc ends bare targets one by one, in number order: a child
+/// numbered below its parent (`set_tid`, or after the numbers wrapped) dies first and
+/// its exit signal can end the parent first ("killed by SIGTERM" where Linux reports
+/// SIGKILL). Until that is fixed the harness skips such kills;
+/// `fuzz/regressions/lifecycle/kill_order_exit_signal` keeps an input.
+fn known_open_kill_order(m: &Model, targets: &[usize], sig: i32) -> bool {
+    steer_around_known_bugs() && is_fatal(sig) && m.order_sensitive(targets, sig)
+}
+
+/// Whether the harness skips a signal to several processes: SIGCONT that ends some of
+/// them (on Linux the scheduler decides which dies first, so whether a parent first
+/// gets its child's exit signal), or [`known_open_kill_order`].
+fn skip_multi_kill(m: &Model, targets: &[usize], sig: i32) -> bool {
+    (sig == libc::SIGCONT && m.order_sensitive(targets, sig))
+        || known_open_kill_order(m, targets, sig)
+}
+
 /// A resolved wait target.
 #[derive(Clone, Copy, Debug)]
 enum WaitTarget {
@@ -2087,6 +2150,11 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                     // Not a signal: the API cannot be asked (Signal::new refuses it).
                     continue;
                 };
+                if let Ok(targets) = m.kill_targets(a, pid) {
+                    if skip_multi_kill(&m, &targets, *sig) {
+                        continue;
+                    }
+                }
                 let want = m.kill(a, pid, *sig);
                 let got = real[a].kill(pid, s);
                 stats.outcomes.insert(outcome(&got));
@@ -2220,6 +2288,13 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                     4 => PidfdSignalFlags::THREAD | PidfdSignalFlags::PROCESS_GROUP,
                     _ => PidfdSignalFlags::from_bits_retain(1 << 9),
                 };
+                let t = m.pidfds[i].task;
+                if *scope == 3 && m.tasks[t].st != St::Released {
+                    let members = m.pgrp_members(m.groups[m.tasks[t].group].pgrp);
+                    if skip_multi_kill(&m, &members, *sig) {
+                        continue;
+                    }
+                }
                 let want = m.pidfd_signal(i, *sig, *scope);
                 let got = pidfds[i].send_signal_with(s, flags);
                 stats.outcomes.insert(outcome(&got));
@@ -2313,6 +2388,17 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                     }
                     CgOp::Kill { cg } => {
                         let c = usize::from(cg) % cgs.len();
+                        // cgroup.kill sends SIGKILL member by member without holding
+                        // off exits: on Linux, which member dies first (and so whether
+                        // a parent first gets its child's exit signal) is up to the
+                        // scheduler. A model cannot say; such kills are skipped.
+                        let leaders: Vec<usize> = (0..m.tasks.len())
+                            .filter(|&t| m.is_live(t) && m.cg_under(c, m.tasks[t].cg))
+                            .map(|t| m.groups[m.tasks[t].group].leader)
+                            .collect();
+                        if m.order_sensitive(&leaders, libc::SIGKILL) {
+                            continue;
+                        }
                         want = m.cg_kill(c);
                         got = cgs[c].write("cgroup.kill", "1");
                     }
@@ -2381,10 +2467,30 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
         real[t].exit(0);
         m.do_exit(t, WaitStatus::exited_with(0).raw());
     }
-    let want = m.kill(0, -1, libc::SIGKILL);
-    let got = real[0].kill(-1, Signal::KILL);
-    if got != want {
-        return Err(ctx(format!("kill(-1) gave {got:?}, Linux {want:?}")));
+    // Top-down: each round SIGKILLs the live processes whose parent is init or gone,
+    // one kill(pid) each, so no exit signal can race a kill.
+    loop {
+        let tops: Vec<usize> = (0..m.tasks.len())
+            .filter(|&t| {
+                let g = m.tasks[t].group;
+                let parent_live = m.tasks[t].parent.is_some_and(|p| {
+                    let pg = m.tasks[p].group;
+                    pg != 0 && m.groups[pg].nr_live > 0 && m.groups[pg].group_exit.is_none()
+                });
+                m.tasks[t].leader && g != 0 && m.groups[g].nr_live > 0 && !parent_live
+            })
+            .collect();
+        if tops.is_empty() {
+            break;
+        }
+        for t in tops {
+            let nr = m.nr_in(t, 0);
+            let want = m.kill(0, nr, libc::SIGKILL);
+            let got = real[0].kill(nr, Signal::KILL);
+            if got != want {
+                return Err(ctx(format!("kill({nr}) gave {got:?}, Linux {want:?}")));
+            }
+        }
     }
     let opts = (WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG).bits();
     loop {

@@ -558,6 +558,19 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
             ],
         ),
     ];
+    // An open deviation (see `known_open_kill_order`): not replayed, kept apart.
+    let kill_order = vec![
+        fork(0, CloneFlags::empty(), None, vec![Who::Nr(30000)]),
+        fork(1, CloneFlags::empty(), Some(libc::SIGTERM), vec![]), // numbered 2
+        kill(0, Who::Nr(-1), libc::SIGKILL),
+        wait(0, WaitSel::All, all),
+        wait(0, WaitSel::All, all),
+    ];
+    let bytes = encode(&Case {
+        reap_orphans: false,
+        ops: kill_order,
+    });
+    write("../regressions/lifecycle", "kill_order_exit_signal", bytes);
     for (name, reap_orphans, ops) in seeds {
         let bytes = encode(&Case {
             reap_orphans,
