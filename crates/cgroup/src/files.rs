@@ -150,8 +150,7 @@ impl Cgroup {
                     return Err(Errno::EINVAL);
                 }
                 let resolver = self.hier.resolver().ok_or(Errno::ESRCH)?;
-                let links = resolver.thread_group_links(pid)?;
-                self.attach_links(&links)
+                resolver.with_thread_group(pid, &mut |links| self.attach_links(links))
             }
             File::Kill => match kstrtoint(strstrip(value))? {
                 1 => self.kill(),

@@ -117,7 +117,9 @@ mod sync;
 pub use cgroup::{Cgroup, WeakCgroup};
 pub use controller::pids::{Limit, PID_MAX_LIMIT};
 pub use hierarchy::Hierarchy;
-pub use membership::{Attachable, CgroupMember, CssLink, ForkCharge, PostFork, TaskResolver};
+pub use membership::{
+    Attachable, CgroupMember, CssLink, ForkCharge, MigrateFn, PostFork, TaskResolver,
+};
 
 /// The lock-free pids charge on its own, for `tests/loom_pids.rs`: loom cannot run the
 /// rest of the crate (its locks are `parking_lot`'s), and does not need to.

@@ -7,7 +7,11 @@
 //! Everything that changes membership is done under the global `css_set_lock`
 //! (Linux618 / Linux70 profiles), which is what makes the kill/fork race come out
 //! right: a fork either linked its child before a `cgroup.kill` collected the members
-//! (and is killed with them), or sees the moved `kill_seq` at post_fork.
+//! (and is killed with them), or sees the moved `kill_seq` at post_fork. Migration and
+//! fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
+//! list holds its group's lock for reading from can_fork to post_fork, and a migration
+//! runs inside [`TaskResolver::with_thread_group`] /
+//! [`Attachable::with_threadgroup_locked`], which hold it for writing.
 
 use core::fmt;
 
@@ -39,6 +43,10 @@ pub trait CgroupMember: Send + Sync + 'static {
     }
 }
 
+/// The closure a migration runs over a thread group's links while the group cannot
+/// fork ([`TaskResolver::with_thread_group`], [`Attachable::with_threadgroup_locked`]).
+pub type MigrateFn<'a> = dyn FnMut(&[Arc<CssLink>]) -> Result<(), Errno> + 'a;
+
 /// Finds the css links of a whole thread group from a pid written to `cgroup.procs`
 /// (numbers of the root pid namespace). The task list registers one with
 /// [`Hierarchy::set_resolver`].
@@ -46,12 +54,26 @@ pub trait TaskResolver: Send + Sync + 'static {
     /// Every live thread's link of the thread group containing `pid`; ESRCH when no
     /// such task exists.
     fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno>;
+
+    /// Runs `f` over the links of the thread group containing `pid` while that group
+    /// can neither fork a thread nor finish forking a child into its cgroup (the write
+    /// side of `cgroup_threadgroup_rwsem`), so a migration moves the whole group. The
+    /// default collects the links and runs `f` without that exclusion.
+    fn with_thread_group(&self, pid: i32, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
+        f(&self.thread_group_links(pid)?)
+    }
 }
 
 /// Something that can be moved between cgroups as a whole thread group.
 pub trait Attachable {
     /// The links of every live thread of the thread group.
     fn css_links(&self) -> Vec<Arc<CssLink>>;
+
+    /// Runs `f` over [`css_links`](Attachable::css_links) while the group cannot fork
+    /// (see [`TaskResolver::with_thread_group`]). The default has no such exclusion.
+    fn with_threadgroup_locked(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
+        f(&self.css_links())
+    }
 }
 
 impl Attachable for Vec<Arc<CssLink>> {
@@ -167,11 +189,12 @@ impl Cgroup {
     ///
     /// The pids controller charges the destination unconditionally and uncharges the
     /// source (`pids_can_attach`), so `pids.current` may end above `pids.max`.
-    /// Takes `css_set_lock` once. ENOENT if this cgroup was removed; EINVAL for a link
-    /// of another hierarchy.
+    /// Takes `css_set_lock` once, inside the task's thread-group exclusion
+    /// ([`Attachable::with_threadgroup_locked`]): a thread being forked lands in the
+    /// group's cgroup either before (and moves with it) or after (and is forked there).
+    /// ENOENT if this cgroup was removed; EINVAL for a link of another hierarchy.
     pub fn attach(&self, task: &impl Attachable) -> Result<(), Errno> {
-        let links = task.css_links();
-        self.attach_links(&links)
+        task.with_threadgroup_locked(&mut |links| self.attach_links(links))
     }
 
     /// [`attach`](Cgroup::attach) for links already collected (the `cgroup.procs`

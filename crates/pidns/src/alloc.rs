@@ -14,7 +14,7 @@
 //! nothing to roll back). Only the counts differ: numbering and error codes are the
 //! newest kernel's in both profiles.
 
-use crate::namespace::{NsState, PidNamespace};
+use crate::namespace::{NsState, PidMap, PidNamespace};
 use crate::pid::{Numbers, Pid, Upid};
 use crate::{MAX_PID_NS_LEVEL, RESERVED_PIDS};
 use std::sync::Arc;
@@ -172,10 +172,43 @@ fn reset_cursor_if_first(st: &mut NsState) {
     }
 }
 
-fn rollback(ns: &Arc<PidNamespace>, done: &[Reserved]) {
+/// Removes the reserved numbers. The caller holds `pidmap_lock` and, once it dropped
+/// it, passes the result to [`wake_reapers`] with the same chain: a reservation counts
+/// in `nr_allocated`, so a dead init that checked "is my namespace empty" while it was
+/// visible needs the same wakeup a `free_pid` gives.
+#[must_use = "the reapers to wake once pidmap_lock is dropped"]
+fn rollback(ns: &Arc<PidNamespace>, done: &[Reserved]) -> u64 {
+    let mut wake = 0;
     for r in done {
         let level_ns = chain(ns).nth(r.level_from_inner).expect("level exists");
-        level_ns.state.write().idr.remove(r.nr);
+        let mut st = level_ns.state.write();
+        st.idr.remove(r.nr);
+        if reaper_must_recheck(&st) {
+            wake |= 1 << r.level_from_inner;
+        }
+    }
+    wake
+}
+
+/// `switch (--ns->pid_allocated) { case 2: case 1: wake_up_process(reaper) }`: after a
+/// number was removed, only a closed namespace (PIDNS_ADDING clear) reads 2 or 1, and 0
+/// means the reaper itself is gone, so it is not woken.
+fn reaper_must_recheck(st: &NsState) -> bool {
+    !st.adding && matches!(st.idr.allocated, 1 | 2)
+}
+
+/// Calls the reaper wakeup for the namespaces of `levels` whose bit is set in `wake`
+/// (bit `i` for the `i`-th namespace `levels` yields). Called with no lock held.
+fn wake_reapers<'a>(map: &PidMap, levels: impl Iterator<Item = &'a Arc<PidNamespace>>, wake: u64) {
+    if wake == 0 {
+        return;
+    }
+    if let Some(wakeup) = map.wakeup.get() {
+        for (i, ns) in levels.enumerate() {
+            if wake & (1 << i) != 0 {
+                wakeup(ns);
+            }
+        }
     }
 }
 
@@ -198,7 +231,7 @@ fn alloc_one_phase(
         nr: 0,
     }; MAX_PID_NS_LEVEL as usize + 1];
     let mut n = 0;
-    let _g = ns.map().pidmap_lock.lock();
+    let g = ns.map().pidmap_lock.lock();
     if ns.parent().is_none() {
         // One level (the common case): reserve, check and publish under one
         // acquisition of the namespace's state lock instead of two.
@@ -208,6 +241,10 @@ fn alloc_one_phase(
         // pidmap_lock is held: `adding` cannot change under it.
         if !ns.adding.load(Ordering::Acquire) {
             st.idr.remove(nr);
+            let wake = u64::from(reaper_must_recheck(&st));
+            drop(st);
+            drop(g);
+            wake_reapers(ns.map(), chain(ns), wake);
             return Err(Errno::ENOMEM);
         }
         fill_number(pid, 0, nr);
@@ -234,7 +271,9 @@ fn alloc_one_phase(
         Ok(())
     })();
     if let Err(e) = result {
-        rollback(ns, &done[..n]);
+        let wake = rollback(ns, &done[..n]);
+        drop(g);
+        wake_reapers(ns.map(), chain(ns), wake);
         return Err(e);
     }
     for r in &done[..n] {
@@ -276,8 +315,10 @@ fn alloc_two_phase(
                 drop(st);
                 drop(g);
                 // 6.18's `out_free`: the rollback retakes pidmap_lock.
-                let _g = map.pidmap_lock.lock();
-                rollback(ns, &done[..n]);
+                let g = map.pidmap_lock.lock();
+                let wake = rollback(ns, &done[..n]);
+                drop(g);
+                wake_reapers(map, chain(ns), wake);
                 return Err(e);
             }
         }
@@ -289,14 +330,19 @@ fn alloc_two_phase(
     if !ns.adding.load(Ordering::Acquire) {
         // 6.18: `out_unlock` drops the lock, `out_free` retakes it for the rollback.
         drop(g);
-        let _g = map.pidmap_lock.lock();
-        rollback(ns, &done[..n]);
+        let g = map.pidmap_lock.lock();
+        let wake = rollback(ns, &done[..n]);
+        drop(g);
+        wake_reapers(map, chain(ns), wake);
         return Err(Errno::ENOMEM);
     }
     if let Some(hooks) = map.pidfs.get() {
-        hooks
-            .add_pid(pid)
-            .inspect_err(|_| rollback(ns, &done[..n]))?;
+        if let Err(e) = hooks.add_pid(pid) {
+            let wake = rollback(ns, &done[..n]);
+            drop(g);
+            wake_reapers(map, chain(ns), wake);
+            return Err(e);
+        }
     }
     publish(pid);
     Ok(())
@@ -324,10 +370,7 @@ pub fn free_pid(pid: &Arc<Pid>) {
         for (i, up) in pid.numbers().iter().enumerate() {
             let mut st = up.ns.state.write();
             st.idr.remove(up.nr);
-            // `switch (--ns->pid_allocated) { case 2: case 1: wake_up_process(reaper) }`:
-            // only a closed namespace (PIDNS_ADDING clear) reads 2 or 1, and 0 means the
-            // reaper itself is gone, so it is not woken.
-            if !st.adding && matches!(st.idr.allocated, 1 | 2) {
+            if reaper_must_recheck(&st) {
                 wake |= 1 << i;
             }
         }
@@ -342,11 +385,5 @@ pub fn free_pid(pid: &Arc<Pid>) {
             hooks.remove_pid(pid);
         }
     }
-    if let Some(wakeup) = map.wakeup.get() {
-        for (i, up) in pid.numbers().iter().enumerate() {
-            if wake & (1 << i) != 0 {
-                wakeup(&up.ns);
-            }
-        }
-    }
+    wake_reapers(map, pid.numbers().iter().map(|up| &up.ns), wake);
 }

@@ -208,3 +208,35 @@ fn reaper_wakeup_fires_when_a_closed_namespace_is_down_to_2_or_1_pids() {
         );
     }
 }
+
+#[test]
+fn failed_alloc_in_a_closed_namespace_wakes_its_reaper_as_free_pid_does() {
+    for &p in Profile::ALL {
+        let (root_ns, _init) = root_with_init(p, 32768);
+        let woken = Arc::new(AtomicUsize::new(0));
+        let w = woken.clone();
+        let child = root_ns.new_child().unwrap();
+        let child_id = child.id();
+        root_ns.map().set_reaper_wakeup(Box::new(move |ns| {
+            if ns.id() == child_id {
+                w.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+        let _child_init = spawn_init(&child);
+        child.disable_pid_allocation();
+        assert_eq!(alloc_pid(&child, &[], false).unwrap_err(), Errno::ENOMEM);
+        assert_eq!(
+            woken.load(Ordering::SeqCst),
+            1,
+            "{p}: the rolled-back reservation was counted while it was visible; the \
+             dead init that checked then must be woken, as free_pid wakes it"
+        );
+        assert_eq!(child.nr_allocated(), 1, "{p}: only the init's pid is left");
+        assert_eq!(alloc_pid(&child, &[2], true).unwrap_err(), Errno::ENOMEM);
+        assert_eq!(
+            woken.load(Ordering::SeqCst),
+            2,
+            "{p}: set_tid rollbacks too"
+        );
+    }
+}

@@ -68,6 +68,8 @@ fn concurrent_alloc_free_never_duplicates_and_balances() {
     for &p in Profile::ALL {
         let (root_ns, _init) = root_with_init(p, PID_MAX);
         let child = root_ns.new_child().unwrap();
+        // A new namespace reads PID_MAX_LIMIT; bound this one too, so both levels recycle.
+        child.set_pid_max(PID_MAX).unwrap();
         let child_init = spawn_init(&child);
         let live: Arc<Live> = Arc::new(std::array::from_fn(|_| {
             (0..PID_MAX).map(|_| AtomicBool::new(false)).collect()

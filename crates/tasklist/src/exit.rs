@@ -221,6 +221,11 @@ pub(crate) fn do_notify_parent(
         Some(p) => {
             {
                 let mut ps = p.group.sig.lock();
+                if ps.zapping {
+                    // A dying namespace init reaps every child, whatever its exit
+                    // signal (`zap_pid_ns_processes` waits with `__WALL`).
+                    return (true, Some(p.clone()));
+                }
                 if sig == Signal::CHLD.raw() {
                     match ps.sigchld {
                         SigChld::Ignore => autoreap = true,

@@ -129,6 +129,10 @@ impl Task {
             if *e == Errno::EAGAIN {
                 tracing::warn!(level = ns.level(), "fork rejected: pid namespace full");
             }
+            // A number reserved and rolled back in a closed namespace may have hidden
+            // its emptiness from the dead init's check: the rollback raised the
+            // re-check flag, act on it (the ENOMEM race).
+            sys.process_zaps();
         })?;
         // 3. CLONE_PIDFD
         let pidfd = f.contains(CloneFlags::PIDFD).then(|| {
@@ -140,6 +144,10 @@ impl Task {
             sys.pidfs
                 .pidfd_prepare_stale(me.active_ns(), pid.clone(), fl)
         });
+        // cgroup_threadgroup_change_begin: a new thread joins this group, so the group's
+        // migration must wait until the thread is linked (and the cgroup read below is
+        // the group's current one).
+        let caller_group_guard = thread.then(|| me.group.threadgroup_rwsem.read());
         // 4. cgroup_can_fork
         let cg = match &args.cgroup {
             Some(c) => c.clone(),
@@ -196,11 +204,16 @@ impl Task {
             name: Mutex::new(*me.name.lock()),
             threads: Mutex::new(Vec::new()),
         });
+        // A new process can be named in `cgroup.procs` from the attach on: its own
+        // group's migration waits for the link too.
+        let new_group_guard = (!thread).then(|| child.group.threadgroup_rwsem.read());
         // 5. attach under tasklist_lock (write): the only acquisition of fork.
         let attached = attach(&sys, me, &child, thread, parent_flag, autoreap);
         if let Err(e) = attached {
             // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
             charge.cancel();
+            drop(new_group_guard);
+            drop(caller_group_guard);
             drop(child);
             free_pid(&pid);
             // The freed number may have been the last but the init's of a closed
@@ -222,6 +235,9 @@ impl Task {
                 link.release();
             }
         }
+        // cgroup_threadgroup_change_end: linked, a migration now moves it with the group.
+        drop(new_group_guard);
+        drop(caller_group_guard);
         // wake_up_new_task: from here on signals act on it directly.
         let (fatal, status) = {
             let st = child.group.sig.lock();
@@ -247,6 +263,16 @@ impl Task {
     }
 }
 
+/// `fatal_signal_pending(current)` for fork: the caller's group is exiting or has a
+/// fatal signal queued, or the caller itself is exiting. The caller holds `me`'s
+/// siglock.
+fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
+    st.group_exit.is_some()
+        || st.shared_pending.contains(Signal::KILL)
+        || me.exiting.load(Ordering::Acquire)
+        || me.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
+}
+
 /// Step 5 of fork: checks that must be made under the lock, then the attach. Takes
 /// `tasklist_lock` (write) once; inside it, children locks and siglocks (rules 1-3).
 fn attach(
@@ -261,33 +287,16 @@ fn attach(
     if !child.pid.ns().is_adding() {
         return Err(Errno::ENOMEM);
     }
-    // One siglock round for everything read from the caller's group: its parent only
-    // for CLONE_PARENT, and its subreaper bits for the usual case where the new
-    // process's parent is the caller itself.
-    let (my_parent, pgrp, session, dying, my_sub) = {
-        let st = me.group.sig.lock();
-        (
-            if parent_flag {
-                st.real_parent.upgrade()
-            } else {
-                None
-            },
-            st.pgrp.clone(),
-            st.session.clone(),
-            st.group_exit.is_some() || st.shared_pending.contains(Signal::KILL),
-            st.has_child_subreaper || st.is_subreaper,
-        )
-    };
-    if dying
-        || me.exiting.load(Ordering::Acquire)
-        || me.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
-    {
-        return Err(Errno::EINTR);
-    }
     let weak_any = TaskInner::as_any_weak(child);
     if thread {
+        // The "group is dying" check and the insertion are one siglock hold, as in
+        // `copy_process`: a group exit (which marks every thread under the siglock)
+        // either came first (EINTR) or will see, and kill, the new thread.
         let leader = {
             let mut st = me.group.sig.lock();
+            if group_dying(me, &st) {
+                return Err(Errno::EINTR);
+            }
             st.threads.push(Arc::downgrade(child));
             st.nr_live += 1;
             st.leader.upgrade()
@@ -296,6 +305,25 @@ fn attach(
             l.threads.lock().push(Task::from_inner(child.clone()));
         }
     } else {
+        // One siglock round for everything read from the caller's group: its parent
+        // only for CLONE_PARENT, and its subreaper bits for the usual case where the
+        // new process's parent is the caller itself.
+        let (my_parent, pgrp, session, my_sub) = {
+            let st = me.group.sig.lock();
+            if group_dying(me, &st) {
+                return Err(Errno::EINTR);
+            }
+            (
+                if parent_flag {
+                    st.real_parent.upgrade()
+                } else {
+                    None
+                },
+                st.pgrp.clone(),
+                st.session.clone(),
+                st.has_child_subreaper || st.is_subreaper,
+            )
+        };
         let (rp, has_sub) = if parent_flag {
             let rp = my_parent.as_ref().ok_or(Errno::EINVAL)?;
             let ps = rp.group.sig.lock();

@@ -18,20 +18,29 @@
 //!   `children` list; a child holds its parent (`real_parent`) weakly. So there is no
 //!   `Arc` cycle: once reaped (detached from its parent's list, its pid slot cleared) a
 //!   task is freed as soon as the last user handle goes.
+//! - A namespace's idr holds its published [`Pid`]s and each `Pid` holds its
+//!   namespaces: that loop is cut by `free_pid`. Dropping the `System` frees every
+//!   number still allocated, so the last handle of a runtime frees everything.
 //! - A [`Pid`] names a task only weakly (`task_slot`); a namespace's `child_reaper` is
 //!   weak too. pidfs's backend and cgroup's resolver are the `System`, weakly.
 //!
 //! # THE LOCK ORDER
 //!
 //! ```text
+//! a group's threadgroup_rwsem (fork: read; cgroup migration: write)
 //! tasklist_lock (NamedRwLock, global)
 //!   -> a group's `children` lock (one; several only under tasklist_lock write)
 //!     -> a group's siglock (`sig`)                    [leaf, except:]
 //!       -> per-task leaf mutexes (hook, threads, name, ns_for_children), Pid::task_slot
 //! ```
 //!
-//! 1. `tasklist_lock` is taken before any lock of this crate and never while one is
-//!    held. Write: fork's attach (1), `exit_notify` (1), `release_task` (1) — exactly
+//! 0. A group's `threadgroup_rwsem` (`cgroup_threadgroup_rwsem`, per group) is the
+//!    outermost: a fork adding a task to a group holds it for reading from choosing the
+//!    cgroup until `cgroup_post_fork` linked the task; a migration of the group
+//!    (`cgroup.procs`, [`Cgroup::attach`](uproc_cgroup::Cgroup::attach)) holds it for
+//!    writing, so a thread group is never split across cgroups. Nothing else takes it.
+//! 1. `tasklist_lock` is taken before any lock of this crate (but the rwsem) and never
+//!    while one is held. Write: fork's attach (1), `exit_notify` (1), `release_task` (1) — exactly
 //!    three per life cycle of a plain child — plus the rare paths (setpgid, setsid, the
 //!    end of a namespace init's zap). Read: slow paths only (kill -1, kill -pgid, the
 //!    stop/continue parent notification, subreaper propagation, the zap's walk).

@@ -11,4 +11,4 @@ pub(crate) use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, O
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Ordering};
 
-pub(crate) use parking_lot::{Condvar, Mutex};
+pub(crate) use parking_lot::{Condvar, Mutex, RwLock};

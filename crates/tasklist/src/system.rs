@@ -10,9 +10,9 @@ use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
 use uproc_abi::lockstat::{LockStat, NamedRwLock};
 use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
-use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, TaskResolver};
+use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, MigrateFn, TaskResolver};
 use uproc_pidfs::{FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds};
-use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid};
+use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid, free_pid};
 
 /// How a [`System`] is built.
 #[derive(Clone, Debug)]
@@ -240,6 +240,26 @@ impl System {
     }
 }
 
+/// Dropping the last handle of a runtime frees everything it built. A namespace's idr
+/// holds its published pids and every pid holds its namespaces, so a pid still
+/// allocated (the init's, which is never reaped, a process-group id, or the pid of a
+/// task whose handle outlives the runtime) would keep the whole namespace tree, pidfs's
+/// index and the pid objects alive forever. Every number is returned here: a task
+/// handle that outlives its runtime keeps its `Pid` object (numbers readable, nothing
+/// findable), and every call that needs the runtime answers ESRCH.
+impl Drop for System {
+    fn drop(&mut self) {
+        // Every pid has a number in the root namespace, nested ones included.
+        for pid in self.root_ns.pids() {
+            if !pid.is_freed() {
+                *pid.task_slot().write() = None;
+                free_pid(&pid);
+            }
+        }
+        tracing::debug!(profile = %self.cfg.profile, "system dropped");
+    }
+}
+
 impl PidfdBackend for System {
     fn task_state(&self, pid: &Pid) -> PidTaskState {
         let Some(t) = pid_task(pid) else {
@@ -285,14 +305,21 @@ impl PidfdBackend for System {
 
 impl TaskResolver for System {
     fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno> {
+        Ok(self.resolve(pid)?.group.css_links())
+    }
+
+    fn with_thread_group(&self, pid: i32, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
+        self.resolve(pid)?.group.migrate(f)
+    }
+}
+
+impl System {
+    /// The task a `cgroup.procs` write names (root-namespace number); ESRCH if none.
+    fn resolve(&self, pid: i32) -> Result<Arc<TaskInner>, Errno> {
         if pid <= 0 {
             return Err(Errno::ESRCH);
         }
         let p = self.root_ns.find_pid(pid).ok_or(Errno::ESRCH)?;
-        let t = pid_task(&p).ok_or(Errno::ESRCH)?;
-        let st = t.group.sig.lock();
-        Ok(ThreadGroup::live_threads(&st)
-            .filter_map(|t| t.css.get().cloned())
-            .collect())
+        pid_task(&p).ok_or(Errno::ESRCH)
     }
 }

@@ -5,14 +5,14 @@
 //! again in one word.
 
 use crate::signal::SigChld;
-use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Condvar, Mutex, Ordering, RwLock};
 use crate::system::System;
 use std::any::Any;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
 use uproc_abi::{Errno, SigSet, Signal, WaitStatus};
-use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink};
+use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, MigrateFn};
 use uproc_pidfs::PidFd;
 use uproc_pidns::{Pid, PidNamespace};
 
@@ -151,6 +151,11 @@ pub(crate) struct ThreadGroup {
     pub(crate) children: Mutex<Children>,
     /// `signal->wait_chldexit`, paired with `children`.
     pub(crate) wait_chldexit: Condvar,
+    /// `cgroup_threadgroup_rwsem`, per group: a fork that adds a task to this group
+    /// holds it for reading from choosing the cgroup (`cgroup_can_fork`) until the task
+    /// is linked (`cgroup_post_fork`); a migration of the group holds it for writing
+    /// while it collects and moves the links. Outermost of this crate's locks.
+    pub(crate) threadgroup_rwsem: RwLock<()>,
     /// `siglock`: signal and group state. A leaf lock.
     pub(crate) sig: Mutex<GroupState>,
     /// A stop to report to the parent's wait (`WSTOPPED`): the stop signal, 0 if none.
@@ -230,6 +235,7 @@ impl ThreadGroup {
         ThreadGroup {
             children: Mutex::new(Children { list: Vec::new() }),
             wait_chldexit: Condvar::new(),
+            threadgroup_rwsem: RwLock::new(()),
             sig: Mutex::new(st),
             stop_report: AtomicI32::new(0),
             cont_report: AtomicBool::new(false),
@@ -358,12 +364,30 @@ impl CgroupMember for TaskInner {
     }
 }
 
-impl Attachable for Task {
-    fn css_links(&self) -> Vec<Arc<CssLink>> {
-        let st = self.0.group.sig.lock();
+impl ThreadGroup {
+    /// The css links of the live threads (those linked by post_fork).
+    pub(crate) fn css_links(&self) -> Vec<Arc<CssLink>> {
+        let st = self.sig.lock();
         ThreadGroup::live_threads(&st)
             .filter_map(|t| t.css.get().cloned())
             .collect()
+    }
+
+    /// Runs a migration of the whole group with its forks excluded (the write side of
+    /// `threadgroup_rwsem`; rule 0 of the lock order).
+    pub(crate) fn migrate(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
+        let _tg = self.threadgroup_rwsem.write();
+        f(&self.css_links())
+    }
+}
+
+impl Attachable for Task {
+    fn css_links(&self) -> Vec<Arc<CssLink>> {
+        self.0.group.css_links()
+    }
+
+    fn with_threadgroup_locked(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
+        self.0.group.migrate(f)
     }
 }
 

@@ -275,3 +275,48 @@ fn orphans_inside_a_namespace_go_to_its_init() {
     n.exit(0);
     reap(&init, &n);
 }
+
+#[test]
+fn dying_namespace_init_reaps_children_of_every_exit_signal() {
+    for &p in uproc_abi::Profile::ALL {
+        let sys = system_with(p);
+        let init = sys.init();
+        for exit_signal in [Signal::USR1, Signal::PROBE, Signal::CHLD] {
+            let n = fork_flags(&init, CloneFlags::NEWPID);
+            let with = |sig: Signal| CloneArgs {
+                exit_signal: Some(sig),
+                ..Default::default()
+            };
+            // One still running when the init dies, one already a zombie.
+            let running = n.fork(&with(exit_signal)).unwrap();
+            let zombie = n.fork(&with(exit_signal)).unwrap();
+            zombie.exit(3);
+            let grandchild = fork(&running);
+            n.exit(0);
+            for t in [&running, &zombie, &grandchild] {
+                assert_eq!(
+                    t.state(),
+                    TaskState::Dead,
+                    "{p}/{exit_signal}: zap_pid_ns_processes reaps every child (__WALL)"
+                );
+            }
+            assert_eq!(
+                n.pid_ns().nr_allocated(),
+                1,
+                "{p}/{exit_signal}: only the init is left"
+            );
+            let info = init
+                .wait(
+                    WaitId::Pid(init.pid_of(&n)),
+                    WaitOptions::EXITED | WaitOptions::NOHANG,
+                )
+                .unwrap();
+            assert_eq!(
+                info.map(|i| i.status.exited()),
+                Some(Some(0)),
+                "{p}/{exit_signal}: the init is reapable once its namespace is empty"
+            );
+        }
+        assert_at_rest(&sys);
+    }
+}

@@ -74,3 +74,207 @@ fn autoreaped_child_is_never_seen_by_a_concurrent_waiter() {
          autoreaped child (it gets ECHILD), but waiters reaped: {seen:?}"
     );
 }
+
+#[test]
+fn thread_forked_while_its_group_dies_fails_with_eintr_or_dies_with_the_group() {
+    let iters = race_iterations(100_000, 4_000);
+    for &prof in Profile::ALL {
+        for by_exit_group in [false, true] {
+            let sys = system_with(prof);
+            let init = sys.init();
+            let escaped = AtomicUsize::new(0);
+            let forked = AtomicUsize::new(0);
+            let balance = Balance::default();
+            hammer(
+                iters,
+                |r| (fork(&init), std::sync::Mutex::new(None), balance.delays(r)),
+                |(p, out, (delay, _))| {
+                    stagger(*delay);
+                    let r = p.fork(&CloneArgs {
+                        flags: CloneFlags::NEW_THREAD,
+                        ..Default::default()
+                    });
+                    *out.lock().unwrap() = Some(r);
+                },
+                |(p, _, (_, delay))| {
+                    stagger(*delay);
+                    if by_exit_group {
+                        p.exit_group(7);
+                    } else {
+                        init.kill(init.pid_of(p), uproc_abi::Signal::KILL).unwrap();
+                    }
+                },
+                |(p, out, _)| {
+                    let result = out.into_inner().unwrap().expect("fork ran");
+                    // The fork got past its check before the group died: start it later.
+                    balance.a_was_first(result.is_ok());
+                    match result {
+                        Ok(t) => {
+                            forked.fetch_add(1, Ordering::Relaxed);
+                            if t.is_alive() {
+                                escaped.fetch_add(1, Ordering::Relaxed);
+                                t.exit(0); // let the leader finish so the test can go on
+                            }
+                        }
+                        // EINTR: the group is dying; ESRCH: the (bare) caller is dead.
+                        Err(e) => assert!(
+                            e == Errno::EINTR || e == Errno::ESRCH,
+                            "{prof}: a fork into a dying group gave {e}"
+                        ),
+                    }
+                    let info = init
+                        .wait(
+                            WaitId::Pid(init.pid_of(&p)),
+                            WaitOptions::EXITED | WaitOptions::NOHANG,
+                        )
+                        .unwrap();
+                    assert!(
+                        info.is_some(),
+                        "{prof}: the dead group's leader is reapable"
+                    );
+                },
+            );
+            eprintln!(
+                "{prof} exit_group={by_exit_group}: {} forks succeeded, {} escaped",
+                forked.load(Ordering::Relaxed),
+                escaped.load(Ordering::Relaxed)
+            );
+            assert_eq!(
+                escaped.load(Ordering::Relaxed),
+                0,
+                "{prof} (exit_group: {by_exit_group}): Linux checks \"group is dying\" and \
+                 inserts the thread under one siglock hold: no thread outlives its group \
+                 ({} forks succeeded)",
+                forked.load(Ordering::Relaxed)
+            );
+            assert_at_rest(&sys);
+        }
+    }
+}
+
+#[test]
+fn migration_racing_a_thread_fork_moves_the_whole_thread_group() {
+    let iters = race_iterations(100_000, 4_000);
+    for &prof in Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        let a = sys.cgroup_root().mkdir("a").unwrap();
+        let b = sys.cgroup_root().mkdir("b").unwrap();
+        let p = fork(&init);
+        let tgid = p.nspid()[0].to_string();
+        let split = AtomicUsize::new(0);
+        let order = AtomicUsize::new(0);
+        let balance = Balance::with_jitter(if cfg!(debug_assertions) { 600 } else { 150 });
+        hammer(
+            iters,
+            |r| {
+                a.attach(&p).unwrap();
+                (
+                    std::sync::Mutex::new(None),
+                    [AtomicUsize::new(0), AtomicUsize::new(0)],
+                    balance.delays(r),
+                    r,
+                )
+            },
+            |(out, done, (delay, _), _)| {
+                stagger(*delay);
+                let t = p
+                    .fork(&CloneArgs {
+                        flags: CloneFlags::NEW_THREAD,
+                        ..Default::default()
+                    })
+                    .expect("thread fork");
+                done[0].store(order.fetch_add(1, Ordering::SeqCst), Ordering::Relaxed);
+                *out.lock().unwrap() = Some(t);
+            },
+            |(_, done, (_, delay), r)| {
+                stagger(*delay);
+                if r % 2 == 0 {
+                    b.write("cgroup.procs", &tgid).expect("cgroup.procs write");
+                } else {
+                    b.attach(&p).expect("attach");
+                }
+                done[1].store(order.fetch_add(1, Ordering::SeqCst), Ordering::Relaxed);
+            },
+            |(out, done, _, _)| {
+                balance
+                    .a_was_first(done[0].load(Ordering::Relaxed) < done[1].load(Ordering::Relaxed));
+                let t = out.into_inner().unwrap().expect("forked");
+                if t.cgroup() != p.cgroup() {
+                    split.fetch_add(1, Ordering::Relaxed);
+                }
+                t.exit(0);
+            },
+        );
+        assert_eq!(
+            split.load(Ordering::Relaxed),
+            0,
+            "{prof}: fork and migration exclude each other (cgroup_threadgroup_rwsem): a \
+             thread forked during a cgroup.procs write moves with its group"
+        );
+        p.exit(0);
+        reap(&init, &p);
+        a.rmdir().expect("the old cgroup is empty: rmdir succeeds");
+        assert_at_rest(&sys);
+    }
+}
+
+#[test]
+fn fork_into_a_closing_namespace_never_strands_its_dead_init() {
+    let iters = race_iterations(100_000, 10_000);
+    for &prof in Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        // Forks into the namespace from outside it, so the zap does not kill the forker;
+        // its children autoreap.
+        let outsider = fork(&init);
+        outsider.set_sigchld(SigChld::Ignore);
+        let stranded = AtomicUsize::new(0);
+        // The window (the dead init's emptiness check) lies after the point the balance
+        // finds (the namespace closing): sweep widely around it.
+        let balance = Balance::with_jitter(if cfg!(debug_assertions) { 600 } else { 150 });
+        hammer(
+            iters,
+            |r| {
+                let n = fork_flags(&init, CloneFlags::NEWPID);
+                outsider.setns_pid(&n.pid_ns()).unwrap();
+                (n, std::sync::Mutex::new(None), balance.delays(r))
+            },
+            |(_, out, (delay, _))| {
+                stagger(*delay);
+                *out.lock().unwrap() = Some(outsider.fork(&CloneArgs::default()));
+            },
+            |(n, _, (_, delay))| {
+                stagger(*delay);
+                n.exit(0);
+            },
+            |(n, out, _)| {
+                let forked = out.into_inner().unwrap().expect("fork ran");
+                balance.a_was_first(forked.is_ok());
+                match forked {
+                    Ok(c) => assert_eq!(c.state(), TaskState::Dead, "{prof}: killed by the zap"),
+                    Err(e) => assert_eq!(e, Errno::ENOMEM, "{prof}: the namespace is closed"),
+                }
+                let info = init
+                    .wait(
+                        WaitId::Pid(init.pid_of(&n)),
+                        WaitOptions::EXITED | WaitOptions::NOHANG,
+                    )
+                    .unwrap();
+                if info.is_none() {
+                    // A blocking wait for it would hang; the runtime is left as it is.
+                    stranded.fetch_add(1, Ordering::Relaxed);
+                }
+            },
+        );
+        assert_eq!(
+            stranded.load(Ordering::Relaxed),
+            0,
+            "{prof}: a fork that finds the namespace closed must wake its dead init \
+             (the init stays an unreapable zombie of an empty namespace otherwise)"
+        );
+        outsider.exit(0);
+        reap(&init, &outsider);
+        assert_at_rest(&sys);
+    }
+}

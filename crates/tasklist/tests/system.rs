@@ -3,8 +3,9 @@
 
 mod common;
 use common::*;
+use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal};
-use uproc_tasklist::{System, SystemConfig, TaskState};
+use uproc_tasklist::{CloneArgs, System, SystemConfig, TaskState};
 
 #[test]
 fn pid_max_out_of_range_is_einval() {
@@ -143,4 +144,72 @@ fn cgroup_attach_procs_and_kill_reach_tasks() {
     reap(&init, &b);
     assert_eq!(cg.pids_current(), 0);
     cg.rmdir().unwrap();
+}
+
+#[test]
+fn dropping_the_last_system_handle_frees_namespaces_pids_and_tasks() {
+    use std::sync::Weak;
+    for &p in uproc_abi::Profile::ALL {
+        for round in 0..500 {
+            let sys = system_with(p);
+            let init = sys.init();
+            // Leave things behind: a running child, a zombie, a nested namespace with
+            // its own init and child, a process group, a thread.
+            let running = fork(&init);
+            let zombie = fork(&init);
+            zombie.exit(1);
+            let n = fork_flags(&init, uproc_abi::CloneFlags::NEWPID);
+            let inner = fork(&n);
+            let t = thread(&running);
+            running.setpgid(0, 0).unwrap();
+            let weak = (
+                Arc::downgrade(sys.root_ns()),
+                Arc::downgrade(&n.pid_ns()),
+                Arc::downgrade(sys.pidfs()),
+                Arc::downgrade(sys.cgroups()),
+                Arc::downgrade(init.struct_pid()),
+                Arc::downgrade(inner.struct_pid()),
+                [
+                    init.downgrade(),
+                    running.downgrade(),
+                    zombie.downgrade(),
+                    n.downgrade(),
+                ],
+                Arc::downgrade(&sys),
+            );
+            // One handle outlives the runtime: its calls fail, it frees nothing else.
+            let survivor = inner;
+            drop((sys, init, running, zombie, n, t));
+            assert!(
+                weak.7.upgrade().is_none(),
+                "{p}/{round}: the System is freed"
+            );
+            assert_eq!(
+                survivor.fork(&CloneArgs::default()).map(|_| ()),
+                Err(uproc_abi::Errno::ESRCH),
+                "{p}: a task of a dropped runtime cannot fork"
+            );
+            assert_eq!(survivor.nspid().len(), 2, "{p}: its numbers stay readable");
+            drop(survivor);
+            let dead = |w: &Weak<_>| w.upgrade().is_none();
+            assert!(dead(&weak.0), "{p}/{round}: the root namespace is freed");
+            assert!(dead(&weak.1), "{p}/{round}: the nested namespace is freed");
+            assert!(weak.2.upgrade().is_none(), "{p}/{round}: pidfs is freed");
+            assert!(
+                weak.3.upgrade().is_none(),
+                "{p}/{round}: the cgroup hierarchy is freed"
+            );
+            assert!(
+                weak.4.upgrade().is_none(),
+                "{p}/{round}: init's pid is freed"
+            );
+            assert!(
+                weak.5.upgrade().is_none(),
+                "{p}/{round}: a nested pid is freed"
+            );
+            for t in &weak.6 {
+                assert!(t.upgrade().is_none(), "{p}/{round}: every task is freed");
+            }
+        }
+    }
 }

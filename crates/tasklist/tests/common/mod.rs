@@ -72,3 +72,130 @@ pub fn race_iterations(release: usize, debug: usize) -> usize {
             release
         })
 }
+
+/// Runs `a` and `b` at the same moment on two threads, `iters` rounds: `setup` builds
+/// the round's state on the calling thread, both sides spin on a shared start counter
+/// so they begin together, and `check` inspects the state once both have returned.
+pub fn hammer<S: Send + Sync>(
+    iters: usize,
+    mut setup: impl FnMut(usize) -> S,
+    a: impl Fn(&S) + Sync,
+    b: impl Fn(&S) + Sync,
+    mut check: impl FnMut(S),
+) {
+    use std::sync::RwLock;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let round = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let state: RwLock<Option<S>> = RwLock::new(None);
+    let wait_for = |counter: &AtomicUsize, want: usize| {
+        let mut spins = 0u32;
+        while counter.load(Ordering::Acquire) < want {
+            spins += 1;
+            if spins < 200 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    };
+    std::thread::scope(|sc| {
+        for side in [&a as &(dyn Fn(&S) + Sync), &b] {
+            let (round, done, state) = (&round, &done, &state);
+            sc.spawn(move || {
+                for r in 1..=iters {
+                    wait_for(round, r);
+                    if round.load(Ordering::Acquire) == usize::MAX {
+                        return; // the driver failed
+                    }
+                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        side(state.read().unwrap().as_ref().expect("round state"))
+                    }));
+                    if let Err(panic) = ran {
+                        done.store(usize::MAX, Ordering::Release); // release the driver
+                        std::panic::resume_unwind(panic);
+                    }
+                    done.fetch_add(1, Ordering::AcqRel);
+                }
+            });
+        }
+        let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for r in 1..=iters {
+                *state.write().unwrap() = Some(setup(r));
+                round.store(r, Ordering::Release);
+                wait_for(&done, 2 * r);
+                assert_ne!(done.load(Ordering::Acquire), usize::MAX, "a side panicked");
+                let s = state.write().unwrap().take().expect("round state");
+                check(s);
+            }
+        }));
+        if let Err(panic) = driven {
+            round.store(usize::MAX, Ordering::Release);
+            std::panic::resume_unwind(panic);
+        }
+    });
+}
+
+/// Spins for `n` rounds of `spin_loop`: a race test staggers one side by a varying
+/// amount each round, so that the other side's window is swept rather than missed.
+pub fn stagger(n: usize) {
+    for _ in 0..n {
+        std::hint::spin_loop();
+    }
+}
+
+/// Steers the start offset of two racing sides towards the point where neither wins
+/// every time (where the window is): `early()` says the first side got there first
+/// this round, so it starts later next round, and the reverse; a small jitter sweeps
+/// around the balance point.
+/// The step grows while the same side keeps winning, so the balance point is found fast
+/// whatever the two paths' lengths.
+#[derive(Default)]
+pub struct Balance {
+    offset: std::sync::atomic::AtomicIsize,
+    /// Consecutive rounds the same side was first (signed by the side).
+    streak: std::sync::atomic::AtomicIsize,
+    /// Half-width of the sweep around the balance point, in spins (default 8).
+    jitter: usize,
+}
+
+impl Balance {
+    /// A balance sweeping `jitter` spins either side of the balance point: for a
+    /// window that lies well inside one side's path rather than at its end.
+    pub fn with_jitter(jitter: usize) -> Balance {
+        Balance {
+            jitter,
+            ..Balance::default()
+        }
+    }
+
+    /// The spins for (side a, side b) in round `r`.
+    pub fn delays(&self, r: usize) -> (usize, usize) {
+        let half = if self.jitter == 0 { 8 } else { self.jitter };
+        // A stride coprime with the width visits every offset.
+        let jitter = ((r * 7919) % (2 * half + 1)) as isize - half as isize;
+        let d = self.offset.load(std::sync::atomic::Ordering::Relaxed) + jitter;
+        if d >= 0 {
+            (d as usize, 0)
+        } else {
+            (0, d.unsigned_abs())
+        }
+    }
+
+    /// Side a was first this round (`true`) or second (`false`).
+    pub fn a_was_first(&self, first: bool) {
+        use std::sync::atomic::Ordering;
+        let dir: isize = if first { 1 } else { -1 };
+        let prev = self.streak.load(Ordering::Relaxed);
+        let streak = if prev.signum() == dir {
+            prev + dir
+        } else {
+            dir
+        };
+        self.streak.store(streak, Ordering::Relaxed);
+        let step = dir << streak.unsigned_abs().min(8);
+        let o = self.offset.load(Ordering::Relaxed) + step / 2;
+        // Bounded: a side starved by the scheduler must not drive the offset away.
+        self.offset.store(o.clamp(-3000, 3000), Ordering::Relaxed);
+    }
+}
