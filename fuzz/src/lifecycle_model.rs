@@ -1878,30 +1878,6 @@ impl Model {
     }
 }
 
-/// When a namespace init dies, Linux reaps every child of it, a child whose exit
-/// signal is not SIGCHLD (a "clone child") included (`zap_pid_ns_processes` waits
-/// with `__WALL`); uproc leaves such a child a zombie nobody reaps, and the init never
-/// becomes reapable. Until that is fixed the harness skips forks that would give a
-/// parent inside a nested namespace a clone child;
-/// `fuzz/regressions/lifecycle/ns_init_teardown_clone_child` keeps the input.
-fn known_open_clone_child_in_namespace(
-    m: &Model,
-    actor: usize,
-    flags: CloneFlags,
-    exit_signal: Option<i32>,
-) -> bool {
-    if flags.contains(CloneFlags::THREAD) || flags.contains(CloneFlags::AUTOREAP) {
-        return false;
-    }
-    let leader = m.groups[m.tasks[actor].group].leader;
-    let (parent, sig) = if flags.contains(CloneFlags::PARENT) {
-        (m.tasks[leader].parent, m.tasks[leader].exit_signal)
-    } else {
-        (Some(actor), exit_signal.unwrap_or(libc::SIGCHLD))
-    };
-    sig != libc::SIGCHLD && parent.is_some_and(|p| m.ns[m.ns_of(p)].level > 0)
-}
-
 /// `kill(-1)`, `kill(0)`, `kill(-pgrp)` and a process-group pidfd signal send a
 /// fatal signal to every target before any of them exits (see `Model::send_many`), so
 /// on Linux a target dies of that signal even if its child, a target too, has an exit
@@ -2065,11 +2041,6 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                         Err(_) => continue, // not a signal: the API cannot express it
                     },
                 };
-                if steer_around_known_bugs()
-                    && known_open_clone_child_in_namespace(&m, a, *flags, *exit_signal)
-                {
-                    continue;
-                }
                 let want = m.fork(a, *flags, *exit_signal, &tids, into);
                 let got = real[a].fork(&CloneArgs {
                     flags: *flags,
@@ -2504,7 +2475,6 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
         }
     }
     check(&sys, &real, &m).map_err(ctx)?;
-    system_teardown::free_init_pid(&sys);
     Ok(stats)
 }
 

@@ -1,12 +1,6 @@
 //! The end of every run of a model that drives a whole `System`, included by those
-//! models with `#[path]`: end every process, reap everything, check that nothing is
-//! left, then free the runtime init's pid.
-//!
-//! That last step works around a leak of uproc: a dropped `System` keeps its root
-//! namespace alive (the namespace's table holds init's `Pid`, which holds the
-//! namespace), about 12 KB each time. A fuzzer builds and drops thousands of runtimes
-//! a second and would reach its memory limit within seconds. Freeing init's pid breaks
-//! the cycle; once the leak is fixed this step goes.
+//! models with `#[path]`: end every process, reap everything, and check that nothing
+//! is left but the runtime init (no task, pid number or pidfs entry leaked).
 #![allow(dead_code)]
 
 use uproc_abi::{Signal, WaitOptions};
@@ -36,14 +30,5 @@ pub(crate) fn teardown(sys: &System, threads: &[Task]) -> Result<(), String> {
             sys.pidfs().index_len()
         ));
     }
-    free_init_pid(sys);
     Ok(())
-}
-
-/// Frees the runtime init's pid once it is the only task left (see the module essay:
-/// the workaround for the leak of a dropped `System`).
-pub(crate) fn free_init_pid(sys: &System) {
-    if sys.nr_tasks() == 1 && sys.root_ns().nr_allocated() == 1 {
-        uproc_pidns::free_pid(sys.init().struct_pid());
-    }
 }
