@@ -34,6 +34,7 @@ for t in "${targets[@]}"; do
   # process per chunk bounds what one process can gather and keeps the fuzzer far
   # from its RSS limit. The corpus carries over between chunks.
   execs=0; cov=0; crashes=0; left=$secs
+  found_before=$(find "artifacts/$t" -type f | wc -l)
   while [ "$left" -gt 0 ] && [ "$crashes" -eq 0 ]; do
     chunk=$(( left < 10 ? left : 10 )); left=$(( left - chunk ))
     log="$scratch/$t.log"
@@ -45,7 +46,8 @@ for t in "${targets[@]}"; do
     execs=$(( execs + ${n:-0} ))
     c=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
     [ "${c:-0}" -gt "$cov" ] && cov=$c
-    crashes=$(grep -c -E '^==[0-9]+== ERROR: libFuzzer|panicked at' "$log")
+    # A crash, leak, timeout or OOM leaves its input in artifacts/<target>/.
+    crashes=$(( $(find "artifacts/$t" -type f | wc -l) - found_before ))
     if [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ]; then crashes=1; fi
     if [ "$crashes" -ne 0 ]; then
       failed=1

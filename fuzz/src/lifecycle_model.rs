@@ -1634,6 +1634,16 @@ impl Model {
         }
     }
 
+    /// Whether some process among `targets` has its parent process among them too.
+    fn parent_and_child_among(&self, targets: &[usize]) -> bool {
+        let groups: Vec<usize> = targets.iter().map(|&t| self.tasks[t].group).collect();
+        targets.iter().any(|&c| {
+            self.tasks[c]
+                .parent
+                .is_some_and(|p| groups.contains(&self.tasks[p].group))
+        })
+    }
+
     /// Whether the outcome of one signal sent to `targets` depends on the order the
     /// targets die in: some target's child (a target too) would send its parent an
     /// exit signal other than SIGCHLD.
@@ -1997,6 +2007,9 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
         let live: Vec<usize> = (0..m.tasks.len())
             .filter(|&t| m.tasks[t].st == St::Running && !m.tasks[t].exiting)
             .collect();
+        if trace {
+            eprintln!("{profile} {step} live {live:?}: {op:?}");
+        }
         let pick = |a: u8| live[usize::from(a) % live.len()];
         // How the actor names `who`: a task's number in its namespace, or a literal.
         let resolve = |m: &Model, actor: usize, w: Who| -> i32 {
@@ -2360,14 +2373,17 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                     CgOp::Kill { cg } => {
                         let c = usize::from(cg) % cgs.len();
                         // cgroup.kill sends SIGKILL member by member without holding
-                        // off exits: on Linux, which member dies first (and so whether
-                        // a parent first gets its child's exit signal) is up to the
-                        // scheduler. A model cannot say; such kills are skipped.
+                        // off exits: on Linux, which member dies first is up to the
+                        // scheduler, and when a parent and its child are both members
+                        // that decides whether the child is reaped by its parent's
+                        // SIGCHLD disposition, reparented first, or sends its exit
+                        // signal to a living parent. uproc kills in its own member
+                        // order; a model cannot say which, so such kills are skipped.
                         let leaders: Vec<usize> = (0..m.tasks.len())
                             .filter(|&t| m.is_live(t) && m.cg_under(c, m.tasks[t].cg))
                             .map(|t| m.groups[m.tasks[t].group].leader)
                             .collect();
-                        if m.order_sensitive(&leaders, libc::SIGKILL) {
+                        if m.parent_and_child_among(&leaders) {
                             continue;
                         }
                         want = m.cg_kill(c);
