@@ -74,6 +74,15 @@ pub trait Attachable {
     fn with_threadgroup_locked(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
         f(&self.css_links())
     }
+
+    /// Whether this belongs to the runtime of hierarchy `h`, whatever state it is in (a
+    /// dead task has no links left to compare). [`Cgroup::attach`] refuses anything
+    /// else with EINVAL. The default answers from the links.
+    fn belongs_to(&self, h: &Hierarchy) -> bool {
+        self.css_links()
+            .iter()
+            .all(|l| core::ptr::eq(Arc::as_ptr(&l.hier), h))
+    }
 }
 
 impl Attachable for Vec<Arc<CssLink>> {
@@ -192,8 +201,12 @@ impl Cgroup {
     /// Takes `css_set_lock` once, inside the task's thread-group exclusion
     /// ([`Attachable::with_threadgroup_locked`]): a thread being forked lands in the
     /// group's cgroup either before (and moves with it) or after (and is forked there).
-    /// ENOENT if this cgroup was removed; EINVAL for a link of another hierarchy.
+    /// ENOENT if this cgroup was removed; EINVAL for a task or link of another
+    /// hierarchy (a dead task of another runtime included).
     pub fn attach(&self, task: &impl Attachable) -> Result<(), Errno> {
+        if !task.belongs_to(&self.hier) {
+            return Err(Errno::EINVAL);
+        }
         task.with_threadgroup_locked(&mut |links| self.attach_links(links))
     }
 

@@ -88,19 +88,30 @@ pub(crate) fn send_thread(
 }
 
 fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> Result<(), Errno> {
+    let outcome = decide(t, sig, sender, thread);
+    act(t, outcome);
+    Ok(())
+}
+
+/// The siglock half of a delivery (`prepare_signal` + the state changes of
+/// `complete_signal`): queue the signal and mark the group stopped, continued or dying
+/// (`group_exit`, which fails every later fork of the group with EINTR). Takes only the
+/// group's siglock, so a caller may hold `tasklist_lock` (read) around it; the rest
+/// ([`act`]) runs with no lock held.
+fn decide(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> Outcome {
     if sig.is_probe() {
-        return Ok(());
+        return Outcome::Nothing;
     }
     tracing::debug!(target_pid = t.pid.numbers()[0].nr, sig = sig.raw(), "kill");
     let g = &t.group;
-    let outcome = {
+    {
         let mut st = g.sig.lock();
         if st.nr_live == 0 || st.group_exit.is_some() {
             // A zombie, or a group already dying: nothing to do.
-            return Ok(());
+            return Outcome::Nothing;
         }
         if st.unkillable && init_ignores(t, sig, sender) {
-            return Ok(());
+            return Outcome::Nothing;
         }
         match sig.default_action() {
             DefaultAction::Ignore => {
@@ -163,7 +174,12 @@ fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) ->
                 Outcome::Fatal { sig, status }
             }
         }
-    };
+    }
+}
+
+/// What [`decide`] left to do, with no lock held: notify the parent of a stop or
+/// continue, end the threads of a dying group (hooks, bare exits).
+fn act(t: &Arc<TaskInner>, outcome: Outcome) {
     match outcome {
         Outcome::Nothing => {}
         Outcome::Stopped => notify_parent_cldstop(t, false),
@@ -173,6 +189,36 @@ fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) ->
             complete_fatal(t, sig, status);
         }
         Outcome::Fatal { sig, status } => complete_fatal(t, sig, status),
+    }
+}
+
+/// Signals every group of `targets` as one step against forks: the targets are
+/// collected and each group marked (its fate decided under its siglock) with
+/// `tasklist_lock` (read) held, as Linux holds it over the whole loop of `kill(-1)` and
+/// `__kill_pgrp_info`. A fork attaches under the write lock, so its child was either
+/// collected, or its parent is already marked and the fork fails with EINTR: no child
+/// escapes. The actions run after the lock is dropped. ESRCH if nothing matched.
+fn signal_groups(
+    sys: &System,
+    collect: impl FnOnce() -> Vec<Arc<TaskInner>>,
+    sig: Signal,
+    sender: Sender<'_>,
+) -> Result<(), Errno> {
+    let decided: Vec<(Arc<TaskInner>, Outcome)> = {
+        let _r = sys.tasklist_lock.read();
+        collect()
+            .into_iter()
+            .map(|t| {
+                let o = decide(&t, sig, sender, false);
+                (t, o)
+            })
+            .collect()
+    };
+    if decided.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    for (t, o) in decided {
+        act(&t, o);
     }
     Ok(())
 }
@@ -256,8 +302,7 @@ pub(crate) fn kill_pgrp(
     sig: Signal,
     sender: Sender<'_>,
 ) -> Result<(), Errno> {
-    let members: Vec<Arc<TaskInner>> = {
-        let _r = sys.tasklist_lock.read();
+    let collect = || {
         sys.root_ns
             .pids()
             .iter()
@@ -265,17 +310,7 @@ pub(crate) fn kill_pgrp(
             .filter(|t| t.leader && Arc::ptr_eq(&t.group.sig.lock().pgrp, pgrp))
             .collect()
     };
-    if members.is_empty() {
-        return Err(Errno::ESRCH);
-    }
-    let mut result = Err(Errno::ESRCH);
-    for m in &members {
-        let r = send_group(m, sig, sender);
-        if r.is_ok() || result.is_err() {
-            result = r;
-        }
-    }
-    result
+    signal_groups(sys, collect, sig, sender)
 }
 
 fn find_in(ns: &PidNamespace, nr: i32) -> Option<Arc<TaskInner>> {
@@ -307,8 +342,7 @@ impl Task {
             return kill_pgrp(&sys, &pgrp, sig, me);
         }
         if pid == -1 {
-            let targets: Vec<Arc<TaskInner>> = {
-                let _r = sys.tasklist_lock.read();
+            let collect = || {
                 ns.pids()
                     .iter()
                     .filter(|p| p.nr_in(ns) > 1)
@@ -316,16 +350,7 @@ impl Task {
                     .filter(|t| t.leader && !Arc::ptr_eq(&t.group, &self.0.group))
                     .collect()
             };
-            if targets.is_empty() {
-                return Err(Errno::ESRCH);
-            }
-            let mut result = Ok(());
-            for t in &targets {
-                if let Err(e) = send_group(t, sig, me) {
-                    result = Err(e);
-                }
-            }
-            return result;
+            return signal_groups(&sys, collect, sig, me);
         }
         let Some(nr) = pid.checked_neg() else {
             return Err(Errno::ESRCH); // INT_MIN

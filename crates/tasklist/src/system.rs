@@ -176,13 +176,16 @@ impl System {
     }
 
     /// `open_by_handle_at(2)` on a pidfs file handle, as `caller` (its namespace decides
-    /// visibility).
+    /// visibility). EINVAL if `caller` is a task of another runtime.
     pub fn open_by_handle(
         &self,
         caller: &Task,
         h: &FileHandle,
         flags: PidfdFlags,
     ) -> Result<PidFd, Errno> {
+        if !caller.belongs_to(self) {
+            return Err(Errno::EINVAL);
+        }
         self.pidfs.open_by_handle(caller.0.active_ns(), h, flags)
     }
 

@@ -389,6 +389,12 @@ impl Attachable for Task {
     fn with_threadgroup_locked(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
         self.0.group.migrate(f)
     }
+
+    fn belongs_to(&self, h: &uproc_cgroup::Hierarchy) -> bool {
+        self.0
+            .sys()
+            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(&s.cgroups), h))
+    }
 }
 
 impl PartialEq for Task {
@@ -639,12 +645,16 @@ impl Task {
         *self.0.name.lock() = Comm::new(name);
     }
 
-    /// The runtime the task belongs to.
-    ///
-    /// # Panics
-    /// If the [`System`] was dropped while this handle lived on.
-    pub fn system(&self) -> Arc<System> {
-        self.0.sys().expect("the System of this task was dropped")
+    /// Whether the task belongs to runtime `sys` (its objects are EINVAL to another
+    /// runtime's calls), in whatever state it is.
+    pub fn belongs_to(&self, sys: &System) -> bool {
+        std::ptr::eq(self.0.sys.as_ptr(), sys)
+    }
+
+    /// The runtime the task belongs to; `None` once that [`System`] was dropped (a
+    /// handle that outlived its runtime).
+    pub fn system(&self) -> Option<Arc<System>> {
+        self.0.sys()
     }
 
     /// The task's `struct pid`.

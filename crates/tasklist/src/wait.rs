@@ -100,7 +100,7 @@ impl Task {
     /// `waitid(2)`: wait for a child to exit, stop or continue.
     ///
     /// Errors: EINVAL for unknown options, none of `EXITED|STOPPED|CONTINUED`,
-    /// `Pid(<= 0)` or `Pgid(< 0)`; ECHILD when no child matches (a pid that is not a
+    /// `Pid(<= 0)`, `Pgid(< 0)` or a pidfd of another runtime; ECHILD when no child matches (a pid that is not a
     /// child, a pidfd of a non-child); EAGAIN through a `NONBLOCK` pidfd when nothing
     /// is ready (unless `NOHANG` was passed, then `Ok(None)`); EINTR when a fatal
     /// signal becomes pending on the waiter (or it exits) while it sleeps. `NOHANG`
@@ -141,6 +141,10 @@ impl Task {
                 }
             }
             WaitId::PidFd(fd) => {
+                // A pidfd of another runtime is no pidfd here.
+                if !Arc::ptr_eq(fd.pid().ns().map(), ns.map()) {
+                    return Err(Errno::EINVAL);
+                }
                 if fd.is_nonblocking() {
                     eagain = !nohang;
                     nohang = true;

@@ -18,7 +18,7 @@ fn args(flags: CloneFlags) -> CloneArgs {
 
 /// Forking with `a` fails with `e` and leaves nothing behind.
 fn fails(parent: &Task, a: &CloneArgs, e: Errno, why: &str) {
-    let sys = parent.system();
+    let sys = parent.system().expect("the runtime is alive");
     let before = (
         sys.root_ns().nr_allocated(),
         sys.pidfs().index_len(),

@@ -278,3 +278,58 @@ fn fork_into_a_closing_namespace_never_strands_its_dead_init() {
         assert_at_rest(&sys);
     }
 }
+
+#[test]
+fn kill_minus_one_racing_a_fork_leaves_no_child_alive() {
+    let iters = race_iterations(100_000, 4_000);
+    let mut escaped = Vec::new();
+    for &prof in Profile::ALL {
+        for by_pgrp in [false, true] {
+            let sys = system_with(prof);
+            let init = sys.init();
+            let balance = Balance::default();
+            let n = AtomicUsize::new(0);
+            hammer(
+                iters,
+                |r| (fork(&init), std::sync::Mutex::new(None), balance.delays(r)),
+                |(p, out, (delay, _))| {
+                    stagger(*delay);
+                    *out.lock().unwrap() = Some(p.fork(&CloneArgs::default()));
+                },
+                |(p, _, (_, delay))| {
+                    stagger(*delay);
+                    if by_pgrp {
+                        // p is in init's process group: kill(0) from init.
+                        let _ = init.kill(0, uproc_abi::Signal::KILL);
+                    } else {
+                        init.kill(-1, uproc_abi::Signal::KILL).unwrap();
+                    }
+                    let _ = p;
+                },
+                |(p, out, _)| {
+                    let forked = out.into_inner().unwrap().expect("fork ran");
+                    balance.a_was_first(forked.is_ok());
+                    if let Ok(c) = forked {
+                        if c.is_alive() {
+                            n.fetch_add(1, Ordering::Relaxed);
+                            c.exit(0);
+                        }
+                    }
+                    assert!(!p.is_alive(), "{prof}: the target died");
+                    reap(&init, &p);
+                },
+            );
+            if n.load(Ordering::Relaxed) > 0 {
+                escaped.push(format!(
+                    "{prof}/pgrp={by_pgrp}: {}",
+                    n.load(Ordering::Relaxed)
+                ));
+            }
+        }
+    }
+    assert!(
+        escaped.is_empty(),
+        "Linux holds tasklist_lock over kill(-1)'s whole loop: a fork either attached its \
+         child before (killed too) or fails with EINTR; children escaped: {escaped:?}"
+    );
+}

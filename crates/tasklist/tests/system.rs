@@ -190,6 +190,7 @@ fn dropping_the_last_system_handle_frees_namespaces_pids_and_tasks() {
                 "{p}: a task of a dropped runtime cannot fork"
             );
             assert_eq!(survivor.nspid().len(), 2, "{p}: its numbers stay readable");
+            assert!(survivor.system().is_none(), "{p}: no runtime, and no panic");
             drop(survivor);
             let dead = |w: &Weak<_>| w.upgrade().is_none();
             assert!(dead(&weak.0), "{p}/{round}: the root namespace is freed");
@@ -211,5 +212,82 @@ fn dropping_the_last_system_handle_frees_namespaces_pids_and_tasks() {
                 assert!(t.upgrade().is_none(), "{p}/{round}: every task is freed");
             }
         }
+    }
+}
+
+#[test]
+fn objects_of_another_runtime_are_einval() {
+    for &p in uproc_abi::Profile::ALL {
+        let (a, b) = (system_with(p), system_with(p));
+        let (ia, ib) = (a.init(), b.init());
+        let cg_b = b.cgroup_root().mkdir("x").unwrap();
+        // A live task of runtime a, attached to a cgroup of runtime b.
+        let live = fork(&ia);
+        assert_eq!(
+            cg_b.attach(&live),
+            Err(Errno::EINVAL),
+            "{p}: live task of another runtime"
+        );
+        // ... and once it has died (no css links left to compare).
+        let dead = fork(&ia);
+        dead.exit(0);
+        reap(&ia, &dead);
+        assert_eq!(
+            cg_b.attach(&dead),
+            Err(Errno::EINVAL),
+            "{p}: dead task of another runtime"
+        );
+        let zombie = fork(&ia);
+        zombie.exit(0);
+        assert_eq!(
+            cg_b.attach(&zombie),
+            Err(Errno::EINVAL),
+            "{p}: zombie of another runtime"
+        );
+        // The same calls within one runtime work.
+        let cg_a = a.cgroup_root().mkdir("x").unwrap();
+        assert_eq!(cg_a.attach(&live), Ok(()));
+        assert_eq!(
+            cg_a.attach(&dead),
+            Ok(()),
+            "{p}: a dead task of this runtime moves nothing"
+        );
+        // A pidfd of another runtime.
+        let fd = ia
+            .pidfd_open(ia.pid_of(&zombie), uproc_abi::PidfdFlags::empty())
+            .unwrap();
+        assert_eq!(
+            ib.wait(
+                uproc_tasklist::WaitId::PidFd(&fd),
+                uproc_abi::WaitOptions::EXITED
+            ),
+            Err(Errno::EINVAL),
+            "{p}: waitid(P_PIDFD) with another runtime's pidfd"
+        );
+        // A file handle opened as a caller of another runtime.
+        assert_eq!(
+            b.open_by_handle(&ia, &fd.file_handle(), uproc_abi::PidfdFlags::empty())
+                .map(|_| ()),
+            Err(Errno::EINVAL),
+            "{p}: open_by_handle_at with a caller of another runtime"
+        );
+        // setns to another runtime's namespace, CLONE_INTO_CGROUP of another runtime.
+        assert_eq!(ia.setns_pid(b.root_ns()), Err(Errno::EINVAL));
+        assert_eq!(
+            ia.fork(&CloneArgs {
+                flags: CloneFlags::INTO_CGROUP,
+                cgroup: Some(cg_b.clone()),
+                ..Default::default()
+            })
+            .map(|_| ()),
+            Err(Errno::EINVAL),
+            "{p}: CLONE_INTO_CGROUP with another runtime's cgroup"
+        );
+        assert!(live.belongs_to(&a) && !live.belongs_to(&b));
+        reap(&ia, &zombie);
+        live.exit(0);
+        reap(&ia, &live);
+        assert_at_rest(&a);
+        assert_at_rest(&b);
     }
 }

@@ -57,7 +57,8 @@ impl Spawn {
         Spawn::default()
     }
 
-    /// Forks from `t` instead of the default parent.
+    /// Forks from `t` instead of the default parent. A task of another runtime makes
+    /// the spawn fail with EINVAL.
     pub fn parent(mut self, t: &Task) -> Spawn {
         self.parent = Some(t.clone());
         self
@@ -268,6 +269,11 @@ impl Launched {
 /// fork + name + pidfd + signal hook: everything but running the body.
 pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
     let parent = s.parent.unwrap_or_else(|| rt.init());
+    // A task of another runtime would fork there while the body's context reports
+    // this one.
+    if !parent.belongs_to(rt.system()) {
+        return Err(Errno::EINVAL);
+    }
     let mut args = s.args;
     let thread = args.flags.contains(CloneFlags::THREAD);
     if !thread {

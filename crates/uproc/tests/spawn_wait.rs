@@ -275,3 +275,21 @@ fn runtime_is_a_cheap_handle_compared_by_identity() {
     send_sync::<uproc::TaskCx>();
     send_sync::<uproc::Child>();
 }
+
+#[test]
+fn spawn_with_a_parent_of_another_runtime_is_einval() {
+    let (a, b) = (Runtime::new().unwrap(), Runtime::new().unwrap());
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let err = a
+        .spawn(Spawn::new().parent(&b.init()), move |_| {
+            r.store(true, Ordering::SeqCst);
+            0
+        })
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(err, Errno::EINVAL, "a parent of another runtime is EINVAL");
+    assert!(!ran.load(Ordering::SeqCst), "no body ran");
+    assert_eq!(a.ps().len(), 1, "nothing forked in the spawning runtime");
+    assert_eq!(b.ps().len(), 1, "nothing forked in the parent's runtime");
+}
