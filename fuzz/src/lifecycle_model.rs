@@ -30,7 +30,7 @@ mod input_bytes;
 #[path = "system_teardown.rs"]
 mod system_teardown;
 
-use input_bytes::{Bytes, decode_ops, steer_around_known_bugs};
+use input_bytes::{Bytes, decode_ops};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use uproc_abi::{
@@ -1888,24 +1888,11 @@ impl Model {
     }
 }
 
-/// `kill(-1)`, `kill(0)`, `kill(-pgrp)` and a process-group pidfd signal send a
-/// fatal signal to every target before any of them exits (see `Model::send_many`), so
-/// on Linux a target dies of that signal even if its child, a target too, has an exit
-/// signal such as SIGTERM. uproc ends bare targets one by one, in number order: a child
-/// numbered below its parent (`set_tid`, or after the numbers wrapped) dies first and
-/// its exit signal can end the parent first ("killed by SIGTERM" where Linux reports
-/// SIGKILL). Until that is fixed the harness skips such kills;
-/// `fuzz/regressions/lifecycle/kill_order_exit_signal` keeps an input.
-fn known_open_kill_order(m: &Model, targets: &[usize], sig: i32) -> bool {
-    steer_around_known_bugs() && is_fatal(sig) && m.order_sensitive(targets, sig)
-}
-
 /// Whether the harness skips a signal to several processes: SIGCONT that ends some of
 /// them (on Linux the scheduler decides which dies first, so whether a parent first
-/// gets its child's exit signal), or [`known_open_kill_order`].
+/// gets its child's exit signal).
 fn skip_multi_kill(m: &Model, targets: &[usize], sig: i32) -> bool {
-    (sig == libc::SIGCONT && m.order_sensitive(targets, sig))
-        || known_open_kill_order(m, targets, sig)
+    sig == libc::SIGCONT && m.order_sensitive(targets, sig)
 }
 
 /// A resolved wait target.

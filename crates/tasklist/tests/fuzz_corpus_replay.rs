@@ -558,7 +558,8 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
             ],
         ),
     ];
-    // An open deviation (see `known_open_kill_order`): not replayed, kept apart.
+    // kill(-1, SIGKILL) marks every target first: the parent dies of SIGKILL even though
+    // its child, numbered below it and killed first, has SIGTERM as its exit signal.
     let kill_order = vec![
         fork(0, CloneFlags::empty(), None, vec![Who::Nr(30000)]),
         fork(1, CloneFlags::empty(), Some(libc::SIGTERM), vec![]), // numbered 2
@@ -570,7 +571,7 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
         reap_orphans: false,
         ops: kill_order,
     });
-    write("../regressions/lifecycle", "kill_order_exit_signal", bytes);
+    write("lifecycle", "regression_kill_order_exit_signal", bytes);
     for (name, reap_orphans, ops) in seeds {
         let bytes = encode(&Case {
             reap_orphans,
