@@ -9,6 +9,10 @@
 //! how `uproc-pidns` stores anything; it only compares what the public API answers.
 #![allow(dead_code)]
 
+#[path = "input_bytes.rs"]
+mod input_bytes;
+
+use input_bytes::{Bytes, decode_ops};
 use std::any::Any;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Weak};
@@ -17,6 +21,15 @@ use uproc_pidns::{PID_MAX_LIMIT, Pid, PidMap, PidNamespace, RESERVED_PIDS, alloc
 
 /// Namespaces a case may create (new_child beyond this is ignored).
 pub(crate) const MAX_NAMESPACES: usize = 40;
+
+/// Ops decoded from one input; the rest is ignored. With [`MAX_CHURN`] this bounds the
+/// work of one input (a few thousand model steps), so the fuzzer runs thousands of
+/// inputs a second instead of spending seconds on one long input.
+pub(crate) const MAX_OPS: usize = 512;
+
+/// A churn op runs `byte % MAX_CHURN` alloc/free pairs: enough to move the cyclic
+/// cursor across a small `pid_max`, no more work than a handful of plain ops.
+pub(crate) const MAX_CHURN: u8 = 16;
 
 /// One operation. Namespace and pid indexes are taken modulo what exists when the op runs.
 #[derive(Clone, Debug)]
@@ -57,23 +70,6 @@ pub(crate) struct Stats {
     pub(crate) frees: usize,
 }
 
-struct Bytes<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> Option<u8> {
-        let b = *self.data.get(self.pos)?;
-        self.pos += 1;
-        Some(b)
-    }
-
-    fn u16(&mut self) -> Option<u16> {
-        Some(u16::from_le_bytes([self.u8()?, self.u8()?]))
-    }
-}
-
 fn decode_tid(b: &mut Bytes<'_>) -> Option<i32> {
     let t = b.u8()?;
     Some(match t % 16 {
@@ -102,12 +98,8 @@ fn decode_pid_max(v: u16) -> i32 {
 /// Decodes fuzzer bytes: two bytes of root `pid_max` (301..=500), then ops until the
 /// bytes run out (a truncated op is dropped). Every byte string decodes to a case.
 pub(crate) fn decode(data: &[u8]) -> Case {
-    let mut b = Bytes { data, pos: 0 };
-    let root_pid_max = RESERVED_PIDS + 1 + i32::from(b.u16().unwrap_or(99) % 200);
-    let mut ops = Vec::new();
-    while let Some(op) = decode_op(&mut b) {
-        ops.push(op);
-    }
+    let root_pid_max = RESERVED_PIDS + 1 + i32::from(Bytes::new(data).u16().unwrap_or(99) % 200);
+    let ops = decode_ops(data.get(2..).unwrap_or(&[]), MAX_OPS, decode_op);
     Case { root_pid_max, ops }
 }
 
@@ -147,7 +139,7 @@ fn decode_op(b: &mut Bytes<'_>) -> Option<Op> {
         },
         _ => Op::Churn {
             ns: usize::from(b.u8()?),
-            n: u16::from(b.u8()?) * 4,
+            n: u16::from(b.u8()? % MAX_CHURN),
         },
     })
 }
@@ -171,7 +163,7 @@ fn encode_tid(out: &mut Vec<u8>, tid: i32) {
 }
 
 /// Encodes a case for [`decode`] (seed corpus generation). `pid_max` values must be
-/// ones [`decode_pid_max`] can produce; `Churn` counts are rounded down to a multiple of 4.
+/// ones [`decode_pid_max`] can produce; `Churn` counts must be below [`MAX_CHURN`].
 pub(crate) fn encode(case: &Case) -> Vec<u8> {
     let v = u16::try_from(case.root_pid_max - RESERVED_PIDS - 1).expect("root pid_max 301..=500");
     let mut out = v.to_le_bytes().to_vec();
@@ -201,7 +193,10 @@ pub(crate) fn encode(case: &Case) -> Vec<u8> {
             }
             Op::NewChild { ns } => out.extend_from_slice(&[11, *ns as u8]),
             Op::Disable { ns } => out.extend_from_slice(&[13, *ns as u8]),
-            Op::Churn { ns, n } => out.extend_from_slice(&[14, *ns as u8, (*n / 4) as u8]),
+            Op::Churn { ns, n } => {
+                let n = u8::try_from(*n).expect("churn count below MAX_CHURN");
+                out.extend_from_slice(&[14, *ns as u8, n]);
+            }
         }
     }
     out

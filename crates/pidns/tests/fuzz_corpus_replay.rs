@@ -2,10 +2,12 @@
 //! same decoder and reference model on stable Rust, so CI checks the corpus without
 //! nightly or cargo-fuzz.
 
+#[path = "../../../fuzz/src/corpus.rs"]
+mod corpus;
 #[path = "../../../fuzz/src/pidns_model.rs"]
 mod pidns_model;
 
-use std::path::PathBuf;
+use corpus::corpus;
 use uproc_abi::Profile;
 
 /// The model pins Linux's cyclic numbering: the `Linux*` profiles only (`Scalable`
@@ -13,19 +15,10 @@ use uproc_abi::Profile;
 const LINUX_NUMBERING: &[Profile] = &[Profile::Linux618, Profile::Linux70];
 
 #[test]
-fn every_corpus_file_matches_the_linux_model_in_both_profiles() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/pidns_ops");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("seed corpus {} missing: {e}", dir.display()))
-        .map(|e| e.expect("readable corpus entry").path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 10, "the seed corpus holds at least 10 files");
+fn every_corpus_file_matches_the_linux_model_in_every_profile() {
     let (mut ops, mut allocs) = (0, 0);
     let mut errors = std::collections::BTreeSet::new();
-    for path in &files {
-        let bytes = std::fs::read(path).expect("readable seed");
+    for (path, bytes) in corpus("pidns_ops", 10) {
         let case = pidns_model::decode(&bytes);
         ops += case.ops.len();
         for &profile in LINUX_NUMBERING {
