@@ -169,9 +169,11 @@ impl Cgroup {
     }
 }
 
-/// `strstrip`: surrounding ASCII whitespace off.
-fn strstrip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_ascii_whitespace())
+/// `strstrip`: surrounding whitespace off, as the kernel's `isspace` defines it: space,
+/// `\t`, `\n`, `\v`, `\f`, `\r` (`char::is_ascii_whitespace` lacks the vertical tab, so
+/// `"5\v"` would be EINVAL where Linux sets 5).
+pub(crate) fn strstrip(s: &str) -> &str {
+    s.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r'))
 }
 
 /// `_kstrtoull(s, 0)`: `0x`/`0X` hex (with at least one hex digit after), leading `0`

@@ -48,6 +48,10 @@ fn pids_max_accepts_max_and_kstrtoll_base_0_integers() {
             ("max", "max\n", None),
             ("max\n", "max\n", None),
             (" max ", "max\n", None),
+            // strstrip uses the kernel's isspace: \v and \f are whitespace too
+            ("5\x0b", "5\n", Some(5)),
+            ("\x0c\t6\r", "6\n", Some(6)),
+            ("\x0bmax\x0b", "max\n", None),
         ] {
             a.write("pids.max", text)
                 .unwrap_or_else(|e| panic!("{text:?}: {e}"));

@@ -82,7 +82,7 @@ impl FromStr for Limit {
     /// with `0 <= n < PIDS_MAX`. Negative or too large: EINVAL; unparsable: EINVAL;
     /// beyond `i64`: ERANGE (kstrtoll's overflow error).
     fn from_str(s: &str) -> Result<Limit, Errno> {
-        let s = s.trim_matches(|c: char| c.is_ascii_whitespace());
+        let s = crate::files::strstrip(s);
         if s == "max" {
             return Ok(Limit::Max);
         }
