@@ -14,7 +14,7 @@
 #[path = "input_bytes.rs"]
 mod input_bytes;
 
-use input_bytes::{Bytes, decode_ops, steer_around_known_bugs};
+use input_bytes::{Bytes, decode_ops};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Profile, WaitOptions};
@@ -64,25 +64,13 @@ pub(crate) enum Op {
     Move { cg: usize, task: usize },
 }
 
-/// A vertical tab (0x0b) is whitespace to the kernel's `isspace` (so `strstrip` removes
-/// it) but not to `char::is_ascii_whitespace`, which the crate's `strstrip` uses: `"5\v"`
-/// is `pids.max` 5 on Linux and EINVAL in uproc. Until that is fixed the decoder turns
-/// it into a space; `fuzz/regressions/control_files/vt_whitespace` keeps the input.
-fn known_open_vt(b: u8) -> u8 {
-    if b == 0x0b && steer_around_known_bugs() {
-        b' '
-    } else {
-        b
-    }
-}
-
 /// A length byte then that many bytes, as ASCII (the API takes `&str`; the high bit
 /// is dropped so every byte is one character).
 fn text(b: &mut Bytes<'_>, max: u8) -> Option<String> {
     let len = b.u8()? % (max + 1);
     let mut s = String::with_capacity(len.into());
     for _ in 0..len {
-        s.push(char::from(known_open_vt(b.u8()? & 0x7f)));
+        s.push(char::from(b.u8()? & 0x7f));
     }
     Some(s)
 }
