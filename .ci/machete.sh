@@ -9,4 +9,4 @@ fi
 # The workspace's packages. fuzz/ (a nightly cargo-fuzz package outside the workspace)
 # is left out: its shared model file is included with `#[path]` from the fuzz target,
 # which machete does not follow, so it would report uproc-pidns as unused.
-cargo machete crates examples benches
+cargo machete crates examples benches soak

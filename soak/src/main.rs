@@ -3,9 +3,9 @@
 //! non-zero when an invariant broke.
 //!
 //! ```sh
-//! cargo run --release -p uproc-benches --bin soak -- --quick          # seconds
-//! cargo run --release -p uproc-benches --bin soak                     # full sizes
-//! cargo run --release -p uproc-benches --bin soak -- --stress-ops 1000000 \
+//! cargo run --release -p uproc-soak --bin soak -- --quick          # seconds
+//! cargo run --release -p uproc-soak --bin soak                     # full sizes
+//! cargo run --release -p uproc-soak --bin soak -- --stress-ops 1000000 \
 //!     --cycles 10000000 --waiter-rounds 200000 --profile linux70
 //! ```
 //!
