@@ -23,28 +23,17 @@ fn dropping_the_last_runtime_handle_frees_system_namespaces_pids_and_tasks() {
             let weak_cg = Arc::downgrade(rt.system().cgroups());
             let weak_init = init.downgrade();
             drop((rt, init));
-            // The executor thread that ran the last body lets go of its runtime handle
-            // just after the wait returned.
-            assert!(
-                wait_until(10, || weak_sys.upgrade().is_none()),
-                "{name}/{round}: the System is freed"
-            );
-            assert!(
-                weak_ns.upgrade().is_none(),
-                "{name}/{round}: the root namespace is freed"
-            );
-            assert!(
-                weak_pid.upgrade().is_none(),
-                "{name}/{round}: init's pid is freed"
-            );
-            assert!(
-                weak_cg.upgrade().is_none(),
-                "{name}/{round}: the cgroups are freed"
-            );
-            assert!(
-                weak_init.upgrade().is_none(),
-                "{name}/{round}: init's task is freed"
-            );
+            // The executor threads that ran the bodies let go of their handles (the
+            // runtime's, the task's and through it its pid and namespaces) just after
+            // the waits returned, on their own schedule: each is given time to.
+            let freed = |what: &str, gone: &dyn Fn() -> bool| {
+                assert!(wait_until(10, gone), "{name}/{round}: {what} is freed");
+            };
+            freed("the System", &|| weak_sys.upgrade().is_none());
+            freed("the root namespace", &|| weak_ns.upgrade().is_none());
+            freed("init's pid", &|| weak_pid.upgrade().is_none());
+            freed("the cgroup hierarchy", &|| weak_cg.upgrade().is_none());
+            freed("init's task", &|| weak_init.upgrade().is_none());
         }
     }
 }
