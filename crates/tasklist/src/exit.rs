@@ -86,7 +86,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
             if !th.started.load(Ordering::Acquire) {
                 continue;
             }
-            let hook = th.hook.lock().clone();
+            let hook = th.hook();
             match hook {
                 Some(h) => hooks.push(h),
                 None => bare.push(th),
@@ -115,7 +115,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         return;
     }
     // The hook may hold the task (a runtime closure): drop it to break that cycle.
-    let hook = t.hook.lock().take();
+    let hook = t.rare.lock().as_mut().and_then(|r| r.hook.take());
     drop(hook);
     let (group_dead, status) = {
         let mut st = t.group.sig.lock();
@@ -334,9 +334,12 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
             free.push(cur.pid.clone());
             if let Some(l) = leader {
                 {
-                    let mut ths = l.threads.lock();
-                    if let Some(i) = ths.iter().position(|x| Arc::ptr_eq(&x.0, cur)) {
-                        unlinked = Some(ths.remove(i));
+                    let mut rare = l.rare.lock();
+                    let ths = rare.as_mut().map(|r| &mut r.threads);
+                    if let Some(ths) = ths {
+                        if let Some(i) = ths.iter().position(|x| Arc::ptr_eq(&x.0, cur)) {
+                            unlinked = Some(ths.remove(i));
+                        }
                     }
                 }
                 if last_of_delayed {

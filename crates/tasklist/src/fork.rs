@@ -198,13 +198,12 @@ impl Task {
             // on the namespace, which every worker's fork shares).
             ns_for_children: Mutex::new(ns),
             cap_checkpoint_restore: AtomicBool::new(cap),
-            hook: Mutex::new(None),
+            rare: Mutex::new(None),
             css: OnceLock::new(),
             // `can_fork` charged `cg` itself: the handle moves here, no new clone.
             fork_cgroup: cg,
             pidfd,
             name: Mutex::new(*me.name.lock()),
-            threads: Mutex::new(Vec::new()),
         });
         // A new process can be named in `cgroup.procs` from the attach on: its own
         // group's migration waits for the link too.
@@ -317,7 +316,7 @@ fn attach(
             st.leader.upgrade()
         };
         if let Some(l) = leader {
-            l.threads.lock().push(Task::from_inner(child.clone()));
+            l.with_rare(|r| r.threads.push(Task::from_inner(child.clone())));
         }
         *child.pid.task_slot().write() = Some(weak_any);
         return Ok(());

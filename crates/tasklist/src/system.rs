@@ -100,12 +100,11 @@ impl System {
                 ns_for_children: Mutex::new(root_ns.clone()),
                 // Root-like, as Linux's init: `set_tid` works out of the box.
                 cap_checkpoint_restore: AtomicBool::new(true),
-                hook: Mutex::new(None),
+                rare: Mutex::new(None),
                 css: OnceLock::new(),
                 fork_cgroup: charge.cgroup().clone(),
                 pidfd: None,
                 name: Mutex::new(Comm::new("init")),
-                threads: Mutex::new(Vec::new()),
             });
             let mut tl = TaskList::default();
             {

@@ -129,8 +129,11 @@ pub(crate) struct TaskInner {
     pub(crate) ns_for_children: Mutex<Arc<PidNamespace>>,
     /// `CAP_CHECKPOINT_RESTORE` for `set_tid`.
     pub(crate) cap_checkpoint_restore: AtomicBool,
-    /// The managed-mode signal hook. Own lock (leaf); called with no lock held.
-    pub(crate) hook: Mutex<Option<SignalHook>>,
+    /// The fields few tasks use (the managed-mode signal hook, a leader's threads),
+    /// boxed on first use so that a plain task pays one pointer for them. Own lock
+    /// (leaf, taken under the group's siglock by the kill walks); a hook is called with
+    /// no lock held.
+    pub(crate) rare: Mutex<Option<Box<Rare>>>,
     /// The css_set link, set once by post_fork.
     pub(crate) css: std::sync::OnceLock<Arc<CssLink>>,
     /// The cgroup charged at fork (what `cgroup()` reports until post_fork linked).
@@ -139,10 +142,17 @@ pub(crate) struct TaskInner {
     pub(crate) pidfd: Option<PidFd>,
     /// `comm`. Own lock (leaf).
     pub(crate) name: Mutex<Comm>,
+}
+
+/// The rarely used part of a task, under [`TaskInner::rare`].
+#[derive(Default)]
+pub(crate) struct Rare {
+    /// The managed-mode signal hook.
+    pub(crate) hook: Option<SignalHook>,
     /// Leader only: strong references to the other threads of the group (the leader is
-    /// released last, so it is the natural owner). Own lock (leaf), taken after the
-    /// group's siglock is dropped by fork's thread attach and a thread's release.
-    pub(crate) threads: Mutex<Vec<Task>>,
+    /// released last, so it is the natural owner). Changed after the group's siglock is
+    /// dropped by fork's thread attach and a thread's release.
+    pub(crate) threads: Vec<Task>,
 }
 
 /// One process (thread group).
@@ -332,6 +342,16 @@ impl TaskInner {
             return true;
         }
         self.group.sig.lock().shared_pending.contains(Signal::KILL)
+    }
+
+    /// The managed-mode signal hook, if one is installed.
+    pub(crate) fn hook(&self) -> Option<SignalHook> {
+        self.rare.lock().as_ref().and_then(|r| r.hook.clone())
+    }
+
+    /// Runs `f` on the rarely used fields, boxing them on first use.
+    pub(crate) fn with_rare<R>(&self, f: impl FnOnce(&mut Rare) -> R) -> R {
+        f(self.rare.lock().get_or_insert_with(Default::default))
     }
 
     pub(crate) fn css_link(&self) -> Option<&Arc<CssLink>> {
@@ -754,13 +774,16 @@ impl Task {
     /// call does nothing.
     pub fn set_signal_hook(&self, hook: Option<Arc<dyn Fn(Signal) + Send + Sync>>) {
         let old = {
-            let mut slot = self.0.hook.lock();
+            let mut rare = self.0.rare.lock();
             // `do_exit` sets `exiting` and then takes the hook under this lock: a hook
             // installed after that would never be dropped (and may hold the task).
             if self.0.exiting.load(Ordering::SeqCst) {
                 hook
+            } else if hook.is_none() && rare.is_none() {
+                None
             } else {
-                std::mem::replace(&mut *slot, hook)
+                let slot = &mut rare.get_or_insert_with(Default::default).hook;
+                std::mem::replace(slot, hook)
             }
         };
         drop(old);
