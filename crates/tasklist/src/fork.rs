@@ -40,8 +40,12 @@ pub struct CloneArgs {
 /// The flags uproc knows; anything else is EINVAL.
 const KNOWN: CloneFlags = CloneFlags::all();
 
-/// Returns the caller's `pid_ns_for_children`, read once for the whole fork.
-fn validate(t: &TaskInner, args: &CloneArgs) -> Result<Arc<uproc_pidns::PidNamespace>, Errno> {
+/// Returns the caller's `pid_ns_for_children` if it is not the active namespace
+/// (`None` if it is), read once for the whole fork.
+fn validate(
+    t: &TaskInner,
+    args: &CloneArgs,
+) -> Result<Option<Arc<uproc_pidns::PidNamespace>>, Errno> {
     let f = args.flags;
     if f.bits() & !KNOWN.bits() != 0 {
         return Err(Errno::EINVAL);
@@ -73,8 +77,8 @@ fn validate(t: &TaskInner, args: &CloneArgs) -> Result<Arc<uproc_pidns::PidNames
     if f.contains(CloneFlags::INTO_CGROUP) != args.cgroup.is_some() {
         return Err(Errno::EINVAL);
     }
-    let for_children = t.ns_for_children.lock().clone();
-    let other_ns = !Arc::ptr_eq(&for_children, t.active_ns());
+    let for_children = t.changed_ns_for_children();
+    let other_ns = for_children.is_some();
     // A thread cannot live in another namespace than its group; NEWPID needs the
     // children's namespace to be the active one (copy_pid_ns).
     if other_ns && (thread || f.contains(CloneFlags::NEWPID)) {
@@ -110,7 +114,10 @@ impl Task {
             return Err(Errno::ESRCH);
         }
         // 1. validate
-        let for_children = validate(me, args)?;
+        let changed_ns = validate(me, args)?;
+        // The usual case borrows the active namespace: no refcount round trip on the
+        // namespace every fork shares.
+        let for_children = changed_ns.as_ref().unwrap_or(me.active_ns());
         let f = args.flags;
         let thread = f.contains(CloneFlags::THREAD);
         let parent_flag = f.contains(CloneFlags::PARENT);
@@ -121,13 +128,15 @@ impl Task {
             }
         }
         // 2. alloc_pid
+        let new_ns;
         let ns = if f.contains(CloneFlags::NEWPID) {
-            for_children.new_child()?
+            new_ns = for_children.new_child()?;
+            &new_ns
         } else {
             for_children
         };
         let cap = me.cap_checkpoint_restore.load(Ordering::Relaxed);
-        let pid = alloc_pid(&ns, &args.set_tid, cap).inspect_err(|e| {
+        let pid = alloc_pid(ns, &args.set_tid, cap).inspect_err(|e| {
             if *e == Errno::EAGAIN {
                 tracing::warn!(level = ns.level(), "fork rejected: pid namespace full");
             }
@@ -194,9 +203,6 @@ impl Task {
             started: AtomicBool::new(false),
             exit_signal: AtomicI32::new(exit_signal),
             pending: AtomicU64::new(0),
-            // The last use of `ns`: moved, not cloned (one refcount round trip less
-            // on the namespace, which every worker's fork shares).
-            ns_for_children: Mutex::new(ns),
             cap_checkpoint_restore: AtomicBool::new(cap),
             rare: Mutex::new(None),
             css: OnceLock::new(),

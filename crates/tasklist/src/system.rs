@@ -97,7 +97,6 @@ impl System {
                 started: AtomicBool::new(true),
                 exit_signal: AtomicI32::new(0),
                 pending: AtomicU64::new(0),
-                ns_for_children: Mutex::new(root_ns.clone()),
                 // Root-like, as Linux's init: `set_tid` works out of the box.
                 cap_checkpoint_restore: AtomicBool::new(true),
                 rare: Mutex::new(None),

@@ -125,11 +125,10 @@ pub(crate) struct TaskInner {
     pub(crate) exit_signal: AtomicI32,
     /// Per-thread pending signals (`task->pending`), bit `n-1` for signal `n`.
     pub(crate) pending: AtomicU64,
-    /// `nsproxy->pid_ns_for_children`. Own lock (leaf).
-    pub(crate) ns_for_children: Mutex<Arc<PidNamespace>>,
     /// `CAP_CHECKPOINT_RESTORE` for `set_tid`.
     pub(crate) cap_checkpoint_restore: AtomicBool,
-    /// The fields few tasks use (the managed-mode signal hook, a leader's threads),
+    /// The fields few tasks use (the managed-mode signal hook, a leader's threads, a
+    /// changed `pid_ns_for_children`),
     /// boxed on first use so that a plain task pays one pointer for them. Own lock
     /// (leaf, taken under the group's siglock by the kill walks); a hook is called with
     /// no lock held.
@@ -153,6 +152,9 @@ pub(crate) struct Rare {
     /// released last, so it is the natural owner). Changed after the group's siglock is
     /// dropped by fork's thread attach and a thread's release.
     pub(crate) threads: Vec<Task>,
+    /// `nsproxy->pid_ns_for_children` once `unshare`/`setns` changed it; `None`: the
+    /// active namespace (what every task starts with, so a fork stores nothing).
+    pub(crate) ns_for_children: Option<Arc<PidNamespace>>,
 }
 
 /// One process (thread group).
@@ -347,6 +349,14 @@ impl TaskInner {
     /// The managed-mode signal hook, if one is installed.
     pub(crate) fn hook(&self) -> Option<SignalHook> {
         self.rare.lock().as_ref().and_then(|r| r.hook.clone())
+    }
+
+    /// `pid_ns_for_children` if it is not the active namespace (`None` if it is).
+    pub(crate) fn changed_ns_for_children(&self) -> Option<Arc<PidNamespace>> {
+        self.rare
+            .lock()
+            .as_ref()
+            .and_then(|r| r.ns_for_children.clone())
     }
 
     /// Runs `f` on the rarely used fields, boxing them on first use.
@@ -590,7 +600,9 @@ impl Task {
     /// The namespace the task's children are created in
     /// (`nsproxy->pid_ns_for_children`).
     pub fn pid_ns_for_children(&self) -> Arc<PidNamespace> {
-        self.0.ns_for_children.lock().clone()
+        self.0
+            .changed_ns_for_children()
+            .unwrap_or_else(|| self.0.active_ns().clone())
     }
 
     /// `unshare(CLONE_NEWPID)`: children go to a new child namespace of the active one;
@@ -602,13 +614,13 @@ impl Task {
     /// [unshare(2)](https://man7.org/linux/man-pages/man2/unshare.2.html), `copy_pid_ns`.
     pub fn unshare_pid_ns(&self) -> Result<(), Errno> {
         self.0.check_not_released()?;
-        let mut slot = self.0.ns_for_children.lock();
-        if !Arc::ptr_eq(&slot, self.0.active_ns()) {
-            return Err(Errno::EINVAL);
-        }
-        let ns = self.0.active_ns().new_child()?;
-        *slot = ns;
-        Ok(())
+        self.0.with_rare(|r| {
+            if r.ns_for_children.is_some() {
+                return Err(Errno::EINVAL);
+            }
+            r.ns_for_children = Some(self.0.active_ns().new_child()?);
+            Ok(())
+        })
     }
 
     /// `setns(fd, CLONE_NEWPID)`: children go to `ns`, which must be the active
@@ -622,7 +634,10 @@ impl Task {
         if !Arc::ptr_eq(active.map(), ns.map()) || !active.is_same_or_ancestor_of(ns) {
             return Err(Errno::EINVAL);
         }
-        *self.0.ns_for_children.lock() = ns.clone();
+        let changed = (!Arc::ptr_eq(active, ns)).then(|| ns.clone());
+        if changed.is_some() || self.0.rare.lock().is_some() {
+            self.0.with_rare(|r| r.ns_for_children = changed);
+        }
         Ok(())
     }
 
