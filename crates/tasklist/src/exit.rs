@@ -131,11 +131,9 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     };
     t.exit_code.store(status.raw(), Ordering::Release);
     tracing::debug!(pid = t.pid.numbers()[0].nr, %status, group_dead, "exit");
-    // cgroup_task_dead (css_set_lock #3). A task not linked yet is unlinked by
-    // post_fork when it sees `exiting`.
-    if let Some(l) = t.css_link() {
-        l.task_dead();
-    }
+    // cgroup_task_dead (css_set_lock #3). A task not linked yet (a no-op here) is
+    // unlinked by post_fork when it sees `exiting`.
+    t.css.task_dead();
     exit_notify(&sys, t, group_dead, status);
     // A waiter of this very thread (blocked in wait on another OS thread) returns.
     t.group.wake_waiters();
@@ -290,9 +288,7 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     let status = cur.exit_status();
     uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
     cur.released.store(true, Ordering::SeqCst);
-    if let Some(l) = cur.css_link() {
-        l.release();
-    }
+    cur.css.release();
     let mut free = FreeList::default();
     let mut next = None;
     let mut notify_leader = None;

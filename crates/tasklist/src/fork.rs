@@ -15,9 +15,9 @@
 
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{GroupState, RUNNING, Task, TaskInner, ThreadGroup};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
-use uproc_cgroup::{Cgroup, CgroupMember};
+use uproc_cgroup::Cgroup;
 use uproc_pidns::{MAX_PID_NS_LEVEL, alloc_pid, free_pid};
 
 /// The arguments of [`Task::fork`] (`struct clone_args`).
@@ -191,7 +191,7 @@ impl Task {
         } else {
             Arc::new(ThreadGroup::new(GroupState::new_process(false)))
         };
-        let child = Arc::new(TaskInner {
+        let child = Arc::new_cyclic(|weak: &Weak<TaskInner>| TaskInner {
             sys: me.sys.clone(),
             pid: pid.clone(),
             group,
@@ -205,9 +205,7 @@ impl Task {
             pending: AtomicU64::new(0),
             cap_checkpoint_restore: AtomicBool::new(cap),
             rare: Mutex::new(None),
-            css: OnceLock::new(),
-            // `can_fork` charged `cg` itself: the handle moves here, no new clone.
-            fork_cgroup: cg,
+            css: charge.prepare_link(weak.clone()),
             pidfd,
             name: Mutex::new(*me.name.lock()),
         });
@@ -229,19 +227,14 @@ impl Task {
             sys.process_zaps();
             return Err(e);
         }
-        // 6. cgroup_post_fork
-        let weak: Weak<TaskInner> = Arc::downgrade(&child);
-        let member: Weak<dyn CgroupMember> = weak;
-        let pf = charge.post_fork(member);
-        let killed = pf.killed;
-        let _ = child.css.set(pf.link);
-        if let Some(link) = child.css.get() {
-            if child.exiting.load(Ordering::SeqCst) {
-                link.task_dead();
-            }
-            if child.released.load(Ordering::SeqCst) {
-                link.release();
-            }
+        // 6. cgroup_post_fork: links the link the child was built with. An exit or a
+        // release that ran before found it unlinked and did nothing: redo them here.
+        let killed = charge.post_fork_link(&child.css);
+        if child.exiting.load(Ordering::SeqCst) {
+            child.css.task_dead();
+        }
+        if child.released.load(Ordering::SeqCst) {
+            child.css.release();
         }
         // cgroup_threadgroup_change_end: linked, a migration now moves it with the group.
         drop(new_group_guard);

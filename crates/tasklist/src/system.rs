@@ -7,10 +7,10 @@ use crate::pgrp::{ProcessIds, TaskList};
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{Comm, GroupState, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task};
 use std::fmt;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::{LockStat, NamedRwLock};
 use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
-use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, MigrateFn, TaskResolver};
+use uproc_cgroup::{Cgroup, CssLink, Hierarchy, MigrateFn, TaskResolver};
 use uproc_pidfs::{FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds};
 use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid, free_pid};
 
@@ -85,7 +85,7 @@ impl System {
         let charge = cgroups.root().can_fork()?;
         let sys = Arc::new_cyclic(|weak: &Weak<System>| {
             let group = Arc::new(ThreadGroup::new(GroupState::new_process(true)));
-            let inner = Arc::new(TaskInner {
+            let inner = Arc::new_cyclic(|me: &Weak<TaskInner>| TaskInner {
                 sys: weak.clone(),
                 pid: pid.clone(),
                 group: group.clone(),
@@ -100,8 +100,7 @@ impl System {
                 // Root-like, as Linux's init: `set_tid` works out of the box.
                 cap_checkpoint_restore: AtomicBool::new(true),
                 rare: Mutex::new(None),
-                css: OnceLock::new(),
-                fork_cgroup: charge.cgroup().clone(),
+                css: charge.prepare_link(me.clone()),
                 pidfd: None,
                 name: Mutex::new(Comm::new("init")),
             });
@@ -138,9 +137,7 @@ impl System {
                 zapping: Mutex::new(Vec::new()),
             }
         });
-        let member: Weak<dyn CgroupMember> = Arc::downgrade(&sys.init.0) as Weak<TaskInner>;
-        let pf = charge.post_fork(member);
-        let _ = sys.init.0.css.set(pf.link);
+        let _killed = charge.post_fork_link(&sys.init.0.css);
         tracing::debug!(profile = %sys.cfg.profile, pid_max = sys.cfg.pid_max, "system created");
         Ok(sys)
     }

@@ -133,10 +133,9 @@ pub(crate) struct TaskInner {
     /// (leaf, taken under the group's siglock by the kill walks); a hook is called with
     /// no lock held.
     pub(crate) rare: Mutex<Option<Box<Rare>>>,
-    /// The css_set link, set once by post_fork.
-    pub(crate) css: std::sync::OnceLock<Arc<CssLink>>,
-    /// The cgroup charged at fork (what `cgroup()` reports until post_fork linked).
-    pub(crate) fork_cgroup: Cgroup,
+    /// The css_set link, built with the task (`ForkCharge::prepare_link`: in the cgroup
+    /// charged at fork, unlinked) and linked by post_fork.
+    pub(crate) css: Arc<CssLink>,
     /// The `CLONE_PIDFD` handle.
     pub(crate) pidfd: Option<PidFd>,
     /// `comm`. Own lock (leaf).
@@ -364,23 +363,13 @@ impl TaskInner {
         f(self.rare.lock().get_or_insert_with(Default::default))
     }
 
-    pub(crate) fn css_link(&self) -> Option<&Arc<CssLink>> {
-        self.css.get()
-    }
-
     pub(crate) fn cgroup(&self) -> Cgroup {
-        match self.css.get() {
-            Some(l) => l.cgroup(),
-            None => self.fork_cgroup.clone(),
-        }
+        self.css.cgroup()
     }
 
     /// `cgroup().id()` without making a `Cgroup` handle.
     pub(crate) fn cgroup_id(&self) -> u64 {
-        match self.css.get() {
-            Some(l) => l.cgroup_id(),
-            None => self.fork_cgroup.id(),
-        }
+        self.css.cgroup_id()
     }
 
     /// Runs `f` with the `children` lock of this process's parent group held and
@@ -461,11 +450,12 @@ impl CgroupMember for TaskInner {
 }
 
 impl ThreadGroup {
-    /// The css links of the live threads (those linked by post_fork).
+    /// The css links of the live threads (a migration skips those not linked yet,
+    /// which its exclusion of forks leaves none of, and those already dead).
     pub(crate) fn css_links(&self) -> Vec<Arc<CssLink>> {
         let st = self.sig.lock();
         ThreadGroup::live_threads(&st)
-            .filter_map(|t| t.css.get().cloned())
+            .map(|t| t.css.clone())
             .collect()
     }
 
