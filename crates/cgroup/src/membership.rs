@@ -154,13 +154,31 @@ pub struct CssLink {
 struct LinkState {
     /// The current cgroup (`task->cgroups`); changes on migration.
     cgroup: Arc<Node>,
+    /// This link's entry in `cgroup`'s member set (meaningful while linked). Narrow,
+    /// with `shard`, so that the state fits in 16 bytes (one `CssLink` per task).
+    key: u32,
     /// The member-set shard of `cgroup` holding this link's entry (0 but under
     /// `Scalable`).
-    shard: usize,
-    /// This link's entry in `cgroup`'s member set (meaningful while linked).
-    key: usize,
+    shard: u16,
     /// Still counted in the pids controller (until release).
     charged: bool,
+}
+
+impl LinkState {
+    fn shard(&self) -> usize {
+        usize::from(self.shard)
+    }
+
+    fn key(&self) -> usize {
+        self.key as usize
+    }
+
+    /// Records the entry `key` of member-set shard `shard`.
+    fn set_entry(&mut self, shard: usize, key: usize) {
+        self.shard = u16::try_from(shard).expect("a cgroup has few member-set shards");
+        // A shard's slab holds at most one entry per live task.
+        self.key = u32::try_from(key).expect("fewer than 2^32 members in one shard");
+    }
 }
 
 impl Cgroup {
@@ -262,7 +280,7 @@ impl Cgroup {
                 let src = st.cgroup.clone();
                 // `Scalable`: both member sets, in id order (no css_set_lock).
                 let dest_shard = dest.my_shard();
-                let (mut src_set, mut dest_set) = lock_pair(&src, st.shard, dest, dest_shard);
+                let (mut src_set, mut dest_set) = lock_pair(&src, st.shard(), dest, dest_shard);
                 if scalable && dest.is_removed() {
                     // rmdir won the race before anything moved in (a populated cgroup
                     // cannot be removed): report it as the locked profiles would.
@@ -279,16 +297,19 @@ impl Cgroup {
                     pids::charge(dest.pids_levels_below(ca));
                     pids::uncharge(src.pids_levels_below(ca));
                 }
-                let m = src_set.remove(st.key);
+                let m = src_set.remove(st.key());
                 debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
-                st.shard = dest_shard;
                 if let Some(m) = m {
-                    st.key = if scalable {
+                    let key = if scalable {
                         // To the tail of the destination (`list_move_tail`).
                         dest_set.append(m)
                     } else {
                         dest_set.insert(link.serial.load(Ordering::Relaxed), m)
                     };
+                    st.set_entry(dest_shard, key);
+                } else {
+                    let key = st.key();
+                    st.set_entry(dest_shard, key);
                 }
                 for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
                     if n.tracked {
@@ -504,8 +525,7 @@ impl ForkCharge {
         {
             let mut st = link.state.lock();
             link.serial.store(serial, Ordering::Relaxed);
-            st.shard = key.0;
-            st.key = key.1;
+            st.set_entry(key.0, key.1);
             st.charged = true;
             link.linked.store(true, Ordering::SeqCst);
         }
@@ -574,7 +594,7 @@ impl CssLink {
         }
         self.linked.store(false, Ordering::Release);
         let node = &st.cgroup;
-        let m = node.members[st.shard].lock().remove(st.key);
+        let m = node.members[st.shard()].lock().remove(st.key());
         debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
         for n in node.tracked_ancestors() {
             if scalable {
