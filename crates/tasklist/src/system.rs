@@ -232,7 +232,9 @@ impl System {
 
     /// `write_lock_irq(&tasklist_lock)` on the fork/exit/reap path: taken under the
     /// `Linux*` profiles (the caller then holds it around its per-process locks), not
-    /// under `Scalable`.
+    /// under `Scalable`. Inlined: under `Scalable` it is a load and a branch, three
+    /// times per life cycle.
+    #[inline]
     pub(crate) fn tasklist_write_hot(
         &self,
     ) -> Option<uproc_abi::lockstat::NamedRwLockWriteGuard<'_, TaskList>> {
@@ -241,17 +243,26 @@ impl System {
     }
 
     /// `read_lock(&tasklist_lock)` on the stop/continue notification: `Linux*` only.
+    #[inline]
     pub(crate) fn tasklist_read_hot(&self) -> Option<parking_lot::RwLockReadGuard<'_, TaskList>> {
         self.tasklist_on_hot_path.then(|| self.tasklist_lock.read())
     }
 
     /// Namespace inits whose namespace may have emptied: finish their exit. Called
-    /// with no lock held after pids were freed.
+    /// with no lock held after pids were freed. The check is inlined into every reap
+    /// and failed fork; the work is not.
+    #[inline]
     pub(crate) fn process_zaps(&self) {
         // A plain load first: the flag is almost always clear, and a swap would write
         // the shared line on every reap.
-        if !self.zap_check.load(Ordering::Acquire) || !self.zap_check.swap(false, Ordering::AcqRel)
-        {
+        if self.zap_check.load(Ordering::Acquire) {
+            self.process_zaps_slow();
+        }
+    }
+
+    #[cold]
+    fn process_zaps_slow(&self) {
+        if !self.zap_check.swap(false, Ordering::AcqRel) {
             return;
         }
         let list: Vec<Task> = self.zapping.lock().clone();
