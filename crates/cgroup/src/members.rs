@@ -19,13 +19,33 @@ use crate::membership::CgroupMember;
 use crate::sync::Weak;
 
 /// No entry (list end).
-const NIL: usize = usize::MAX;
+const NIL: usize = u32::MAX as usize;
 
+/// One member. The links are `u32` (a slab key of this set; a set holds fewer than
+/// `u32::MAX` live tasks) so that an entry takes 32 bytes, not 40: one per live task.
 struct Entry {
     serial: u64,
     member: Weak<dyn CgroupMember>,
-    prev: usize,
-    next: usize,
+    prev: u32,
+    next: u32,
+}
+
+impl Entry {
+    fn prev(&self) -> usize {
+        self.prev as usize
+    }
+
+    fn next(&self) -> usize {
+        self.next as usize
+    }
+}
+
+/// A slab key or [`NIL`] as an [`Entry`] link (a set never holds `u32::MAX`
+/// members: each is a live task of well over 100 bytes).
+#[inline]
+fn link(key: usize) -> u32 {
+    debug_assert!(key <= NIL, "fewer than u32::MAX members in one set");
+    key as u32
 }
 
 /// The member set of one cgroup. Guarded by the node's `members` mutex (taken inside
@@ -72,28 +92,29 @@ impl MemberSet {
     pub(crate) fn insert(&mut self, serial: u64, member: Weak<dyn CgroupMember>) -> usize {
         let mut after = self.tail;
         while after != NIL && self.slots[after].serial > serial {
-            after = self.slots[after].prev;
+            after = self.slots[after].prev();
         }
         let next = if after == NIL {
             self.head
         } else {
-            self.slots[after].next
+            self.slots[after].next()
         };
         let key = self.slots.insert(Entry {
             serial,
             member,
-            prev: after,
-            next,
+            prev: link(after),
+            next: link(next),
         });
+        debug_assert!(key != NIL, "the list end is no slab key");
         if after == NIL {
             self.head = key;
         } else {
-            self.slots[after].next = key;
+            self.slots[after].next = link(key);
         }
         if next == NIL {
             self.tail = key;
         } else {
-            self.slots[next].prev = key;
+            self.slots[next].prev = link(key);
         }
         key
     }
@@ -102,15 +123,15 @@ impl MemberSet {
     /// none.
     pub(crate) fn remove(&mut self, key: usize) -> Option<Weak<dyn CgroupMember>> {
         let e = self.slots.try_remove(key)?;
-        if e.prev == NIL {
-            self.head = e.next;
+        if e.prev() == NIL {
+            self.head = e.next();
         } else {
-            self.slots[e.prev].next = e.next;
+            self.slots[e.prev()].next = e.next;
         }
-        if e.next == NIL {
-            self.tail = e.prev;
+        if e.next() == NIL {
+            self.tail = e.prev();
         } else {
-            self.slots[e.next].prev = e.prev;
+            self.slots[e.next()].prev = e.prev;
         }
         Some(e.member)
     }
@@ -123,7 +144,7 @@ impl MemberSet {
                 return None;
             }
             let e = &self.slots[cur];
-            cur = e.next;
+            cur = e.next();
             Some(&e.member)
         })
     }

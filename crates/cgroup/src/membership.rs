@@ -106,7 +106,7 @@ impl Attachable for Arc<CssLink> {
 /// ancestors, and the cgroup cannot be removed until the fork completes
 /// ([`post_fork`](ForkCharge::post_fork)) or fails ([`cancel`](ForkCharge::cancel)).
 /// Dropping it cancels.
-#[must_use = "a ForkCharge must end in post_fork or cancel (dropping it cancels)"]
+#[must_use = "a ForkCharge must end in post_fork(_link) or cancel (dropping it cancels)"]
 pub struct ForkCharge {
     cg: Cgroup,
     /// `kill_seq` read under `css_set_lock` at can_fork (`cgroup_css_set_fork`).
@@ -126,7 +126,9 @@ pub struct PostFork {
 }
 
 /// One task's membership (its css_set link), created by
-/// [`ForkCharge::post_fork`] and held by the task list for the task's life.
+/// [`ForkCharge::post_fork`] (or built unlinked by [`ForkCharge::prepare_link`] and
+/// linked by [`ForkCharge::post_fork_link`]) and held by the task list for the task's
+/// life.
 ///
 /// It is *linked* (counted in `populated`, listed in `cgroup.procs`, reached by
 /// `cgroup.kill`) from post_fork until [`task_dead`](CssLink::task_dead), and
@@ -135,8 +137,9 @@ pub struct PostFork {
 pub struct CssLink {
     hier: Arc<Hierarchy>,
     /// Link order in the runtime (Linux profiles: migration re-inserts at it); 0 under
-    /// `Scalable`, whose member sets number their own entries.
-    serial: u64,
+    /// `Scalable`, whose member sets number their own entries. Written once by
+    /// post_fork before the link is linked, read by migration under the state lock.
+    serial: AtomicU64,
     member: Weak<dyn CgroupMember>,
     /// Written under `css_set_lock` (`Scalable`: the link's `state`); read anywhere.
     linked: AtomicBool,
@@ -151,13 +154,31 @@ pub struct CssLink {
 struct LinkState {
     /// The current cgroup (`task->cgroups`); changes on migration.
     cgroup: Arc<Node>,
+    /// This link's entry in `cgroup`'s member set (meaningful while linked). Narrow,
+    /// with `shard`, so that the state fits in 16 bytes (one `CssLink` per task).
+    key: u32,
     /// The member-set shard of `cgroup` holding this link's entry (0 but under
     /// `Scalable`).
-    shard: usize,
-    /// This link's entry in `cgroup`'s member set (meaningful while linked).
-    key: usize,
+    shard: u16,
     /// Still counted in the pids controller (until release).
     charged: bool,
+}
+
+impl LinkState {
+    fn shard(&self) -> usize {
+        usize::from(self.shard)
+    }
+
+    fn key(&self) -> usize {
+        self.key as usize
+    }
+
+    /// Records the entry `key` of member-set shard `shard`.
+    fn set_entry(&mut self, shard: usize, key: usize) {
+        self.shard = u16::try_from(shard).expect("a cgroup has few member-set shards");
+        // A shard's slab holds at most one entry per live task.
+        self.key = u32::try_from(key).expect("fewer than 2^32 members in one shard");
+    }
 }
 
 impl Cgroup {
@@ -259,7 +280,7 @@ impl Cgroup {
                 let src = st.cgroup.clone();
                 // `Scalable`: both member sets, in id order (no css_set_lock).
                 let dest_shard = dest.my_shard();
-                let (mut src_set, mut dest_set) = lock_pair(&src, st.shard, dest, dest_shard);
+                let (mut src_set, mut dest_set) = lock_pair(&src, st.shard(), dest, dest_shard);
                 if scalable && dest.is_removed() {
                     // rmdir won the race before anything moved in (a populated cgroup
                     // cannot be removed): report it as the locked profiles would.
@@ -276,16 +297,19 @@ impl Cgroup {
                     pids::charge(dest.pids_levels_below(ca));
                     pids::uncharge(src.pids_levels_below(ca));
                 }
-                let m = src_set.remove(st.key);
+                let m = src_set.remove(st.key());
                 debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
-                st.shard = dest_shard;
                 if let Some(m) = m {
-                    st.key = if scalable {
+                    let key = if scalable {
                         // To the tail of the destination (`list_move_tail`).
                         dest_set.append(m)
                     } else {
-                        dest_set.insert(link.serial, m)
+                        dest_set.insert(link.serial.load(Ordering::Relaxed), m)
                     };
+                    st.set_entry(dest_shard, key);
+                } else {
+                    let key = st.key();
+                    st.set_entry(dest_shard, key);
                 }
                 for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
                     if n.tracked {
@@ -413,8 +437,45 @@ impl ForkCharge {
     /// when `kill_seq` moved since can_fork (a `cgroup.kill` on this cgroup or an
     /// ancestor raced with the fork); the charge taken at can_fork now belongs to the
     /// link.
-    pub fn post_fork(mut self, member: Weak<dyn CgroupMember>) -> PostFork {
+    pub fn post_fork(self, member: Weak<dyn CgroupMember>) -> PostFork {
+        let link = self.prepare_link(member);
+        let killed = self.post_fork_link(&link);
+        PostFork { link, killed }
+    }
+
+    /// The new task's [`CssLink`], built before the task is visible so that the task
+    /// can hold it from its creation (no set-once cell to fill at post_fork): neither
+    /// linked nor charged yet, its cgroup the one charged here. Until
+    /// [`post_fork_link`](ForkCharge::post_fork_link) (or if the fork fails and it is
+    /// dropped) [`task_dead`](CssLink::task_dead) and [`release`](CssLink::release)
+    /// do nothing to it.
+    pub fn prepare_link(&self, member: Weak<dyn CgroupMember>) -> Arc<CssLink> {
+        let node = &self.cg.node;
+        Arc::new(CssLink {
+            hier: self.cg.hier.clone(),
+            serial: AtomicU64::new(0),
+            member,
+            linked: AtomicBool::new(false),
+            current_id: AtomicU64::new(node.id),
+            state: Mutex::new(LinkState {
+                cgroup: node.clone(),
+                shard: 0,
+                key: 0,
+                charged: false,
+            }),
+        })
+    }
+
+    /// [`post_fork`](ForkCharge::post_fork) onto a link from
+    /// [`prepare_link`](ForkCharge::prepare_link) of this charge: links it and hands it
+    /// the charge. Returns `killed`.
+    pub fn post_fork_link(mut self, link: &CssLink) -> bool {
+        debug_assert!(
+            core::ptr::eq(Arc::as_ptr(&link.hier), Arc::as_ptr(&self.cg.hier)),
+            "a link prepared by this charge"
+        );
         self.armed = false;
+        let member = link.member.clone();
         let hier = &self.cg.hier;
         let node = &self.cg.node;
         let scalable = hier.is_scalable();
@@ -431,7 +492,7 @@ impl ForkCharge {
             let shard = node.my_shard();
             let mut members = node.members[shard].lock();
             let killed = node.kill_seq.load(Ordering::Acquire) != self.kill_seq;
-            let key = members.append(member.clone());
+            let key = members.append(member);
             // Other cgroups' forks update the same ancestors without a common lock.
             for n in node.tracked_ancestors() {
                 n.nr_populated.fetch_add(1, Ordering::Release);
@@ -447,7 +508,7 @@ impl ForkCharge {
             let _css = hier.css_set_lock.lock();
             debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
             let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
-            let key = (0, node.members[0].lock().insert(serial, member.clone()));
+            let key = (0, node.members[0].lock().insert(serial, member));
             // Every writer of `nr_populated` holds css_set_lock: a load and a store
             // suffice (no read-modify-write per level).
             for n in node.ancestors() {
@@ -457,25 +518,21 @@ impl ForkCharge {
             fork_gate::leave(&node.nr_forking);
             (killed, key)
         };
-        // Built after the lock: nobody reaches the link before this returns it (the
-        // member set holds the task, not the link), and the lock is held shorter.
-        let link = Arc::new(CssLink {
-            hier: hier.clone(),
-            serial,
-            member,
-            linked: AtomicBool::new(true),
-            current_id: AtomicU64::new(node.id),
-            state: Mutex::new(LinkState {
-                cgroup: node.clone(),
-                shard: key.0,
-                key: key.1,
-                charged: true,
-            }),
-        });
+        // Filled in after the member-set lock: the member set holds the task, not the
+        // link, and the task's cgroup cannot migrate before its fork ends (the group's
+        // threadgroup_rwsem), so nothing reads these fields meanwhile; a concurrent
+        // exit that saw the link unlinked is caught by the caller's re-check.
+        {
+            let mut st = link.state.lock();
+            link.serial.store(serial, Ordering::Relaxed);
+            st.set_entry(key.0, key.1);
+            st.charged = true;
+            link.linked.store(true, Ordering::SeqCst);
+        }
         if killed {
             tracing::debug!(path = %node.path(), "fork raced with cgroup.kill: child killed");
         }
-        PostFork { link, killed }
+        killed
     }
 }
 
@@ -537,7 +594,7 @@ impl CssLink {
         }
         self.linked.store(false, Ordering::Release);
         let node = &st.cgroup;
-        let m = node.members[st.shard].lock().remove(st.key);
+        let m = node.members[st.shard()].lock().remove(st.key());
         debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
         for n in node.tracked_ancestors() {
             if scalable {

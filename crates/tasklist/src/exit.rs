@@ -86,7 +86,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
             if !th.started.load(Ordering::Acquire) {
                 continue;
             }
-            let hook = th.hook.lock().clone();
+            let hook = th.hook();
             match hook {
                 Some(h) => hooks.push(h),
                 None => bare.push(th),
@@ -115,7 +115,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         return;
     }
     // The hook may hold the task (a runtime closure): drop it to break that cycle.
-    let hook = t.hook.lock().take();
+    let hook = t.rare.lock().as_mut().and_then(|r| r.hook.take());
     drop(hook);
     let (group_dead, status) = {
         let mut st = t.group.sig.lock();
@@ -131,11 +131,9 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     };
     t.exit_code.store(status.raw(), Ordering::Release);
     tracing::debug!(pid = t.pid.numbers()[0].nr, %status, group_dead, "exit");
-    // cgroup_task_dead (css_set_lock #3). A task not linked yet is unlinked by
-    // post_fork when it sees `exiting`.
-    if let Some(l) = t.css_link() {
-        l.task_dead();
-    }
+    // cgroup_task_dead (css_set_lock #3). A task not linked yet (a no-op here) is
+    // unlinked by post_fork when it sees `exiting`.
+    t.css.task_dead();
     exit_notify(&sys, t, group_dead, status);
     // A waiter of this very thread (blocked in wait on another OS thread) returns.
     t.group.wake_waiters();
@@ -290,9 +288,7 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     let status = cur.exit_status();
     uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
     cur.released.store(true, Ordering::SeqCst);
-    if let Some(l) = cur.css_link() {
-        l.release();
-    }
+    cur.css.release();
     let mut free = FreeList::default();
     let mut next = None;
     let mut notify_leader = None;
@@ -334,9 +330,12 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
             free.push(cur.pid.clone());
             if let Some(l) = leader {
                 {
-                    let mut ths = l.threads.lock();
-                    if let Some(i) = ths.iter().position(|x| Arc::ptr_eq(&x.0, cur)) {
-                        unlinked = Some(ths.remove(i));
+                    let mut rare = l.rare.lock();
+                    let ths = rare.as_mut().map(|r| &mut r.threads);
+                    if let Some(ths) = ths {
+                        if let Some(i) = ths.iter().position(|x| Arc::ptr_eq(&x.0, cur)) {
+                            unlinked = Some(ths.remove(i));
+                        }
                     }
                 }
                 if last_of_delayed {

@@ -15,9 +15,9 @@
 
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{GroupState, RUNNING, Task, TaskInner, ThreadGroup};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
-use uproc_cgroup::{Cgroup, CgroupMember};
+use uproc_cgroup::Cgroup;
 use uproc_pidns::{MAX_PID_NS_LEVEL, alloc_pid, free_pid};
 
 /// The arguments of [`Task::fork`] (`struct clone_args`).
@@ -40,8 +40,12 @@ pub struct CloneArgs {
 /// The flags uproc knows; anything else is EINVAL.
 const KNOWN: CloneFlags = CloneFlags::all();
 
-/// Returns the caller's `pid_ns_for_children`, read once for the whole fork.
-fn validate(t: &TaskInner, args: &CloneArgs) -> Result<Arc<uproc_pidns::PidNamespace>, Errno> {
+/// Returns the caller's `pid_ns_for_children` if it is not the active namespace
+/// (`None` if it is), read once for the whole fork.
+fn validate(
+    t: &TaskInner,
+    args: &CloneArgs,
+) -> Result<Option<Arc<uproc_pidns::PidNamespace>>, Errno> {
     let f = args.flags;
     if f.bits() & !KNOWN.bits() != 0 {
         return Err(Errno::EINVAL);
@@ -73,8 +77,8 @@ fn validate(t: &TaskInner, args: &CloneArgs) -> Result<Arc<uproc_pidns::PidNames
     if f.contains(CloneFlags::INTO_CGROUP) != args.cgroup.is_some() {
         return Err(Errno::EINVAL);
     }
-    let for_children = t.ns_for_children.lock().clone();
-    let other_ns = !Arc::ptr_eq(&for_children, t.active_ns());
+    let for_children = t.changed_ns_for_children();
+    let other_ns = for_children.is_some();
     // A thread cannot live in another namespace than its group; NEWPID needs the
     // children's namespace to be the active one (copy_pid_ns).
     if other_ns && (thread || f.contains(CloneFlags::NEWPID)) {
@@ -110,7 +114,10 @@ impl Task {
             return Err(Errno::ESRCH);
         }
         // 1. validate
-        let for_children = validate(me, args)?;
+        let changed_ns = validate(me, args)?;
+        // The usual case borrows the active namespace: no refcount round trip on the
+        // namespace every fork shares.
+        let for_children = changed_ns.as_ref().unwrap_or(me.active_ns());
         let f = args.flags;
         let thread = f.contains(CloneFlags::THREAD);
         let parent_flag = f.contains(CloneFlags::PARENT);
@@ -121,13 +128,15 @@ impl Task {
             }
         }
         // 2. alloc_pid
+        let new_ns;
         let ns = if f.contains(CloneFlags::NEWPID) {
-            for_children.new_child()?
+            new_ns = for_children.new_child()?;
+            &new_ns
         } else {
             for_children
         };
         let cap = me.cap_checkpoint_restore.load(Ordering::Relaxed);
-        let pid = alloc_pid(&ns, &args.set_tid, cap).inspect_err(|e| {
+        let pid = alloc_pid(ns, &args.set_tid, cap).inspect_err(|e| {
             if *e == Errno::EAGAIN {
                 tracing::warn!(level = ns.level(), "fork rejected: pid namespace full");
             }
@@ -182,7 +191,7 @@ impl Task {
         } else {
             Arc::new(ThreadGroup::new(GroupState::new_process(false)))
         };
-        let child = Arc::new(TaskInner {
+        let child = Arc::new_cyclic(|weak: &Weak<TaskInner>| TaskInner {
             sys: me.sys.clone(),
             pid: pid.clone(),
             group,
@@ -194,17 +203,11 @@ impl Task {
             started: AtomicBool::new(false),
             exit_signal: AtomicI32::new(exit_signal),
             pending: AtomicU64::new(0),
-            // The last use of `ns`: moved, not cloned (one refcount round trip less
-            // on the namespace, which every worker's fork shares).
-            ns_for_children: Mutex::new(ns),
             cap_checkpoint_restore: AtomicBool::new(cap),
-            hook: Mutex::new(None),
-            css: OnceLock::new(),
-            // `can_fork` charged `cg` itself: the handle moves here, no new clone.
-            fork_cgroup: cg,
+            rare: Mutex::new(None),
+            css: charge.prepare_link(weak.clone()),
             pidfd,
             name: Mutex::new(*me.name.lock()),
-            threads: Mutex::new(Vec::new()),
         });
         // A new process can be named in `cgroup.procs` from the attach on: its own
         // group's migration waits for the link too.
@@ -224,19 +227,14 @@ impl Task {
             sys.process_zaps();
             return Err(e);
         }
-        // 6. cgroup_post_fork
-        let weak: Weak<TaskInner> = Arc::downgrade(&child);
-        let member: Weak<dyn CgroupMember> = weak;
-        let pf = charge.post_fork(member);
-        let killed = pf.killed;
-        let _ = child.css.set(pf.link);
-        if let Some(link) = child.css.get() {
-            if child.exiting.load(Ordering::SeqCst) {
-                link.task_dead();
-            }
-            if child.released.load(Ordering::SeqCst) {
-                link.release();
-            }
+        // 6. cgroup_post_fork: links the link the child was built with. An exit or a
+        // release that ran before found it unlinked and did nothing: redo them here.
+        let killed = charge.post_fork_link(&child.css);
+        if child.exiting.load(Ordering::SeqCst) {
+            child.css.task_dead();
+        }
+        if child.released.load(Ordering::SeqCst) {
+            child.css.release();
         }
         // cgroup_threadgroup_change_end: linked, a migration now moves it with the group.
         drop(new_group_guard);
@@ -317,7 +315,7 @@ fn attach(
             st.leader.upgrade()
         };
         if let Some(l) = leader {
-            l.threads.lock().push(Task::from_inner(child.clone()));
+            l.with_rare(|r| r.threads.push(Task::from_inner(child.clone())));
         }
         *child.pid.task_slot().write() = Some(weak_any);
         return Ok(());

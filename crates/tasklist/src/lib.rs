@@ -36,7 +36,7 @@
 //!   -> a dying group D's `children` lock
 //!     -> its reaper R's `children` lock      (R: an ancestor of D, or D's namespace init)
 //!       -> a group's siglock (`sig`)         [one at a time, leaf, except:]
-//!         -> per-task leaf mutexes (hook, threads, name, ns_for_children), Pid::task_slot
+//!         -> per-task leaf mutexes (`rare`: hook, threads, ns_for_children; name), Pid::task_slot
 //! ```
 //!
 //! 0. A group's `threadgroup_rwsem` (`cgroup_threadgroup_rwsem`, per group) is the

@@ -292,7 +292,7 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
             if !th.started.load(Ordering::Acquire) {
                 continue; // post_fork ends it
             }
-            let hook = th.hook.lock().clone();
+            let hook = th.hook();
             match hook {
                 Some(h) => hooks.push(h),
                 None => bare.push(th),

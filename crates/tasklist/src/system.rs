@@ -7,10 +7,10 @@ use crate::pgrp::{ProcessIds, TaskList};
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{Comm, GroupState, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task};
 use std::fmt;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::{LockStat, NamedRwLock};
 use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
-use uproc_cgroup::{Cgroup, CgroupMember, CssLink, Hierarchy, MigrateFn, TaskResolver};
+use uproc_cgroup::{Cgroup, CssLink, Hierarchy, MigrateFn, TaskResolver};
 use uproc_pidfs::{FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds};
 use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid, free_pid};
 
@@ -85,7 +85,7 @@ impl System {
         let charge = cgroups.root().can_fork()?;
         let sys = Arc::new_cyclic(|weak: &Weak<System>| {
             let group = Arc::new(ThreadGroup::new(GroupState::new_process(true)));
-            let inner = Arc::new(TaskInner {
+            let inner = Arc::new_cyclic(|me: &Weak<TaskInner>| TaskInner {
                 sys: weak.clone(),
                 pid: pid.clone(),
                 group: group.clone(),
@@ -97,15 +97,12 @@ impl System {
                 started: AtomicBool::new(true),
                 exit_signal: AtomicI32::new(0),
                 pending: AtomicU64::new(0),
-                ns_for_children: Mutex::new(root_ns.clone()),
                 // Root-like, as Linux's init: `set_tid` works out of the box.
                 cap_checkpoint_restore: AtomicBool::new(true),
-                hook: Mutex::new(None),
-                css: OnceLock::new(),
-                fork_cgroup: charge.cgroup().clone(),
+                rare: Mutex::new(None),
+                css: charge.prepare_link(me.clone()),
                 pidfd: None,
                 name: Mutex::new(Comm::new("init")),
-                threads: Mutex::new(Vec::new()),
             });
             let mut tl = TaskList::default();
             {
@@ -140,9 +137,7 @@ impl System {
                 zapping: Mutex::new(Vec::new()),
             }
         });
-        let member: Weak<dyn CgroupMember> = Arc::downgrade(&sys.init.0) as Weak<TaskInner>;
-        let pf = charge.post_fork(member);
-        let _ = sys.init.0.css.set(pf.link);
+        let _killed = charge.post_fork_link(&sys.init.0.css);
         tracing::debug!(profile = %sys.cfg.profile, pid_max = sys.cfg.pid_max, "system created");
         Ok(sys)
     }
@@ -237,7 +232,9 @@ impl System {
 
     /// `write_lock_irq(&tasklist_lock)` on the fork/exit/reap path: taken under the
     /// `Linux*` profiles (the caller then holds it around its per-process locks), not
-    /// under `Scalable`.
+    /// under `Scalable`. Inlined: under `Scalable` it is a load and a branch, three
+    /// times per life cycle.
+    #[inline]
     pub(crate) fn tasklist_write_hot(
         &self,
     ) -> Option<uproc_abi::lockstat::NamedRwLockWriteGuard<'_, TaskList>> {
@@ -246,17 +243,26 @@ impl System {
     }
 
     /// `read_lock(&tasklist_lock)` on the stop/continue notification: `Linux*` only.
+    #[inline]
     pub(crate) fn tasklist_read_hot(&self) -> Option<parking_lot::RwLockReadGuard<'_, TaskList>> {
         self.tasklist_on_hot_path.then(|| self.tasklist_lock.read())
     }
 
     /// Namespace inits whose namespace may have emptied: finish their exit. Called
-    /// with no lock held after pids were freed.
+    /// with no lock held after pids were freed. The check is inlined into every reap
+    /// and failed fork; the work is not.
+    #[inline]
     pub(crate) fn process_zaps(&self) {
         // A plain load first: the flag is almost always clear, and a swap would write
         // the shared line on every reap.
-        if !self.zap_check.load(Ordering::Acquire) || !self.zap_check.swap(false, Ordering::AcqRel)
-        {
+        if self.zap_check.load(Ordering::Acquire) {
+            self.process_zaps_slow();
+        }
+    }
+
+    #[cold]
+    fn process_zaps_slow(&self) {
+        if !self.zap_check.swap(false, Ordering::AcqRel) {
             return;
         }
         let list: Vec<Task> = self.zapping.lock().clone();

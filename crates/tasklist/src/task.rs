@@ -125,24 +125,35 @@ pub(crate) struct TaskInner {
     pub(crate) exit_signal: AtomicI32,
     /// Per-thread pending signals (`task->pending`), bit `n-1` for signal `n`.
     pub(crate) pending: AtomicU64,
-    /// `nsproxy->pid_ns_for_children`. Own lock (leaf).
-    pub(crate) ns_for_children: Mutex<Arc<PidNamespace>>,
     /// `CAP_CHECKPOINT_RESTORE` for `set_tid`.
     pub(crate) cap_checkpoint_restore: AtomicBool,
-    /// The managed-mode signal hook. Own lock (leaf); called with no lock held.
-    pub(crate) hook: Mutex<Option<SignalHook>>,
-    /// The css_set link, set once by post_fork.
-    pub(crate) css: std::sync::OnceLock<Arc<CssLink>>,
-    /// The cgroup charged at fork (what `cgroup()` reports until post_fork linked).
-    pub(crate) fork_cgroup: Cgroup,
+    /// The fields few tasks use (the managed-mode signal hook, a leader's threads, a
+    /// changed `pid_ns_for_children`),
+    /// boxed on first use so that a plain task pays one pointer for them. Own lock
+    /// (leaf, taken under the group's siglock by the kill walks); a hook is called with
+    /// no lock held.
+    pub(crate) rare: Mutex<Option<Box<Rare>>>,
+    /// The css_set link, built with the task (`ForkCharge::prepare_link`: in the cgroup
+    /// charged at fork, unlinked) and linked by post_fork.
+    pub(crate) css: Arc<CssLink>,
     /// The `CLONE_PIDFD` handle.
     pub(crate) pidfd: Option<PidFd>,
     /// `comm`. Own lock (leaf).
     pub(crate) name: Mutex<Comm>,
+}
+
+/// The rarely used part of a task, under [`TaskInner::rare`].
+#[derive(Default)]
+pub(crate) struct Rare {
+    /// The managed-mode signal hook.
+    pub(crate) hook: Option<SignalHook>,
     /// Leader only: strong references to the other threads of the group (the leader is
-    /// released last, so it is the natural owner). Own lock (leaf), taken after the
-    /// group's siglock is dropped by fork's thread attach and a thread's release.
-    pub(crate) threads: Mutex<Vec<Task>>,
+    /// released last, so it is the natural owner). Changed after the group's siglock is
+    /// dropped by fork's thread attach and a thread's release.
+    pub(crate) threads: Vec<Task>,
+    /// `nsproxy->pid_ns_for_children` once `unshare`/`setns` changed it; `None`: the
+    /// active namespace (what every task starts with, so a fork stores nothing).
+    pub(crate) ns_for_children: Option<Arc<PidNamespace>>,
 }
 
 /// One process (thread group).
@@ -170,6 +181,32 @@ pub(crate) struct ThreadGroup {
     pub(crate) autoreap: AtomicBool,
 }
 
+/// A process's threads other than its leader: boxed on the first one, so that a
+/// single-threaded process (the common case) pays one pointer, not a `Vec`'s three.
+#[derive(Default)]
+#[allow(clippy::box_collection)] // the point: 8 bytes in every group, not 24
+pub(crate) struct ThreadList(Option<Box<Vec<Weak<TaskInner>>>>);
+
+impl ThreadList {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|v| v.is_empty())
+    }
+
+    pub(crate) fn push(&mut self, t: Weak<TaskInner>) {
+        self.0.get_or_insert_with(Default::default).push(t);
+    }
+
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, Weak<TaskInner>> {
+        self.0.as_deref().map_or([].iter(), |v| v.iter())
+    }
+
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&Weak<TaskInner>) -> bool) {
+        if let Some(v) = &mut self.0 {
+            v.retain(keep);
+        }
+    }
+}
+
 /// The children list of a thread group.
 pub(crate) struct Children {
     pub(crate) list: Vec<Task>,
@@ -187,7 +224,7 @@ pub(crate) struct GroupState {
     pub(crate) leader: Weak<TaskInner>,
     /// Attached (not released) threads other than the leader, in creation order (empty
     /// for a single-threaded process, so a fork allocates no list).
-    pub(crate) threads: Vec<Weak<TaskInner>>,
+    pub(crate) threads: ThreadList,
     /// `signal->live`: threads that have not exited.
     pub(crate) nr_live: usize,
     /// `real_parent`: the thread that forked the group (or its adopter). Weak.
@@ -223,7 +260,7 @@ impl GroupState {
     pub(crate) fn new_process(unkillable: bool) -> GroupState {
         GroupState {
             leader: Weak::new(),
-            threads: Vec::new(),
+            threads: ThreadList::default(),
             nr_live: 1,
             real_parent: Weak::new(),
             shared_pending: SigSet::default(),
@@ -334,23 +371,31 @@ impl TaskInner {
         self.group.sig.lock().shared_pending.contains(Signal::KILL)
     }
 
-    pub(crate) fn css_link(&self) -> Option<&Arc<CssLink>> {
-        self.css.get()
+    /// The managed-mode signal hook, if one is installed.
+    pub(crate) fn hook(&self) -> Option<SignalHook> {
+        self.rare.lock().as_ref().and_then(|r| r.hook.clone())
+    }
+
+    /// `pid_ns_for_children` if it is not the active namespace (`None` if it is).
+    pub(crate) fn changed_ns_for_children(&self) -> Option<Arc<PidNamespace>> {
+        self.rare
+            .lock()
+            .as_ref()
+            .and_then(|r| r.ns_for_children.clone())
+    }
+
+    /// Runs `f` on the rarely used fields, boxing them on first use.
+    pub(crate) fn with_rare<R>(&self, f: impl FnOnce(&mut Rare) -> R) -> R {
+        f(self.rare.lock().get_or_insert_with(Default::default))
     }
 
     pub(crate) fn cgroup(&self) -> Cgroup {
-        match self.css.get() {
-            Some(l) => l.cgroup(),
-            None => self.fork_cgroup.clone(),
-        }
+        self.css.cgroup()
     }
 
     /// `cgroup().id()` without making a `Cgroup` handle.
     pub(crate) fn cgroup_id(&self) -> u64 {
-        match self.css.get() {
-            Some(l) => l.cgroup_id(),
-            None => self.fork_cgroup.id(),
-        }
+        self.css.cgroup_id()
     }
 
     /// Runs `f` with the `children` lock of this process's parent group held and
@@ -431,11 +476,12 @@ impl CgroupMember for TaskInner {
 }
 
 impl ThreadGroup {
-    /// The css links of the live threads (those linked by post_fork).
+    /// The css links of the live threads (a migration skips those not linked yet,
+    /// which its exclusion of forks leaves none of, and those already dead).
     pub(crate) fn css_links(&self) -> Vec<Arc<CssLink>> {
         let st = self.sig.lock();
         ThreadGroup::live_threads(&st)
-            .filter_map(|t| t.css.get().cloned())
+            .map(|t| t.css.clone())
             .collect()
     }
 
@@ -570,7 +616,9 @@ impl Task {
     /// The namespace the task's children are created in
     /// (`nsproxy->pid_ns_for_children`).
     pub fn pid_ns_for_children(&self) -> Arc<PidNamespace> {
-        self.0.ns_for_children.lock().clone()
+        self.0
+            .changed_ns_for_children()
+            .unwrap_or_else(|| self.0.active_ns().clone())
     }
 
     /// `unshare(CLONE_NEWPID)`: children go to a new child namespace of the active one;
@@ -582,13 +630,13 @@ impl Task {
     /// [unshare(2)](https://man7.org/linux/man-pages/man2/unshare.2.html), `copy_pid_ns`.
     pub fn unshare_pid_ns(&self) -> Result<(), Errno> {
         self.0.check_not_released()?;
-        let mut slot = self.0.ns_for_children.lock();
-        if !Arc::ptr_eq(&slot, self.0.active_ns()) {
-            return Err(Errno::EINVAL);
-        }
-        let ns = self.0.active_ns().new_child()?;
-        *slot = ns;
-        Ok(())
+        self.0.with_rare(|r| {
+            if r.ns_for_children.is_some() {
+                return Err(Errno::EINVAL);
+            }
+            r.ns_for_children = Some(self.0.active_ns().new_child()?);
+            Ok(())
+        })
     }
 
     /// `setns(fd, CLONE_NEWPID)`: children go to `ns`, which must be the active
@@ -602,7 +650,10 @@ impl Task {
         if !Arc::ptr_eq(active.map(), ns.map()) || !active.is_same_or_ancestor_of(ns) {
             return Err(Errno::EINVAL);
         }
-        *self.0.ns_for_children.lock() = ns.clone();
+        let changed = (!Arc::ptr_eq(active, ns)).then(|| ns.clone());
+        if changed.is_some() || self.0.rare.lock().is_some() {
+            self.0.with_rare(|r| r.ns_for_children = changed);
+        }
         Ok(())
     }
 
@@ -754,13 +805,16 @@ impl Task {
     /// call does nothing.
     pub fn set_signal_hook(&self, hook: Option<Arc<dyn Fn(Signal) + Send + Sync>>) {
         let old = {
-            let mut slot = self.0.hook.lock();
+            let mut rare = self.0.rare.lock();
             // `do_exit` sets `exiting` and then takes the hook under this lock: a hook
             // installed after that would never be dropped (and may hold the task).
             if self.0.exiting.load(Ordering::SeqCst) {
                 hook
+            } else if hook.is_none() && rare.is_none() {
+                None
             } else {
-                std::mem::replace(&mut *slot, hook)
+                let slot = &mut rare.get_or_insert_with(Default::default).hook;
+                std::mem::replace(slot, hook)
             }
         };
         drop(old);
