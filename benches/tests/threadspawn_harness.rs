@@ -230,8 +230,10 @@ fn json_lines_carry_rows_lock_budgets_and_labelled_predictions() {
                     want.admits((write * 1000.0).round() as u64, 1000),
                     "{p} {name}: {write} vs {want:?}"
                 );
-                if write == 0.0 {
-                    continue; // a lock this profile never takes has no hold times
+                if write < 1.0 {
+                    // A lock this profile never takes (or only for amortised refills,
+                    // `Scalable`'s pool lock) may have no sampled hold at all.
+                    continue;
                 }
                 assert!(l["samples"].as_u64().unwrap() > 0, "{p} {name}: {l}");
                 for f in [
