@@ -91,7 +91,27 @@ fn lifecycle_corpus_matches_the_linux_model() {
         "the corpus forks and reaps: {s:?}"
     );
     for want in [
-        "ok", "ECHILD", "EINVAL", "EPERM", "ESRCH", "EEXIST", "EAGAIN", "ENOENT", "EBUSY",
+        "ok",
+        "ECHILD",
+        "EINVAL",
+        "EPERM",
+        "ESRCH",
+        "EEXIST",
+        "EAGAIN",
+        "ENOENT",
+        "EBUSY",
+        "ENOMEM",
+        // pid namespace ops: unshare / setns, pid_max and forks at the limit
+        "unshare:ok",
+        "unshare:EINVAL",
+        "unshare:ESRCH",
+        "setns:ok",
+        "setns:EINVAL",
+        "setns:ESRCH",
+        "pid_max:ok",
+        "pid_max:EINVAL",
+        "pid_max:EAGAIN",
+        "fill",
     ] {
         assert!(
             s.outcomes.contains(want),
@@ -401,6 +421,79 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
                 wait(0, WaitSel::Pid(t(5)), W::STOPPED),
                 kill(0, t(5), libc::SIGKILL),
                 wait(0, WaitSel::All, ex),
+            ],
+        ),
+        (
+            "hand_unshare_setns_pid_max",
+            false,
+            vec![
+                plain(0),
+                Op::Unshare {
+                    actor: 1,
+                    any: false,
+                },
+                Op::Unshare {
+                    actor: 1,
+                    any: false,
+                }, // moved already: EINVAL
+                fork(1, CloneFlags::NEWPID, None, vec![]), // EINVAL after unshare
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]), // EINVAL after unshare
+                plain(1),                                  // pid 1 of the new namespace
+                plain(1),                                  // pid 2 there
+                plain(0),
+                Op::Setns {
+                    actor: 4,
+                    ns: 1,
+                    any: false,
+                }, // a descendant
+                plain(4), // pid 3 there
+                Op::Setns {
+                    actor: 2,
+                    ns: 0,
+                    any: false,
+                }, // an ancestor: EINVAL
+                Op::Setns {
+                    actor: 4,
+                    ns: 0,
+                    any: false,
+                }, // back to the active one
+                Op::Unshare {
+                    actor: 4,
+                    any: false,
+                },
+                Op::Setns {
+                    actor: 4,
+                    ns: 1,
+                    any: false,
+                },
+                Op::SetPidMax { ns: 1, v: 2 },       // 300: EINVAL
+                Op::SetPidMax { ns: 1, v: 0 },       // 301
+                Op::SetPidMax { ns: 1, v: 6 },       // 4194305: EINVAL
+                Op::SetPidMax { ns: 2, v: 3 },       // 0: EINVAL
+                Op::SetPidMax { ns: 2, v: 4 },       // -1: EINVAL
+                Op::SetPidMax { ns: 2, v: 5 },       // 4194304
+                Op::SetPidMax { ns: 1, v: 10 },      // i32::MIN: EINVAL
+                Op::ExitGroup { actor: 2, code: 0 }, // the namespace's init dies
+                plain(1),                            // into a dead namespace: ENOMEM
+                wait(1, WaitSel::All, ex),
+                wait(1, WaitSel::All, ex),
+                wait(2, WaitSel::All, ex),
+                Op::Unshare {
+                    actor: 5,
+                    any: true,
+                }, // reaped: ESRCH
+                Op::Setns {
+                    actor: 3,
+                    ns: 0,
+                    any: true,
+                }, // reaped: ESRCH
+                Op::SetPidMax { ns: 0, v: 0 }, // the root namespace: 301
+                Op::FillRoot,
+                plain(0), // EAGAIN: no number below pid_max left
+                plain(2), // EAGAIN at the outer level
+                Op::Exit { actor: 1, code: 0 },
+                wait(0, WaitSel::All, ex),
+                plain(0), // Linux: EAGAIN (past 300 the floor is 300); Scalable reuses
             ],
         ),
         (
