@@ -105,6 +105,7 @@ fn lifecycle_corpus_matches_the_linux_model() {
         "unshare:ok",
         "unshare:EINVAL",
         "unshare:ESRCH",
+        "unshare:ENOSPC",
         "setns:ok",
         "setns:EINVAL",
         "setns:ESRCH",
@@ -290,7 +291,7 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
     };
     let t = Who::Task;
     let (ex, all) = (W::EXITED, W::EXITED | W::ALL);
-    let seeds: Vec<(&str, bool, Vec<Op>)> = vec![
+    let mut seeds: Vec<(&str, bool, Vec<Op>)> = vec![
         (
             "hand_stop_term_cont",
             false,
@@ -497,6 +498,45 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
             ],
         ),
         (
+            // unshare/setns move one thread's children only, whatever the other
+            // threads of its process
+            "hand_unshare_setns_threads",
+            true,
+            vec![
+                plain(0),
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]),
+                Op::Unshare {
+                    actor: 2,
+                    any: false,
+                }, // a thread of a 2-thread process
+                plain(1), // its sibling thread: the root
+                plain(2), // pid 1 of the new namespace
+                Op::Setns {
+                    actor: 1,
+                    ns: 1,
+                    any: false,
+                }, // the leader joins it
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]), // EINVAL now
+                Op::Unshare {
+                    actor: 1,
+                    any: false,
+                }, // EINVAL: already moved
+                plain(1), // pid 2 there
+                Op::Setns {
+                    actor: 4,
+                    ns: 0,
+                    any: false,
+                }, // the init: EINVAL
+                Op::Setns {
+                    actor: 1,
+                    ns: 0,
+                    any: false,
+                }, // back
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]),
+                Op::ExitGroup { actor: 1, code: 9 },
+            ],
+        ),
+        (
             "hand_bad_arguments",
             false,
             vec![
@@ -664,6 +704,19 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
         reap_orphans: false,
         ops: kill_order,
     });
+    // 32 nested namespaces, then a 33rd level through unshare: ENOSPC.
+    let mut deep: Vec<Op> = (0..32)
+        .map(|i| fork(i, CloneFlags::NEWPID, None, vec![]))
+        .collect();
+    deep.push(Op::Unshare {
+        actor: 32,
+        any: false,
+    });
+    deep.push(Op::Unshare {
+        actor: 31,
+        any: false,
+    });
+    seeds.push(("hand_unshare_level_33", true, deep));
     write("lifecycle", "regression_kill_order_exit_signal", bytes);
     for (name, reap_orphans, ops) in seeds {
         let bytes = encode(&Case {
