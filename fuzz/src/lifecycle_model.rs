@@ -11,7 +11,10 @@
 //! the child subreaper bit, the SIGCHLD disposition, pidfds (`CLONE_PIDFD`,
 //! `pidfd_open`, `pidfd_send_signal` with every scope, poll, `PIDFD_GET_INFO`) and
 //! cgroups (mkdir, rmdir, `pids.max`, `CLONE_INTO_CGROUP`, `cgroup.procs`,
-//! `cgroup.kill`). Every result and errno is compared with the model, and after every
+//! `cgroup.kill`), `unshare(CLONE_NEWPID)` / `setns`, `pid_max` writes and the root
+//! namespace filled up to its `pid_max`. Every result and errno is compared with the
+//! model (under `Scalable`, which hands numbers out in another order, a new task's
+//! numbers are checked as legal and taken rather than predicted), and after every
 //! op the invariants are checked: each task's state, parent, process group, session,
 //! cgroup and pending signals; no number live twice in a namespace; `nr_allocated` =
 //! numbers of unreleased tasks + numbers kept as a process group or session id; no task
