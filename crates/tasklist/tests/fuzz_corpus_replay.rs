@@ -537,6 +537,39 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
             ],
         ),
         (
+            // A fork into a fresh child of a namespace whose init died: only the
+            // innermost namespace's PIDNS_ADDING is checked, so the child joins the
+            // dying namespace too, and that namespace's init waits for it.
+            "hand_setns_below_a_dead_namespace",
+            false,
+            vec![
+                plain(0),
+                Op::Unshare {
+                    actor: 1,
+                    any: false,
+                },
+                plain(1), // the init of the new namespace
+                plain(1),
+                Op::Unshare {
+                    actor: 3,
+                    any: false,
+                }, // a namespace below it
+                Op::ExitGroup { actor: 2, code: 0 }, // the init dies, its namespace too
+                Op::Setns {
+                    actor: 1,
+                    ns: 2,
+                    any: false,
+                },
+                plain(1),
+                wait(1, WaitSel::All, ex),
+                wait(1, WaitSel::All, ex),
+                Op::Exit { actor: 2, code: 4 },
+                wait(1, WaitSel::All, ex),
+                wait(1, WaitSel::All, ex),
+                wait(1, WaitSel::All, ex),
+            ],
+        ),
+        (
             "hand_bad_arguments",
             false,
             vec![
