@@ -11,7 +11,10 @@
 //! the child subreaper bit, the SIGCHLD disposition, pidfds (`CLONE_PIDFD`,
 //! `pidfd_open`, `pidfd_send_signal` with every scope, poll, `PIDFD_GET_INFO`) and
 //! cgroups (mkdir, rmdir, `pids.max`, `CLONE_INTO_CGROUP`, `cgroup.procs`,
-//! `cgroup.kill`). Every result and errno is compared with the model, and after every
+//! `cgroup.kill`), `unshare(CLONE_NEWPID)` / `setns`, `pid_max` writes and the root
+//! namespace filled up to its `pid_max`. Every result and errno is compared with the
+//! model (under `Scalable`, which hands numbers out in another order, a new task's
+//! numbers are checked as legal and taken rather than predicted), and after every
 //! op the invariants are checked: each task's state, parent, process group, session,
 //! cgroup and pending signals; no number live twice in a namespace; `nr_allocated` =
 //! numbers of unreleased tasks + numbers kept as a process group or session id; no task
@@ -39,6 +42,7 @@ use uproc_abi::{
 };
 use uproc_cgroup::Cgroup;
 use uproc_pidfs::{PidFd, PidfdInfo};
+use uproc_pidns::{Pid, PidNamespace};
 use uproc_tasklist::{
     ChildCode, CloneArgs, SigChld, System, SystemConfig, Task, TaskState, WaitId, WaitInfo,
 };
@@ -154,7 +158,49 @@ pub(crate) enum Op {
         pid: Who,
         pgid: Who,
     },
+    /// `unshare(CLONE_NEWPID)`. `any`: the actor is the `actor`-th task created,
+    /// whatever its state (a reaped one gets ESRCH), not a live one.
+    Unshare {
+        actor: u8,
+        any: bool,
+    },
+    /// `setns(fd, CLONE_NEWPID)` into the `ns`-th namespace made so far (0: the root).
+    Setns {
+        actor: u8,
+        ns: u8,
+        any: bool,
+    },
+    /// Writes `pid_max` of the `ns`-th namespace: [`PID_MAX_VALUES`]`[v]`.
+    SetPidMax {
+        ns: u8,
+        v: u8,
+    },
+    /// Another user of the root namespace takes every number `alloc_pid` still hands
+    /// out there (only while its `pid_max` is at most [`FILL_LIMIT`]), and holds them
+    /// to the end of the run.
+    FillRoot,
 }
+
+/// The `pid_max` values a `SetPidMax` op writes (index modulo the length): both
+/// bounds, just outside them, and a few small limits that make EAGAIN reachable.
+const PID_MAX_VALUES: [i32; 12] = [
+    301,
+    302,
+    300,
+    0,
+    -1,
+    4_194_304,
+    4_194_305,
+    32768,
+    310,
+    400,
+    i32::MIN,
+    1024,
+];
+
+/// `FillRoot` only runs while the root namespace's `pid_max` is at most this (it costs
+/// one `alloc_pid` per number).
+const FILL_LIMIT: i32 = 1024;
 
 /// Cgroup operations; `cg` is an index modulo the cgroups made so far (0: the root).
 #[derive(Clone, Copy, Debug)]
@@ -421,6 +467,25 @@ fn decode_op(b: &mut Bytes<'_>, mix: Mix) -> Option<Op> {
                 _ => CgOp::Kill { cg },
             })
         }
+        15 if tag & 0x80 != 0 && mix == Mix::All => {
+            let k = b.u8()?;
+            match k % 8 {
+                0 | 1 => Op::Unshare {
+                    actor,
+                    any: k & 0x10 != 0,
+                },
+                2..=4 => Op::Setns {
+                    actor,
+                    ns: k >> 5,
+                    any: k & 0x10 != 0,
+                },
+                5 | 6 => Op::SetPidMax {
+                    ns: actor,
+                    v: k >> 3,
+                },
+                _ => Op::FillRoot,
+            }
+        }
         _ => Op::Wait {
             actor,
             id: WaitSel::All,
@@ -564,6 +629,19 @@ pub(crate) fn encode(case: &Case) -> Vec<u8> {
                 CgOp::Attach { cg, who: w } => out.extend_from_slice(&[14, cg, 5, who(w)]),
                 CgOp::Kill { cg } => out.extend_from_slice(&[14, cg, 7]),
             },
+            Op::Unshare { actor, any } => {
+                out.extend_from_slice(&[15 | 0x80, *actor, if *any { 0x10 } else { 0 }]);
+            }
+            Op::Setns { actor, ns, any } => {
+                assert!(*ns < 8, "setns names one of the first 8 namespaces");
+                let k = 2 | (ns << 5) | if *any { 0x10 } else { 0 };
+                out.extend_from_slice(&[15 | 0x80, *actor, k]);
+            }
+            Op::SetPidMax { ns, v } => {
+                assert!(*v < 32, "a pid_max selector below 32");
+                out.extend_from_slice(&[15 | 0x80, *ns, 5 | (v << 3)]);
+            }
+            Op::FillRoot => out.extend_from_slice(&[15 | 0x80, 0, 7]),
         }
     }
     out
@@ -648,6 +726,10 @@ pub(crate) struct Stats {
 
 struct Model {
     reap_orphans: bool,
+    /// `Profile::Scalable`: numbers come in another order (least recently freed first,
+    /// no floor of 300 after the cursor wrapped): the model checks that each number it
+    /// is given is one `alloc_pid` may hand out, and takes it.
+    scalable: bool,
     tasks: Vec<MTask>,
     groups: Vec<MGroup>,
     ns: Vec<MNs>,
@@ -791,6 +873,11 @@ impl Model {
         if parent_flag && self.groups[ag].unkillable {
             return Err(Errno::EINVAL);
         }
+        // copy_process: a thread cannot join another namespace than its group's;
+        // copy_pid_ns: NEWPID needs pid_ns_for_children to be the active namespace.
+        if self.tasks[actor].ns != self.ns_of(actor) && (thread || f.contains(CloneFlags::NEWPID)) {
+            return Err(Errno::EINVAL);
+        }
         // alloc_pid in the actor's namespace, or a new child of it.
         let mut ns = self.tasks[actor].ns;
         let new_ns = f.contains(CloneFlags::NEWPID);
@@ -798,16 +885,7 @@ impl Model {
             return Err(Errno::ENOSPC);
         }
         if new_ns {
-            self.ns.push(MNs {
-                parent: Some(ns),
-                level: self.ns[ns].level + 1,
-                pid_max: NEW_NS_PID_MAX,
-                cursor: 0,
-                taken: BTreeSet::new(),
-                reaper: None,
-                adding: true,
-            });
-            ns = self.ns.len() - 1;
+            ns = self.push_child_ns(ns);
         }
         let nums = match self.alloc_pid(ns, set_tid) {
             Ok(n) => n,
@@ -914,6 +992,11 @@ impl Model {
                 }
             }
         }
+        // A namespace still waiting for its first process restarts its cursor, so that
+        // a failed attempt to create the init does not push it past 1.
+        if self.ns[ns].adding && self.ns[ns].taken.is_empty() {
+            self.ns[ns].cursor = 0;
+        }
         let mut got: Vec<(usize, i32)> = Vec::new();
         let mut result = Ok(());
         for (i, &n) in chain.iter().rev().enumerate() {
@@ -925,7 +1008,11 @@ impl Model {
                 }
                 tid
             } else {
-                let min = if m.cursor > 300 { 300 } else { 1 };
+                let min = if m.cursor > 300 && !self.scalable {
+                    300
+                } else {
+                    1
+                };
                 let from = m.cursor.max(min);
                 let found = (from..m.pid_max)
                     .find(|x| !m.taken.contains(x))
@@ -934,7 +1021,13 @@ impl Model {
                     result = Err(Errno::EAGAIN);
                     break;
                 };
+                let no_init = m.reaper.is_none();
                 self.ns[n].cursor = nr + 1;
+                // "PID 1 (init) must be created first"
+                if nr != 1 && no_init {
+                    result = Err(Errno::EINVAL);
+                    break;
+                }
                 nr
             };
             self.ns[n].taken.insert(nr);
@@ -951,6 +1044,98 @@ impl Model {
         }
         got.reverse();
         Ok(got)
+    }
+
+    /// Under `Scalable`: replaces the numbers the model picked for task `t` with those
+    /// uproc gave (`nspid`, outermost first), after checking each is one `alloc_pid`
+    /// may hand out: free before this fork and below its level's `pid_max`, 1 in a
+    /// namespace without an init, the `set_tid` entry where one was given.
+    fn adopt_numbers(&mut self, t: usize, nspid: &[i32], set_tid: &[i32]) -> Result<(), String> {
+        let nums = self.tasks[t].nums.clone();
+        if nspid.len() != nums.len() {
+            return Err(format!("NSpid {nspid:?}, Linux {nums:?}"));
+        }
+        for &(n, nr) in &nums {
+            self.ns[n].taken.remove(&nr);
+        }
+        let inner = nums.len() - 1;
+        for (i, (&(n, mine), &nr)) in nums.iter().zip(nspid).enumerate() {
+            let requested = set_tid.get(inner - i).copied();
+            let legal = nr >= 1
+                && nr < self.ns[n].pid_max
+                && !self.ns[n].taken.contains(&nr)
+                && requested.is_none_or(|tid| tid == nr)
+                && (nr == 1) == (mine == 1);
+            if !legal {
+                return Err(format!(
+                    "NSpid {nspid:?}: {nr} is not a number alloc_pid may hand out at level {i} (model {nums:?})"
+                ));
+            }
+            self.ns[n].taken.insert(nr);
+        }
+        self.tasks[t].nums = nums
+            .iter()
+            .zip(nspid)
+            .map(|(&(n, _), &nr)| (n, nr))
+            .collect();
+        Ok(())
+    }
+
+    // ---- namespaces ---------------------------------------------------------------
+
+    /// `unshare(CLONE_NEWPID)` (`copy_pid_ns`): children go to a new child of the
+    /// active namespace; EINVAL if `pid_ns_for_children` was already moved, ENOSPC
+    /// past `MAX_PID_NS_LEVEL`, ESRCH for a reaped task.
+    fn unshare(&mut self, t: usize) -> Result<(), Errno> {
+        if self.tasks[t].st == St::Released {
+            return Err(Errno::ESRCH);
+        }
+        let active = self.ns_of(t);
+        if self.tasks[t].ns != active {
+            return Err(Errno::EINVAL);
+        }
+        if self.ns[active].level + 1 > MAX_LEVEL {
+            return Err(Errno::ENOSPC);
+        }
+        self.tasks[t].ns = self.push_child_ns(active);
+        Ok(())
+    }
+
+    /// `create_pid_namespace`: a new child of `parent`, waiting for its init, with
+    /// `pid_max` at `PID_MAX_LIMIT` (not copied from the parent).
+    fn push_child_ns(&mut self, parent: usize) -> usize {
+        self.ns.push(MNs {
+            parent: Some(parent),
+            level: self.ns[parent].level + 1,
+            pid_max: NEW_NS_PID_MAX,
+            cursor: 0,
+            taken: BTreeSet::new(),
+            reaper: None,
+            adding: true,
+        });
+        self.ns.len() - 1
+    }
+
+    /// `setns(fd, CLONE_NEWPID)` (`pidns_install`): only the active namespace or a
+    /// descendant of it (EINVAL otherwise); ESRCH for a reaped task.
+    fn setns(&mut self, t: usize, target: usize) -> Result<(), Errno> {
+        if self.tasks[t].st == St::Released {
+            return Err(Errno::ESRCH);
+        }
+        if !self.chain(target).contains(&self.ns_of(t)) {
+            return Err(Errno::EINVAL);
+        }
+        self.tasks[t].ns = target;
+        Ok(())
+    }
+
+    /// `/proc/sys/kernel/pid_max` (`proc_dointvec_minmax`): [301, `PID_MAX_LIMIT`].
+    fn set_pid_max(&mut self, ns: usize, v: i32) -> Result<(), Errno> {
+        if !(301..=NEW_NS_PID_MAX).contains(&v) {
+            return Err(Errno::EINVAL);
+        }
+        self.ns[ns].pid_max = v;
+        Ok(())
     }
 
     // ---- cgroups -----------------------------------------------------------------
@@ -1934,6 +2119,7 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
     let mut real: Vec<Task> = vec![init];
     let mut m = Model {
         reap_orphans,
+        scalable: profile == Profile::Scalable,
         tasks: vec![MTask {
             group: 0,
             leader: true,
@@ -1984,6 +2170,9 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
     };
     let mut cgs: Vec<Cgroup> = vec![sys.cgroup_root()];
     let mut pidfds: Vec<PidFd> = Vec::new();
+    // The namespaces made so far, in the model's order; numbers `FillRoot` holds.
+    let mut namespaces: Vec<Arc<PidNamespace>> = vec![sys.root_ns().clone()];
+    let mut held: Vec<Arc<Pid>> = Vec::new();
     let mut stats = Stats::default();
     // UPROC_FUZZ_TRACE=1 prints every op and what uproc answered (for reading a seed).
     let trace = std::env::var_os("UPROC_FUZZ_TRACE").is_some();
@@ -2049,13 +2238,19 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                     exit_signal: sig,
                 });
                 stats.outcomes.insert(outcome(&got));
+                if !held.is_empty() && matches!(got, Err(Errno::EAGAIN)) {
+                    // The root namespace was filled up to its pid_max.
+                    stats.outcomes.insert("pid_max:EAGAIN".into());
+                }
                 if trace {
                     eprintln!("{profile} {step} {op:?} -> {got:?}");
                 }
                 match (got, want) {
                     (Ok(t), Ok(idx)) => {
                         let want_nspid: Vec<i32> = m.tasks[idx].nums.iter().map(|x| x.1).collect();
-                        if t.nspid() != want_nspid {
+                        if m.scalable && t.nspid() != want_nspid {
+                            m.adopt_numbers(idx, &t.nspid(), &tids).map_err(ctx)?;
+                        } else if t.nspid() != want_nspid {
                             return Err(ctx(format!(
                                 "NSpid {:?}, Linux {want_nspid:?}",
                                 t.nspid()
@@ -2074,6 +2269,16 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                             pidfds.push(fd);
                         } else if t.pidfd().is_some() {
                             return Err(ctx("a pidfd without CLONE_PIDFD".into()));
+                        }
+                        if flags.contains(CloneFlags::NEWPID) {
+                            namespaces.push(t.pid_ns());
+                        }
+                        if t.pid_ns().id() != namespaces[m.ns_of(idx)].id() {
+                            return Err(ctx(format!(
+                                "the child is in namespace level {}, model level {}",
+                                t.pid_ns().level(),
+                                m.ns[m.ns_of(idx)].level
+                            )));
                         }
                         real.push(t);
                         stats.forks += 1;
@@ -2410,6 +2615,87 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                     return Err(ctx(format!("setsid gave {got:?}, Linux {want:?}")));
                 }
             }
+            Op::Unshare { actor, any } | Op::Setns { actor, any, .. } => {
+                let a = if *any {
+                    usize::from(*actor) % m.tasks.len()
+                } else {
+                    pick(*actor)
+                };
+                let (name, want, got) = match op {
+                    Op::Setns { ns, .. } => {
+                        let target = usize::from(*ns) % namespaces.len();
+                        let want = m.setns(a, target);
+                        ("setns", want, real[a].setns_pid(&namespaces[target]))
+                    }
+                    _ => {
+                        let want = m.unshare(a);
+                        let got = real[a].unshare_pid_ns();
+                        if got.is_ok() {
+                            namespaces.push(real[a].pid_ns_for_children());
+                        }
+                        ("unshare", want, got)
+                    }
+                };
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
+                record_ns_op(&mut stats, name, &got, &want).map_err(ctx)?;
+                if real[a].pid_ns_for_children().id() != namespaces[m.tasks[a].ns].id() {
+                    return Err(ctx("pid_ns_for_children is not the model's".into()));
+                }
+            }
+            Op::SetPidMax { ns, v } => {
+                let n = usize::from(*ns) % namespaces.len();
+                let value = PID_MAX_VALUES[usize::from(*v) % PID_MAX_VALUES.len()];
+                let want = m.set_pid_max(n, value);
+                let got = namespaces[n].set_pid_max(value);
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
+                record_ns_op(&mut stats, "pid_max", &got, &want).map_err(ctx)?;
+                if namespaces[n].pid_max() != m.ns[n].pid_max {
+                    return Err(ctx(format!(
+                        "pid_max {}, model {}",
+                        namespaces[n].pid_max(),
+                        m.ns[n].pid_max
+                    )));
+                }
+            }
+            Op::FillRoot => {
+                if m.ns[0].pid_max > FILL_LIMIT {
+                    continue;
+                }
+                // What alloc_pid still hands out in the root namespace, number by
+                // number, until EAGAIN; uproc must give as many.
+                let mut want = Vec::new();
+                while let Ok(nums) = m.alloc_pid(0, &[]) {
+                    want.push(nums[0].1);
+                }
+                let mut got = Vec::new();
+                loop {
+                    match uproc_pidns::alloc_pid(sys.root_ns(), &[], true) {
+                        Ok(pid) => {
+                            got.push(pid.nr());
+                            held.push(pid);
+                        }
+                        Err(Errno::EAGAIN) => break,
+                        Err(e) => return Err(ctx(format!("alloc_pid gave {e:?}, Linux EAGAIN"))),
+                    }
+                    if got.len() > want.len() {
+                        break;
+                    }
+                }
+                stats.outcomes.insert("fill".into());
+                if trace {
+                    eprintln!("{profile} {step} {op:?} -> {got:?}");
+                }
+                let (mut g, mut w) = (got.clone(), want.clone());
+                g.sort_unstable();
+                w.sort_unstable();
+                if g != w {
+                    return Err(ctx(format!("alloc_pid handed out {got:?}, Linux {want:?}")));
+                }
+            }
             Op::Setpgid { actor, pid, pgid } => {
                 let a = pick(*actor);
                 let (p, g) = (resolve(&m, a, *pid), resolve(&m, a, *pgid));
@@ -2478,7 +2764,26 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
         }
     }
     check(&sys, &real, &m).map_err(ctx)?;
+    for pid in &held {
+        uproc_pidns::free_pid(pid);
+    }
     Ok(stats)
+}
+
+/// Records a namespace op's outcome (also under the op's `name`, so that the replay
+/// can tell which op reached an errno) and compares it with the model's.
+fn record_ns_op(
+    stats: &mut Stats,
+    name: &str,
+    got: &Result<(), Errno>,
+    want: &Result<(), Errno>,
+) -> Result<(), String> {
+    stats.outcomes.insert(outcome(got));
+    stats.outcomes.insert(format!("{name}:{}", outcome(got)));
+    if got != want {
+        return Err(format!("{name} gave {got:?}, Linux {want:?}"));
+    }
+    Ok(())
 }
 
 /// pids.current of every cgroup equals the tasks charged in its subtree; every live

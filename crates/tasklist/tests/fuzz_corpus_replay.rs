@@ -91,7 +91,28 @@ fn lifecycle_corpus_matches_the_linux_model() {
         "the corpus forks and reaps: {s:?}"
     );
     for want in [
-        "ok", "ECHILD", "EINVAL", "EPERM", "ESRCH", "EEXIST", "EAGAIN", "ENOENT", "EBUSY",
+        "ok",
+        "ECHILD",
+        "EINVAL",
+        "EPERM",
+        "ESRCH",
+        "EEXIST",
+        "EAGAIN",
+        "ENOENT",
+        "EBUSY",
+        "ENOMEM",
+        // pid namespace ops: unshare / setns, pid_max and forks at the limit
+        "unshare:ok",
+        "unshare:EINVAL",
+        "unshare:ESRCH",
+        "unshare:ENOSPC",
+        "setns:ok",
+        "setns:EINVAL",
+        "setns:ESRCH",
+        "pid_max:ok",
+        "pid_max:EINVAL",
+        "pid_max:EAGAIN",
+        "fill",
     ] {
         assert!(
             s.outcomes.contains(want),
@@ -270,7 +291,7 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
     };
     let t = Who::Task;
     let (ex, all) = (W::EXITED, W::EXITED | W::ALL);
-    let seeds: Vec<(&str, bool, Vec<Op>)> = vec![
+    let mut seeds: Vec<(&str, bool, Vec<Op>)> = vec![
         (
             "hand_stop_term_cont",
             false,
@@ -401,6 +422,151 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
                 wait(0, WaitSel::Pid(t(5)), W::STOPPED),
                 kill(0, t(5), libc::SIGKILL),
                 wait(0, WaitSel::All, ex),
+            ],
+        ),
+        (
+            "hand_unshare_setns_pid_max",
+            false,
+            vec![
+                plain(0),
+                Op::Unshare {
+                    actor: 1,
+                    any: false,
+                },
+                Op::Unshare {
+                    actor: 1,
+                    any: false,
+                }, // moved already: EINVAL
+                fork(1, CloneFlags::NEWPID, None, vec![]), // EINVAL after unshare
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]), // EINVAL after unshare
+                plain(1),                                  // pid 1 of the new namespace
+                plain(1),                                  // pid 2 there
+                plain(0),
+                Op::Setns {
+                    actor: 4,
+                    ns: 1,
+                    any: false,
+                }, // a descendant
+                plain(4), // pid 3 there
+                Op::Setns {
+                    actor: 2,
+                    ns: 0,
+                    any: false,
+                }, // an ancestor: EINVAL
+                Op::Setns {
+                    actor: 4,
+                    ns: 0,
+                    any: false,
+                }, // back to the active one
+                Op::Unshare {
+                    actor: 4,
+                    any: false,
+                },
+                Op::Setns {
+                    actor: 4,
+                    ns: 1,
+                    any: false,
+                },
+                Op::SetPidMax { ns: 1, v: 2 },       // 300: EINVAL
+                Op::SetPidMax { ns: 1, v: 0 },       // 301
+                Op::SetPidMax { ns: 1, v: 6 },       // 4194305: EINVAL
+                Op::SetPidMax { ns: 2, v: 3 },       // 0: EINVAL
+                Op::SetPidMax { ns: 2, v: 4 },       // -1: EINVAL
+                Op::SetPidMax { ns: 2, v: 5 },       // 4194304
+                Op::SetPidMax { ns: 1, v: 10 },      // i32::MIN: EINVAL
+                Op::ExitGroup { actor: 2, code: 0 }, // the namespace's init dies
+                plain(1),                            // into a dead namespace: ENOMEM
+                wait(1, WaitSel::All, ex),
+                wait(1, WaitSel::All, ex),
+                wait(2, WaitSel::All, ex),
+                Op::Unshare {
+                    actor: 5,
+                    any: true,
+                }, // reaped: ESRCH
+                Op::Setns {
+                    actor: 3,
+                    ns: 0,
+                    any: true,
+                }, // reaped: ESRCH
+                Op::SetPidMax { ns: 0, v: 0 }, // the root namespace: 301
+                Op::FillRoot,
+                plain(0), // EAGAIN: no number below pid_max left
+                plain(2), // EAGAIN at the outer level
+                Op::Exit { actor: 1, code: 0 },
+                wait(0, WaitSel::All, ex),
+                plain(0), // Linux: EAGAIN (past 300 the floor is 300); Scalable reuses
+            ],
+        ),
+        (
+            // unshare/setns move one thread's children only, whatever the other
+            // threads of its process
+            "hand_unshare_setns_threads",
+            true,
+            vec![
+                plain(0),
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]),
+                Op::Unshare {
+                    actor: 2,
+                    any: false,
+                }, // a thread of a 2-thread process
+                plain(1), // its sibling thread: the root
+                plain(2), // pid 1 of the new namespace
+                Op::Setns {
+                    actor: 1,
+                    ns: 1,
+                    any: false,
+                }, // the leader joins it
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]), // EINVAL now
+                Op::Unshare {
+                    actor: 1,
+                    any: false,
+                }, // EINVAL: already moved
+                plain(1), // pid 2 there
+                Op::Setns {
+                    actor: 4,
+                    ns: 0,
+                    any: false,
+                }, // the init: EINVAL
+                Op::Setns {
+                    actor: 1,
+                    ns: 0,
+                    any: false,
+                }, // back
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]),
+                Op::ExitGroup { actor: 1, code: 9 },
+            ],
+        ),
+        (
+            // A fork into a fresh child of a namespace whose init died: only the
+            // innermost namespace's PIDNS_ADDING is checked, so the child joins the
+            // dying namespace too, and that namespace's init waits for it.
+            "hand_setns_below_a_dead_namespace",
+            false,
+            vec![
+                plain(0),
+                Op::Unshare {
+                    actor: 1,
+                    any: false,
+                },
+                plain(1), // the init of the new namespace
+                plain(1),
+                Op::Unshare {
+                    actor: 3,
+                    any: false,
+                }, // a namespace below it
+                Op::ExitGroup { actor: 2, code: 0 }, // the init dies, its namespace too
+                Op::Setns {
+                    actor: 1,
+                    ns: 2,
+                    any: false,
+                },
+                plain(1),
+                wait(1, WaitSel::All, ex),
+                wait(1, WaitSel::All, ex),
+                Op::Exit { actor: 2, code: 4 },
+                wait(1, WaitSel::All, ex),
+                wait(1, WaitSel::All, ex),
+                wait(1, WaitSel::All, ex),
             ],
         ),
         (
@@ -571,6 +737,19 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
         reap_orphans: false,
         ops: kill_order,
     });
+    // 32 nested namespaces, then a 33rd level through unshare: ENOSPC.
+    let mut deep: Vec<Op> = (0..32)
+        .map(|i| fork(i, CloneFlags::NEWPID, None, vec![]))
+        .collect();
+    deep.push(Op::Unshare {
+        actor: 32,
+        any: false,
+    });
+    deep.push(Op::Unshare {
+        actor: 31,
+        any: false,
+    });
+    seeds.push(("hand_unshare_level_33", true, deep));
     write("lifecycle", "regression_kill_order_exit_signal", bytes);
     for (name, reap_orphans, ops) in seeds {
         let bytes = encode(&Case {
