@@ -28,10 +28,8 @@ pub struct ForkShape {
     pub cgroup: bool,
 }
 
-/// The global locks every profile reports, first in every table; any other lock a
-/// runtime reports follows them. `pidns_pool_lock` is `Scalable`'s per-namespace
-/// number-pool refill lock: every fork of a namespace may take it, so it counts as
-/// global (the `Linux*` profiles never take it).
+/// The global locks every profile reports, first in every table (`pidns_pool_lock`:
+/// `Scalable`'s per-namespace pool lock, global since any fork may take it).
 pub const LOCK_NAMES: [&str; 4] = [
     "pidmap_lock",
     "tasklist_lock",
@@ -103,25 +101,18 @@ impl Expected {
 /// `Linux618` takes `pidmap_lock` once per namespace level to reserve, once to publish
 /// and once to free (3 at level 0); `Linux70` once to allocate every level and once to
 /// free. Both take `tasklist_lock` once on clone and twice on exit/reap, and
-/// `css_set_lock` at `can_fork`, `post_fork` and `task_dead`. `Scalable` takes none of
-/// them: per-thread number batches (refilled from the namespace's pool under
-/// `pidns_pool_lock`, once per 128 numbers and level: a bound, not an exact count),
-/// per-process locks instead of `tasklist_lock`, per-cgroup membership instead of
-/// `css_set_lock`.
+/// `css_set_lock` at `can_fork`, `post_fork` and `task_dead`. `Scalable` takes only
+/// `pidns_pool_lock`, once per 128 numbers and level (a bound, not an exact count).
 ///
 /// # References
 /// `alloc_pid`/`free_pid` in `kernel/pid.c`; `copy_process`, `exit_notify`,
 /// `release_task`; `cgroup_can_fork`, `cgroup_post_fork`, `cgroup_task_dead`.
 pub fn expected_locks(profile: Profile, levels: u32) -> [Expected; 4] {
     use Expected::{AtMost, Exactly};
+    let linux = |pidmap| [Exactly(pidmap), Exactly(3), Exactly(3), Exactly(0)];
     match profile {
-        Profile::Linux618 => [
-            Exactly(u64::from(levels) + 3),
-            Exactly(3),
-            Exactly(3),
-            Exactly(0),
-        ],
-        Profile::Linux70 => [Exactly(2), Exactly(3), Exactly(3), Exactly(0)],
+        Profile::Linux618 => linux(u64::from(levels) + 3),
+        Profile::Linux70 => linux(2),
         Profile::Scalable => [Exactly(0), Exactly(0), Exactly(0), AtMost(0.05)],
     }
 }
