@@ -4,8 +4,9 @@
 //! `#[path]`, so it names no crate-local paths).
 //!
 //! The model is Linux's numbering (`alloc_pid` in `kernel/pid.c`, clone3(2)'s `set_tid`)
-//! written down as plainly as possible: per namespace a set of taken numbers, a cyclic cursor, `pid_max`, whether
-//! an init was installed and whether the namespace still accepts pids. It does not look at
+//! written down as plainly as possible: per namespace a set of taken numbers, a cyclic
+//! cursor, `pid_max`, whether an init was installed and whether the namespace still
+//! accepts pids. It does not look at
 //! how `uproc-pidns` stores anything; it only compares what the public API answers.
 #![allow(dead_code)]
 
