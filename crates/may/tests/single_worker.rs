@@ -112,16 +112,16 @@ fn child_set_wait_next_in_a_coroutine_parks_it_and_the_worker_runs_others() {
 fn two_coroutines_on_one_worker_alternate_and_keep_their_current() {
     let rt = runtime();
     let turns = Arc::new(Mutex::new(Vec::new()));
-    let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // may's barrier parks the first coroutine until the second arrives. (Spinning on
+    // `yield_now` instead can starve the second: a yielding coroutine goes back to the
+    // worker's local queue, ahead of one spawned from another thread.)
+    let started = Arc::new(may::sync::Barrier::new(2));
     let kids: Vec<_> = (0..2)
         .map(|_| {
             let (turns, started) = (Arc::clone(&turns), Arc::clone(&started));
             rt.spawn(Spawn::new(), move |cx| {
                 // Both bodies start before either takes turns.
-                started.fetch_add(1, Ordering::SeqCst);
-                while started.load(Ordering::SeqCst) < 2 {
-                    may::coroutine::yield_now();
-                }
+                started.wait();
                 for _ in 0..20 {
                     turns.lock().unwrap().push(cx.pid());
                     may::coroutine::yield_now();
