@@ -41,3 +41,9 @@ pub(crate) fn close_if_idle(nr_forking: &AtomicU64) -> bool {
         .compare_exchange(0, REMOVING, Ordering::AcqRel, Ordering::Acquire)
         .is_ok()
 }
+
+/// Whether rmdir closed the gate: the cgroup is removed from that moment on.
+#[inline]
+pub(crate) fn is_closed(nr_forking: &AtomicU64) -> bool {
+    nr_forking.load(Ordering::Acquire) & REMOVING != 0
+}

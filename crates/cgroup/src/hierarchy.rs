@@ -265,8 +265,7 @@ impl Node {
     /// the mark counts as removed, so a fork refused with ENOENT never finds the cgroup
     /// still there. Only a successful rmdir sets it, under the same locks as `removed`.
     pub(crate) fn is_removed(&self) -> bool {
-        self.removed.load(Ordering::Acquire)
-            || self.nr_forking.load(Ordering::Acquire) & crate::fork_gate::REMOVING != 0
+        self.removed.load(Ordering::Acquire) || crate::fork_gate::is_closed(&self.nr_forking)
     }
 
     pub(crate) fn is_populated(&self) -> bool {
