@@ -7,7 +7,9 @@
 //! (ENOENT). A fork that was counted keeps the word above 0 until after post_fork
 //! counted it populated, under the member-set lock rmdir holds while it checks
 //! `populated` and closes the gate: rmdir never removes a cgroup a fork is linking
-//! into. `tests/loom_fork_gate.rs` explores both sides' interleavings.
+//! into. The mark is the removal itself: `Node::is_removed` reads it, so a fork
+//! refused with ENOENT never finds the cgroup still there in the moment before rmdir
+//! sets `removed`. `tests/loom_fork_gate.rs` explores both sides' interleavings.
 //!
 //! The Linux profiles use the same word under `css_set_lock` and never set the mark.
 
@@ -38,4 +40,10 @@ pub(crate) fn close_if_idle(nr_forking: &AtomicU64) -> bool {
     nr_forking
         .compare_exchange(0, REMOVING, Ordering::AcqRel, Ordering::Acquire)
         .is_ok()
+}
+
+/// Whether rmdir closed the gate: the cgroup is removed from that moment on.
+#[inline]
+pub(crate) fn is_closed(nr_forking: &AtomicU64) -> bool {
+    nr_forking.load(Ordering::Acquire) & REMOVING != 0
 }

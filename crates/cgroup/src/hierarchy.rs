@@ -132,7 +132,9 @@ pub(crate) struct Node {
     pub(crate) parent: Option<Arc<Node>>,
     /// `None` on the root: the pids controller keeps no counter there.
     pub(crate) pids: Option<PidsCounter>,
-    /// Set by rmdir, under `cgroup_mutex` and `css_set_lock`; read anywhere.
+    /// Set by rmdir, under `cgroup_mutex` and `css_set_lock` (`Scalable`: the member-set
+    /// locks, after the fork gate closed); read anywhere through
+    /// [`is_removed`](Node::is_removed), which also counts the gate's mark.
     pub(crate) removed: AtomicBool,
     /// `cgrp->kill_seq`: bumped under `css_set_lock` by cgroup.kill on this cgroup or
     /// an ancestor; read under it by can_fork and post_fork.
@@ -257,8 +259,13 @@ impl Node {
         s
     }
 
+    /// Whether rmdir removed this cgroup. Under `Scalable` the removal takes effect at
+    /// the fork gate's close ([`REMOVING`](crate::fork_gate::REMOVING) in `nr_forking`),
+    /// which a can_fork may see (and fail with ENOENT) before rmdir gets to `removed`:
+    /// the mark counts as removed, so a fork refused with ENOENT never finds the cgroup
+    /// still there. Only a successful rmdir sets it, under the same locks as `removed`.
     pub(crate) fn is_removed(&self) -> bool {
-        self.removed.load(Ordering::Acquire)
+        self.removed.load(Ordering::Acquire) || crate::fork_gate::is_closed(&self.nr_forking)
     }
 
     pub(crate) fn is_populated(&self) -> bool {

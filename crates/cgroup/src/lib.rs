@@ -185,6 +185,8 @@ pub mod loom_model {
     pub struct Gate {
         forking: crate::sync::AtomicU64,
         populated: crate::sync::AtomicU64,
+        /// rmdir's `removed` flag, stored after the gate closed.
+        removed: crate::sync::AtomicBool,
         members: loom::sync::Mutex<()>,
     }
 
@@ -193,6 +195,7 @@ pub mod loom_model {
             Gate {
                 forking: crate::sync::AtomicU64::new(0),
                 populated: crate::sync::AtomicU64::new(0),
+                removed: crate::sync::AtomicBool::new(false),
                 members: loom::sync::Mutex::new(()),
             }
         }
@@ -213,11 +216,22 @@ pub mod loom_model {
             true
         }
 
-        /// rmdir: under the member lock, populated 0 and no fork in flight closes it.
+        /// rmdir: under the member lock, populated 0 and no fork in flight closes it;
+        /// then the `removed` flag, as `Cgroup::rmdir` stores it.
         pub fn rmdir(&self) -> bool {
             let _m = self.members.lock().expect("member lock");
-            self.populated.load(crate::sync::Ordering::Acquire) == 0
-                && crate::fork_gate::close_if_idle(&self.forking)
+            let closed = self.populated.load(crate::sync::Ordering::Acquire) == 0
+                && crate::fork_gate::close_if_idle(&self.forking);
+            if closed {
+                self.removed.store(true, crate::sync::Ordering::Release);
+            }
+            closed
+        }
+
+        /// `Cgroup::is_removed`: the flag, or the gate's mark before the flag is set.
+        pub fn is_removed(&self) -> bool {
+            self.removed.load(crate::sync::Ordering::Acquire)
+                || crate::fork_gate::is_closed(&self.forking)
         }
 
         /// Linked members counted.

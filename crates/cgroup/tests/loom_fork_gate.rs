@@ -14,7 +14,15 @@ fn rmdir_never_removes_a_cgroup_a_fork_links_into() {
     loom::model(|| {
         let gate = Arc::new(Gate::default());
         let g2 = gate.clone();
-        let forker = thread::spawn(move || g2.fork());
+        let forker = thread::spawn(move || {
+            let forked = g2.fork();
+            // Refused (ENOENT) means removed, also before rmdir stored its flag.
+            assert!(
+                forked || g2.is_removed(),
+                "ENOENT from a cgroup not removed"
+            );
+            forked
+        });
         let removed = gate.rmdir();
         let forked = forker.join().unwrap();
         assert!(!(removed && forked), "a fork linked into a removed cgroup");

@@ -392,7 +392,9 @@ fn reserve_pooled(ns: &PidNamespace, tid: Option<i32>, pid_max: i32) -> Result<i
 /// the clear (and its publish happens-before whatever walks the namespace after the
 /// clear), or it sees the bit clear and undoes everything with ENOMEM. In that second
 /// case a concurrent `find_pid` may briefly have seen the pid; it has no task attached,
-/// so nothing can act on it.
+/// so nothing can act on it. The count it added was visible too (the dead init's
+/// emptiness check reads the word), so the undo gives the reaper wakeup a `free_pid`
+/// gives, as the locked profiles' rollback does.
 fn alloc_scalable(
     ns: &Arc<PidNamespace>,
     set_tid: &[i32],
@@ -406,9 +408,10 @@ fn alloc_scalable(
         let pool = pool_of(ns);
         pool.publish(nr, Arc::clone(pid));
         if pool.word.fetch_add(1, Ordering::AcqRel) & ADDING == 0 {
-            pool.word.fetch_sub(1, Ordering::Relaxed);
             pool.unpublish(nr);
             pool.release(nr);
+            let wake = u64::from(uncount(pool));
+            wake_reapers(ns.map(), chain(ns), wake);
             return Err(Errno::ENOMEM);
         }
         return Ok(());
@@ -457,12 +460,14 @@ fn alloc_scalable(
     }
     let inner = pool_of(ns);
     if inner.word.fetch_add(1, Ordering::AcqRel) & ADDING == 0 {
-        inner.word.fetch_sub(1, Ordering::Relaxed);
         for up in pid.numbers() {
             let pool = pool_of(&up.ns);
             pool.unpublish(up.nr);
             pool.release(up.nr);
         }
+        // Only the innermost level was counted.
+        let wake = u64::from(uncount(inner));
+        wake_reapers(ns.map(), chain(ns), wake);
         return Err(Errno::ENOMEM);
     }
     let outer = pid.numbers().len() - 1;
@@ -481,13 +486,23 @@ fn free_scalable(pid: &Pid) -> u64 {
         let pool = pool_of(&up.ns);
         pool.unpublish(up.nr);
         pool.release(up.nr);
-        let prev = pool.word.fetch_sub(1, Ordering::AcqRel);
-        // As `--ns->pid_allocated` reading 2 or 1 in a closed namespace.
-        if prev & ADDING == 0 && matches!(prev - 1, 1 | 2) {
+        if uncount(pool) {
             wake |= 1 << i;
         }
     }
     wake
+}
+
+/// `Scalable`: takes one pid out of `pool`'s allocation word, as `--ns->pid_allocated`;
+/// true when the namespace is closed and down to 2 or 1, so its dead init must re-check
+/// "is my namespace empty" ([`reaper_must_recheck`]).
+///
+/// A fork that counted itself in and then found the namespace closed uncounts through
+/// here too: the dead init may have read the word while that count was in it, saw its
+/// namespace not yet empty and went to sleep; nothing but this wakeup makes it look again.
+fn uncount(pool: &NumberPool<Pid>) -> bool {
+    let prev = pool.word.fetch_sub(1, Ordering::AcqRel);
+    prev & ADDING == 0 && matches!(prev - 1, 1 | 2)
 }
 
 /// `free_pid`: returns the pid's numbers at every level for reuse (subject to the

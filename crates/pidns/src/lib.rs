@@ -103,7 +103,7 @@ pub mod loom_model {
             Pool(crate::pool::NumberPool::new(
                 limit,
                 batch,
-                Arc::new(std::sync::atomic::AtomicU64::new(0)),
+                &crate::pool::PoolLockStats::new(),
             ))
         }
 

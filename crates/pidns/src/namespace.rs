@@ -3,7 +3,7 @@
 
 use crate::idr::Idr;
 use crate::pid::{Attachment, Pid};
-use crate::pool::{ADDING, MAX_BATCH, NumberPool};
+use crate::pool::{ADDING, MAX_BATCH, NumberPool, PoolLockStats};
 use crate::{MAX_PID_NS_LEVEL, PID_MAX_LIMIT, PID_MAX_MIN};
 use parking_lot::RwLock;
 use std::any::Any;
@@ -37,9 +37,10 @@ pub struct PidMap {
     pub(crate) pidmap_lock: NamedMutex<()>,
     pub(crate) pidfs: OnceLock<Arc<dyn PidfsHooks>>,
     pub(crate) wakeup: OnceLock<Box<ReaperWakeup>>,
-    /// `Scalable`: acquisitions of every namespace's pool lock, summed (feature
-    /// `lockstat`). Each namespace's lock is its own; the sum is what a fork pays.
-    pool_locks: Arc<std::sync::atomic::AtomicU64>,
+    /// `Scalable`: acquisitions and sampled hold/wait times of every namespace's pool
+    /// lock, summed (feature `lockstat`). Each namespace's lock is its own; the sum is
+    /// what a fork pays.
+    pool_locks: PoolLockStats,
 }
 
 impl PidMap {
@@ -50,7 +51,7 @@ impl PidMap {
             pidmap_lock: NamedMutex::new("pidmap_lock", ()),
             pidfs: OnceLock::new(),
             wakeup: OnceLock::new(),
-            pool_locks: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            pool_locks: PoolLockStats::new(),
         })
     }
 
@@ -59,10 +60,7 @@ impl PidMap {
     /// `pidns_pool_lock` (feature `lockstat`; 0 under the other profiles). They are
     /// taken by forks of a namespace, so they count with the global locks.
     pub fn pool_lock_stat(&self) -> LockStat {
-        LockStat {
-            write: self.pool_locks.load(Ordering::Relaxed),
-            ..LockStat::zero("pidns_pool_lock")
-        }
+        self.pool_locks.stat()
     }
 
     /// The lock profile.
@@ -157,7 +155,7 @@ impl PidNamespace {
             has_reaper: AtomicBool::new(false),
             reaper: RwLock::new(None),
             pool: (map.profile() == Profile::Scalable)
-                .then(|| NumberPool::new(PID_MAX_LIMIT, MAX_BATCH, map.pool_locks.clone())),
+                .then(|| NumberPool::new(PID_MAX_LIMIT, MAX_BATCH, &map.pool_locks)),
             map,
         })
     }

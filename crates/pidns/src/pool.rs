@@ -65,6 +65,7 @@ use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::{Arc, OnceLock, Weak};
 
 use crate::sync::{AtomicU8, AtomicU64, Ordering, PoolGuard, PoolLock, Slot, thread_local};
+use uproc_abi::lockstat::LockStat;
 
 /// Numbers per chunk of the table (allocated on first use).
 pub(crate) const CHUNK: usize = if cfg!(loom) { 4 } else { 4096 };
@@ -118,9 +119,9 @@ pub(crate) struct NumberPool<T> {
     /// Numbers the table can hold: `PID_MAX_LIMIT` (or the model's bound).
     limit: i32,
     chunks: Box<[OnceLock<Box<Chunk<T>>>]>,
-    shared: PoolLock<Shared>,
-    /// Pool-lock acquisitions of every namespace of the runtime (feature `lockstat`).
-    lock_total: Arc<StdAtomicU64>,
+    /// Shared with the runtime's [`PoolLockStats`] (feature `lockstat`), which reads
+    /// its counters and sampled times while the pool lives and folds them in after.
+    shared: Arc<PoolLock<Shared>>,
     /// `pid_allocated`: published numbers in the low bits, [`ADDING`] on top.
     pub(crate) word: AtomicU64,
 }
@@ -165,7 +166,7 @@ thread_local! {
 
 impl<T: Send + Sync + 'static> NumberPool<T> {
     /// A pool for numbers `1..limit`, taking `batch` numbers per refill.
-    pub(crate) fn new(limit: i32, batch: usize, lock_total: Arc<StdAtomicU64>) -> Arc<Self> {
+    pub(crate) fn new(limit: i32, batch: usize, stats: &PoolLockStats) -> Arc<Self> {
         let n_chunks = (limit as usize).div_ceil(CHUNK);
         let chunks: Box<[OnceLock<Box<Chunk<T>>>]> =
             (0..n_chunks).map(|_| OnceLock::new()).collect();
@@ -176,16 +177,17 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
                 let _ = c.set(Chunk::new());
             }
         }
+        let shared = Arc::new(PoolLock::new(Shared {
+            fresh_next: 1,
+            queue: VecDeque::new(),
+        }));
+        stats.register(&shared);
         Arc::new(NumberPool {
             id: NEXT_POOL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             batch: batch.clamp(1, MAX_BATCH),
             limit,
             chunks,
-            shared: PoolLock::new(Shared {
-                fresh_next: 1,
-                queue: VecDeque::new(),
-            }),
-            lock_total,
+            shared,
             word: AtomicU64::new(ADDING),
         })
     }
@@ -199,10 +201,6 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     }
 
     fn lock(&self) -> PoolGuard<'_, Shared> {
-        if uproc_abi::lockstat::ENABLED {
-            self.lock_total
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
         self.shared.lock()
     }
 
@@ -469,6 +467,101 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
                 st & OWNED == 0 && st & ENTRIES == n
             })
             .count()
+    }
+}
+
+impl<T> Drop for NumberPool<T> {
+    fn drop(&mut self) {
+        if PoolLockStats::KEEPS_LOCKS {
+            // The lock outlives the pool in the runtime's statistics until they fold it
+            // in: it must not keep the pool's numbers alive with it.
+            self.shared.lock().queue = VecDeque::new();
+        }
+    }
+}
+
+/// The lock statistics of every number pool of a runtime (feature `lockstat`): the
+/// pools' locks are per namespace, but every fork of a namespace takes its pool's, so
+/// they are reported as one global lock, `pidns_pool_lock`: acquisitions and sampled
+/// hold and wait times summed over the pools alive and those already dropped.
+///
+/// Each pool's lock is shared (`Arc`) with this registry, so its figures stay readable
+/// until the registry sees it is the last holder and folds them into `retired`: the sum
+/// never goes down when a namespace is dropped. Pools are registered and folded on the
+/// slow paths only (namespace creation, a statistics read).
+pub(crate) struct PoolLockStats {
+    locks: std::sync::Mutex<PoolLocks>,
+}
+
+struct PoolLocks {
+    live: Vec<Arc<dyn LockSource>>,
+    retired: LockStat,
+}
+
+/// A pool lock as the registry sees it: its figures so far.
+trait LockSource: Send + Sync {
+    fn stat(&self) -> LockStat;
+}
+
+impl<S: Send> LockSource for PoolLock<S> {
+    fn stat(&self) -> LockStat {
+        PoolLock::stat(self)
+    }
+}
+
+impl PoolLockStats {
+    /// The pools' locks are kept (and their figures summed) only when lockstat counts
+    /// anything; loom's locks have no figures.
+    const KEEPS_LOCKS: bool = uproc_abi::lockstat::ENABLED && !cfg!(loom);
+
+    /// An empty registry.
+    pub(crate) fn new() -> PoolLockStats {
+        PoolLockStats {
+            locks: std::sync::Mutex::new(PoolLocks {
+                live: Vec::new(),
+                retired: LockStat::zero("pidns_pool_lock"),
+            }),
+        }
+    }
+
+    fn register<S: Send + 'static>(&self, lock: &Arc<PoolLock<S>>) {
+        if Self::KEEPS_LOCKS {
+            let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+            l.fold_dropped();
+            l.live.push(Arc::clone(lock) as Arc<dyn LockSource>);
+        }
+    }
+
+    /// Every pool lock's acquisitions and samples, summed.
+    pub(crate) fn stat(&self) -> LockStat {
+        let mut l = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        l.fold_dropped();
+        let mut sum = l.retired.clone();
+        for lock in &l.live {
+            sum.add(&lock.stat());
+        }
+        sum
+    }
+}
+
+impl PoolLocks {
+    /// Folds the locks whose pool is gone (the registry holds the last handle: nobody
+    /// can take them any more) into `retired`.
+    fn fold_dropped(&mut self) {
+        let retired = &mut self.retired;
+        self.live.retain(|lock| {
+            let gone = Arc::strong_count(lock) == 1;
+            if gone {
+                retired.add(&lock.stat());
+            }
+            !gone
+        });
+    }
+}
+
+impl std::fmt::Debug for PoolLockStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolLockStats").finish_non_exhaustive()
     }
 }
 

@@ -107,4 +107,13 @@ impl<T> PoolLock<T> {
         #[cfg(loom)]
         return 0;
     }
+
+    /// Acquisitions and sampled hold/wait times (zeros without the `lockstat` feature,
+    /// and under loom).
+    pub(crate) fn stat(&self) -> uproc_abi::lockstat::LockStat {
+        #[cfg(not(loom))]
+        return self.inner.stat();
+        #[cfg(loom)]
+        return uproc_abi::lockstat::LockStat::zero("pidns_pool_lock");
+    }
 }

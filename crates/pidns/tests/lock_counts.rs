@@ -200,3 +200,32 @@ fn scalable_takes_no_pidmap_lock_and_amortises_the_pool_lock() {
         );
     }
 }
+
+/// `Scalable`: `pidns_pool_lock` reports sampled hold and wait times with its count,
+/// as every global lock does, summed over the namespaces' pools; a namespace dropped
+/// keeps its share (the figures never go down, so a benchmark's deltas stay valid).
+#[test]
+fn scalable_pool_lock_stat_samples_and_outlives_its_namespaces() {
+    let previous = uproc_abi::lockstat::set_sample_one_in(1);
+    let (root_ns, _init) = root_with_init(Profile::Scalable, 32768);
+    let map = Arc::clone(root_ns.map());
+    let child = root_ns.new_child().unwrap();
+    let child_init = spawn_init(&child);
+    for _ in 0..20_000 {
+        free_pid(&alloc(&child));
+    }
+    let with_child = map.pool_lock_stat();
+    assert!(with_child.write > 0, "refills are counted");
+    assert!(with_child.hold.samples > 0, "and timed: {with_child:?}");
+    assert_eq!(with_child.hold.samples, with_child.wait.samples);
+    free_pid(&child_init);
+    drop((child_init, child));
+    let after = map.pool_lock_stat();
+    assert!(
+        after.write >= with_child.write,
+        "{after:?} vs {with_child:?}"
+    );
+    assert!(after.hold.samples >= with_child.hold.samples);
+    assert!(after.hold.total_ns >= with_child.hold.total_ns);
+    uproc_abi::lockstat::set_sample_one_in(previous);
+}

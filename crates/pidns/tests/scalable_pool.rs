@@ -10,7 +10,7 @@ mod common;
 use common::{alloc, root_with_init};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, mpsc};
 use uproc_abi::{Errno, Profile};
 use uproc_pidns::{Pid, alloc_pid, free_pid};
@@ -297,6 +297,12 @@ fn nested_levels_take_a_number_from_each_level_pool() {
 /// the exhaustion scan steals cached numbers, while a reader looks numbers up: no number
 /// is live twice, a lookup only ever finds a complete pid carrying that number, and at
 /// rest every count balances.
+///
+/// The threads first fill the namespace together (90 each, 360 asked of 299 numbers,
+/// nothing freed): whatever the scheduling, some fork meets a full namespace, and since
+/// nothing is freed before they meet again, EAGAIN is exact only if they then hold all
+/// 299 numbers between them, other threads' cached ones included. Only after that do
+/// they fork and free at random (overlapping or not, as the scheduler has it).
 #[test]
 fn stress_small_namespace_with_lookups() {
     const THREADS: usize = 4;
@@ -322,13 +328,41 @@ fn stress_small_namespace_with_lookups() {
             found
         })
     };
+    let filled = Arc::new(Barrier::new(THREADS));
+    let held_total = Arc::new(AtomicUsize::new(0));
     let workers: Vec<_> = (0..THREADS)
         .map(|t| {
             let (ns, live, barrier) = (ns.clone(), live.clone(), barrier.clone());
+            let (filled, held_total) = (filled.clone(), held_total.clone());
             std::thread::spawn(move || {
                 barrier.wait();
                 let mut held: Vec<Arc<Pid>> = Vec::new();
                 let mut full = 0;
+                // Fill: fork until 90 are held or the namespace is full; nobody frees.
+                while held.len() < 90 {
+                    match alloc_pid(&ns, &[], false) {
+                        Ok(p) => {
+                            assert!(
+                                !live[p.nr() as usize].swap(true, Ordering::SeqCst),
+                                "{} live twice",
+                                p.nr()
+                            );
+                            held.push(p);
+                        }
+                        Err(e) => {
+                            assert_eq!(e, Errno::EAGAIN);
+                            full += 1;
+                            break;
+                        }
+                    }
+                }
+                held_total.fetch_add(held.len(), Ordering::SeqCst);
+                filled.wait();
+                assert_eq!(
+                    held_total.load(Ordering::SeqCst),
+                    (PID_MAX - 2) as usize,
+                    "EAGAIN while a number was free (pid_max must be exact)"
+                );
                 for i in 0..20_000usize {
                     if held.len() < 90 && (i + t) % 3 != 0 {
                         match alloc_pid(&ns, &[], false) {
@@ -363,7 +397,7 @@ fn stress_small_namespace_with_lookups() {
     let _found = reader.join().unwrap();
     assert!(
         full > 0,
-        "the namespace ran full (the scan path was exercised)"
+        "360 forks asked of 299 numbers: some met a full namespace"
     );
     assert_eq!(ns.nr_allocated(), 1, "only the init is left");
     assert_eq!(ns.pids().len(), 1);

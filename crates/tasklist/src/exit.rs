@@ -386,6 +386,9 @@ fn zap_pid_ns_processes(sys: &System, t: &Arc<TaskInner>) {
     let leader = t.leader_task().unwrap_or_else(|| t.clone());
     let ns = leader.active_ns().clone();
     ns.disable_pid_allocation();
+    // Pairs with fork's fence after its attach: either the walk below finds a task
+    // attached in the namespace, or that fork sees it closed and kills its child.
+    std::sync::atomic::fence(Ordering::SeqCst);
     tracing::debug!(
         level = ns.level(),
         "namespace init died: killing the namespace"

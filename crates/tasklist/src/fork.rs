@@ -227,6 +227,13 @@ impl Task {
             sys.process_zaps();
             return Err(e);
         }
+        // Attached (`pid_task` finds it): a zap that closed the namespace since the
+        // attach's check may have walked it before that. Under `Scalable` no
+        // `tasklist_lock` orders the two, so a fence on each side does: either the
+        // zap's walk (after its fence) finds the child, or this load sees the namespace
+        // closed and the child dies with it here, as the zap would have killed it.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let zapped = !child.pid.ns().is_adding();
         // 6. cgroup_post_fork: links the link the child was built with. An exit or a
         // release that ran before found it unlinked and did nothing: redo them here.
         let killed = charge.post_fork_link(&child.css);
@@ -254,7 +261,7 @@ impl Task {
             thread,
             "fork"
         );
-        if killed {
+        if killed || zapped {
             let _ = crate::signal::send_group(&child, Signal::KILL, None);
         } else if fatal {
             let status = status.unwrap_or(uproc_abi::WaitStatus::signaled_by(Signal::KILL, false));
