@@ -551,7 +551,7 @@ const BUDGET: &str = "subject=/label:0 workers=/workers:0 lock=/lock:0 acq=/writ
     p99=/hold_ns_p99:0 hold/op=/hold_ns_per_cycle:0 wait/op=/wait_ns_per_cycle:0 \
     long-w=/long_waits:0 ceiling=/ceiling_ops_per_s:0";
 
-/// Parses a column spec such as [`MAIN`].
+/// Parses a column spec such as `MAIN` (the throughput table's).
 pub fn columns(spec: &'static str) -> Vec<Col> {
     let col = |c: &'static str| {
         let (head, rest) = c.split_once('=')?;
