@@ -338,24 +338,22 @@ fn stress_small_namespace_with_lookups() {
                 barrier.wait();
                 let mut held: Vec<Arc<Pid>> = Vec::new();
                 let mut full = 0;
-                // Fill: fork until 90 are held or the namespace is full; nobody frees.
-                while held.len() < 90 {
-                    match alloc_pid(&ns, &[], false) {
-                        Ok(p) => {
-                            assert!(
-                                !live[p.nr() as usize].swap(true, Ordering::SeqCst),
-                                "{} live twice",
-                                p.nr()
-                            );
-                            held.push(p);
-                        }
-                        Err(e) => {
-                            assert_eq!(e, Errno::EAGAIN);
-                            full += 1;
-                            break;
-                        }
+                // One fork: the new pid is held (never live twice), or EAGAIN is counted.
+                let mut fork = |held: &mut Vec<Arc<Pid>>| match alloc_pid(&ns, &[], false) {
+                    Ok(p) => {
+                        let twice = live[p.nr() as usize].swap(true, Ordering::SeqCst);
+                        assert!(!twice, "{} live twice", p.nr());
+                        held.push(p);
+                        true
                     }
-                }
+                    Err(e) => {
+                        assert_eq!(e, Errno::EAGAIN);
+                        full += 1;
+                        false
+                    }
+                };
+                // Fill: fork until 90 are held or the namespace is full; nobody frees.
+                while held.len() < 90 && fork(&mut held) {}
                 held_total.fetch_add(held.len(), Ordering::SeqCst);
                 filled.wait();
                 assert_eq!(
@@ -365,20 +363,7 @@ fn stress_small_namespace_with_lookups() {
                 );
                 for i in 0..20_000usize {
                     if held.len() < 90 && (i + t) % 3 != 0 {
-                        match alloc_pid(&ns, &[], false) {
-                            Ok(p) => {
-                                assert!(
-                                    !live[p.nr() as usize].swap(true, Ordering::SeqCst),
-                                    "{} live twice",
-                                    p.nr()
-                                );
-                                held.push(p);
-                            }
-                            Err(e) => {
-                                assert_eq!(e, Errno::EAGAIN);
-                                full += 1;
-                            }
-                        }
+                        fork(&mut held);
                     } else if let Some(p) = held.pop() {
                         live[p.nr() as usize].store(false, Ordering::SeqCst);
                         free_pid(&p);
