@@ -704,6 +704,32 @@ struct MGroup {
     zapping: bool,
 }
 
+impl MGroup {
+    /// A new process of one live thread, `leader`, in process group `pgrp` and
+    /// `session`: nothing pending, stopped or reported yet.
+    fn new(leader: usize, pgrp: usize, session: usize, unkillable: bool) -> MGroup {
+        MGroup {
+            leader,
+            threads: Vec::new(),
+            children: Vec::new(),
+            nr_live: 1,
+            group_exit: None,
+            stopped: false,
+            stop_report: 0,
+            cont_report: false,
+            shared: 0,
+            sigchld: SigChld::Default,
+            is_subreaper: false,
+            has_child_subreaper: false,
+            pgrp,
+            session,
+            autoreap: false,
+            unkillable,
+            zapping: false,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct MNs {
     parent: Option<usize>,
@@ -943,25 +969,12 @@ impl Model {
                 actor
             };
             let pg = self.tasks[rp].group;
+            let (pgrp, session) = (self.groups[ag].pgrp, self.groups[ag].session);
             let g = MGroup {
-                leader: idx,
-                threads: Vec::new(),
-                children: Vec::new(),
-                nr_live: 1,
-                group_exit: None,
-                stopped: false,
-                stop_report: 0,
-                cont_report: false,
-                shared: 0,
-                sigchld: SigChld::Default,
-                is_subreaper: false,
                 has_child_subreaper: self.groups[pg].has_child_subreaper
                     || self.groups[pg].is_subreaper,
-                pgrp: self.groups[ag].pgrp,
-                session: self.groups[ag].session,
                 autoreap,
-                unkillable: inner_nr == 1,
-                zapping: false,
+                ..MGroup::new(idx, pgrp, session, inner_nr == 1)
             };
             self.groups.push(g);
             let gi = self.groups.len() - 1;
@@ -2133,25 +2146,7 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
             ns: 0,
             cg: 0,
         }],
-        groups: vec![MGroup {
-            leader: 0,
-            threads: Vec::new(),
-            children: Vec::new(),
-            nr_live: 1,
-            group_exit: None,
-            stopped: false,
-            stop_report: 0,
-            cont_report: false,
-            shared: 0,
-            sigchld: SigChld::Default,
-            is_subreaper: false,
-            has_child_subreaper: false,
-            pgrp: 0,
-            session: 0,
-            autoreap: false,
-            unkillable: true,
-            zapping: false,
-        }],
+        groups: vec![MGroup::new(0, 0, 0, true)],
         ns: vec![MNs {
             parent: None,
             level: 0,
