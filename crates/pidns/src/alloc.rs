@@ -17,7 +17,7 @@
 
 use crate::namespace::{NsState, PidMap, PidNamespace};
 use crate::pid::{Numbers, Pid, Upid};
-use crate::pool::{ADDING, NumberPool};
+use crate::pool::NumberPool;
 use crate::{MAX_PID_NS_LEVEL, RESERVED_PIDS};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -383,18 +383,17 @@ fn reserve_pooled(ns: &PidNamespace, tid: Option<i32>, pid_max: i32) -> Result<i
 }
 
 /// `Scalable`: every level's number from its own pool (no shared lock), then publish
-/// every level's slot, then count the pid in each level's allocation word, innermost
-/// first, where the `PIDNS_ADDING` bit is checked.
+/// every level's slot, then count the pid in each level's sharded count; the innermost
+/// level's [`add`](crate::count::AllocCount::add) fences and checks `PIDNS_ADDING`.
 ///
 /// Publishing before the check is what orders a fork against
-/// `disable_pid_allocation` without a lock: the check is a read-modify-write of the
-/// word `disable_pid_allocation` clears the bit of, so either this fork counts before
-/// the clear (and its publish happens-before whatever walks the namespace after the
-/// clear), or it sees the bit clear and undoes everything with ENOMEM. In that second
-/// case a concurrent `find_pid` may briefly have seen the pid; it has no task attached,
-/// so nothing can act on it. The count it added was visible too (the dead init's
-/// emptiness check reads the word), so the undo gives the reaper wakeup a `free_pid`
-/// gives, as the locked profiles' rollback does.
+/// `disable_pid_allocation` without a lock (`count.rs`): either this fork's fence comes
+/// first (and its publish is seen by whatever walks the namespace after the close), or
+/// it sees the namespace closed and undoes everything with ENOMEM. In that second case
+/// a concurrent `find_pid` may briefly have seen the pid; it has no task attached, so
+/// nothing can act on it. The count it added was visible too (the dead init's
+/// emptiness check reads it), so the undo gives the reaper wakeup a `free_pid` gives,
+/// as the locked profiles' rollback does.
 fn alloc_scalable(
     ns: &Arc<PidNamespace>,
     set_tid: &[i32],
@@ -407,10 +406,10 @@ fn alloc_scalable(
         fill_number(pid, 0, nr);
         let pool = pool_of(ns);
         pool.publish(nr, Arc::clone(pid));
-        if pool.word.fetch_add(1, Ordering::AcqRel) & ADDING == 0 {
+        if !pool.count.add() {
             pool.unpublish(nr);
             pool.release(nr);
-            let wake = u64::from(uncount(pool));
+            let wake = u64::from(pool.count.sub());
             wake_reapers(ns.map(), chain(ns), wake);
             return Err(Errno::ENOMEM);
         }
@@ -458,51 +457,34 @@ fn alloc_scalable(
     for up in pid.numbers() {
         pool_of(&up.ns).publish(up.nr, Arc::clone(pid));
     }
-    let inner = pool_of(ns);
-    if inner.word.fetch_add(1, Ordering::AcqRel) & ADDING == 0 {
-        for up in pid.numbers() {
-            let pool = pool_of(&up.ns);
-            pool.unpublish(up.nr);
-            pool.release(up.nr);
-        }
-        // Only the innermost level was counted.
-        let wake = u64::from(uncount(inner));
-        wake_reapers(ns.map(), chain(ns), wake);
-        return Err(Errno::ENOMEM);
-    }
-    let outer = pid.numbers().len() - 1;
+    // Outer levels first, so the innermost level's fence orders their counts too.
+    let outer = levels - 1;
     for up in &pid.numbers()[..outer] {
-        pool_of(&up.ns).word.fetch_add(1, Ordering::AcqRel);
+        pool_of(&up.ns).count.add_unchecked();
+    }
+    if !pool_of(ns).count.add() {
+        // Every level was counted: undo each like a free, wakeups included.
+        let wake = free_scalable(pid);
+        wake_reapers(ns.map(), pid.numbers().iter().map(|up| &up.ns), wake);
+        return Err(Errno::ENOMEM);
     }
     Ok(())
 }
 
 /// `Scalable` half of [`free_pid`]: clear each level's slot, give the number back
-/// (to this thread's free batch), uncount it. Bit `i` of the result: wake the reaper of
-/// level `i`'s namespace.
+/// (to this thread's free batch), count it out of the level's shard. Bit `i` of the
+/// result: wake the reaper of level `i`'s namespace.
 fn free_scalable(pid: &Pid) -> u64 {
     let mut wake = 0;
     for (i, up) in pid.numbers().iter().enumerate() {
         let pool = pool_of(&up.ns);
         pool.unpublish(up.nr);
         pool.release(up.nr);
-        if uncount(pool) {
+        if pool.count.sub() {
             wake |= 1 << i;
         }
     }
     wake
-}
-
-/// `Scalable`: takes one pid out of `pool`'s allocation word, as `--ns->pid_allocated`;
-/// true when the namespace is closed and down to 2 or 1, so its dead init must re-check
-/// "is my namespace empty" ([`reaper_must_recheck`]).
-///
-/// A fork that counted itself in and then found the namespace closed uncounts through
-/// here too: the dead init may have read the word while that count was in it, saw its
-/// namespace not yet empty and went to sleep; nothing but this wakeup makes it look again.
-fn uncount(pool: &NumberPool<Pid>) -> bool {
-    let prev = pool.word.fetch_sub(1, Ordering::AcqRel);
-    prev & ADDING == 0 && matches!(prev - 1, 1 | 2)
 }
 
 /// `free_pid`: returns the pid's numbers at every level for reuse (subject to the

@@ -30,7 +30,8 @@
 //! | `Scalable`: a number's state byte | compare-exchange, no lock | anyone |
 //! | `Scalable`: a number's lookup slot | its own word-sized `RwLock`, by the number's owner | `find_pid`, the same lock |
 //! | `Scalable`: the free-number FIFO and fresh cursor | the namespace's pool lock (counted, `pidns_pool_lock`), once per batch | the same |
-//! | `Scalable`: `pid_allocated` + `PIDNS_ADDING` | one atomic word, read-modify-writes | lock-free |
+//! | `Scalable`: `pid_allocated` | the forking or freeing thread's shard of the count (a line no other worker writes) | the closing path sums the shards |
+//! | `Scalable`: `PIDNS_ADDING` | cleared once by `disable_pid_allocation`, then a fence | every fork, after its own fence |
 //!
 //! The per-namespace state lock nests inside `pidmap_lock` and is never held while
 //! calling out of this crate, except that `Linux618` calls pidfs's hooks with
@@ -64,6 +65,7 @@
 #![forbid(unsafe_code)]
 
 mod alloc;
+mod count;
 mod idr;
 mod namespace;
 mod pid;
@@ -92,6 +94,12 @@ pub const MAX_PID_NS_LEVEL: u32 = 32;
 #[doc(hidden)]
 pub mod loom_model {
     use std::sync::Arc;
+
+    /// Puts the calling thread's counts in shard `i` (mod the shard count), so a model
+    /// decides whether two threads share a shard.
+    pub fn set_thread_shard(i: usize) {
+        crate::count::set_my_shard(i)
+    }
 
     /// A pool of numbers `1..limit` whose slots publish `u32`s.
     #[derive(Debug, Clone)]
@@ -135,6 +143,36 @@ pub mod loom_model {
         /// `find_pid`'s lock-free read.
         pub fn find(&self, nr: i32) -> Option<u32> {
             self.0.find(nr).map(|v| *v)
+        }
+
+        /// A fork's count of its innermost level: false if the namespace was closed.
+        pub fn count_add(&self) -> bool {
+            self.0.count.add()
+        }
+
+        /// A fork's count of an outer level (no check).
+        pub fn count_add_unchecked(&self) {
+            self.0.count.add_unchecked()
+        }
+
+        /// A free's count: true if the dead init must be woken.
+        pub fn count_sub(&self) -> bool {
+            self.0.count.sub()
+        }
+
+        /// `disable_pid_allocation`.
+        pub fn close(&self) {
+            self.0.count.close()
+        }
+
+        /// `pid_allocated`: the sum of the shards.
+        pub fn allocated(&self) -> usize {
+            self.0.allocated()
+        }
+
+        /// Every published value, ascending by number (the zap walk).
+        pub fn published(&self) -> Vec<u32> {
+            self.0.published().into_iter().map(|v| *v).collect()
         }
     }
 }

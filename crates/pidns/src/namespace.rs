@@ -3,7 +3,7 @@
 
 use crate::idr::Idr;
 use crate::pid::{Attachment, Pid};
-use crate::pool::{ADDING, MAX_BATCH, NumberPool, PoolLockStats};
+use crate::pool::{MAX_BATCH, NumberPool, PoolLockStats};
 use crate::{MAX_PID_NS_LEVEL, PID_MAX_LIMIT, PID_MAX_MIN};
 use parking_lot::RwLock;
 use std::any::Any;
@@ -279,12 +279,12 @@ impl PidNamespace {
 
     /// `disable_pid_allocation`: the init died; `alloc_pid` here fails with ENOMEM.
     ///
-    /// `Scalable` clears the `PIDNS_ADDING` bit of the namespace's allocation word
-    /// without `pidmap_lock`: every `alloc_pid` that saw the bit set had published its
-    /// pid before, so a walk of [`pids`](Self::pids) after this returns sees it.
+    /// `Scalable` clears the namespace's `PIDNS_ADDING` flag without `pidmap_lock`,
+    /// then a fence: every `alloc_pid` that saw the flag set had published its pid
+    /// and fenced before, so a walk of [`pids`](Self::pids) after this returns sees it.
     pub fn disable_pid_allocation(&self) {
         if let Some(pool) = &self.pool {
-            pool.word.fetch_and(!ADDING, Ordering::AcqRel);
+            pool.count.close();
             self.state.write().adding = false;
             self.adding.store(false, Ordering::Release);
             return;

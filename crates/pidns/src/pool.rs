@@ -16,7 +16,7 @@
 //!   chunks (4096 numbers each, allocated on first use):
 //!     state[nr]: OWNED bit | entries out (AtomicU8; the arbiter of ownership)
 //!     slot[nr]:  ArcSwapOption<Pid>      (find_pid reads it, no lock)
-//!   word: allocated count | ADDING bit (Linux's pid_allocated with PIDNS_ADDING)
+//!   count: per-thread shards of pid_allocated + the PIDNS_ADDING flag (count.rs)
 //! ```
 //!
 //! # Ownership of a number
@@ -46,9 +46,8 @@
 //! claim reads from the old owner's release, so the old owner's slot clear
 //! (`slot = None`, done before the release) happens-before the new owner's publish.
 //! The slot itself is `arc-swap` (a lookup pins the object it loaded, so a concurrent
-//! clear cannot free it under the reader). `word` is a single atomic; see
-//! `alloc.rs` for how its `ADDING` bit orders a publish against
-//! `disable_pid_allocation`.
+//! clear cannot free it under the reader). See `count.rs` for how the count's
+//! fences order a publish against `disable_pid_allocation`.
 //!
 //! # Reuse distance
 //!
@@ -64,7 +63,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::{Arc, OnceLock, Weak};
 
-use crate::sync::{AtomicU8, AtomicU64, Ordering, PoolGuard, PoolLock, Slot, thread_local};
+use crate::count::AllocCount;
+use crate::sync::{AtomicU8, Ordering, PoolGuard, PoolLock, Slot, thread_local};
 use uproc_abi::lockstat::LockStat;
 
 /// Numbers per chunk of the table (allocated on first use).
@@ -83,9 +83,6 @@ const ENTRIES: u8 = 0x7f;
 const MAX_ENTRIES: u8 = 4;
 /// A number never handed out: free, its one entry in the fresh range.
 const FRESH: u8 = 1;
-
-/// `PIDNS_ADDING` in [`NumberPool::word`]: the namespace still accepts new pids.
-pub(crate) const ADDING: u64 = 1 << 63;
 
 static NEXT_POOL_ID: StdAtomicU64 = StdAtomicU64::new(1);
 
@@ -122,8 +119,8 @@ pub(crate) struct NumberPool<T> {
     /// Shared with the runtime's [`PoolLockStats`] (feature `lockstat`), which reads
     /// its counters and sampled times while the pool lives and folds them in after.
     shared: Arc<PoolLock<Shared>>,
-    /// `pid_allocated`: published numbers in the low bits, [`ADDING`] on top.
-    pub(crate) word: AtomicU64,
+    /// `pid_allocated` (published pids) and `PIDNS_ADDING`, sharded per thread.
+    pub(crate) count: AllocCount,
 }
 
 /// What a thread's cache needs of a pool it keeps numbers for: give them back.
@@ -188,7 +185,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
             limit,
             chunks,
             shared,
-            word: AtomicU64::new(ADDING),
+            count: AllocCount::new(),
         })
     }
 
@@ -444,7 +441,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
 
     /// Published numbers (`pid_allocated` without the flag).
     pub(crate) fn allocated(&self) -> usize {
-        (self.word.load(Ordering::Acquire) & !ADDING) as usize
+        usize::try_from(self.count.sum()).unwrap_or(0)
     }
 
     /// Free numbers below `pid_max` whose every outstanding entry is in the shared pool

@@ -1,16 +1,17 @@
 //! The synchronisation primitives of the `Scalable` number pool ([`crate::pool`]): std's
 //! and `parking_lot`'s, or loom's under `cfg(loom)` so `tests/loom_pool.rs` can explore
-//! every interleaving of batch refill, exact claims, release, publish and lookup.
+//! every interleaving of batch refill, exact claims, release, publish and lookup, and
+//! of the sharded allocation count against the closing of a namespace.
 //!
 //! The rest of the crate (the `Linux618`/`Linux70` idr under `pidmap_lock`) is not
 //! modelled: its locks are `parking_lot`'s and it has no lock-free part of its own.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering, fence};
 #[cfg(loom)]
 pub(crate) use loom::thread_local;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering, fence};
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 

@@ -1,0 +1,175 @@
+//! `AllocCount`: one namespace's `pid_allocated` and `PIDNS_ADDING` under the
+//! `Scalable` profile, as per-thread shards of the count beside a flag that only its
+//! closing ever writes.
+//!
+//! ```text
+//!   shard[0] (128-byte line)  shard[1]  ...  shard[SHARDS-1]     adding (read-mostly)
+//!     +1 fork, -1 free by       threads         threads          cleared once, by
+//!     the threads mapped here   mapped here     mapped here      disable_pid_allocation
+//!   pid_allocated = sum of every shard (exact at rest; read on the closing path only)
+//! ```
+//!
+//! A thread counts its forks and frees in its own shard (threads are spread over the
+//! shards round-robin, so two workers never write one line while there are no more
+//! threads than shards); the sum is read only where Linux reads `pid_allocated` for a
+//! decision: the dead init's "is my namespace empty" check and the wakeup a free owes
+//! it. A shard is a signed number: a pid forked on one thread and freed on another
+//! leaves +1 in one shard and -1 in the other.
+//!
+//! # The handshake with the closing path (memory orderings)
+//!
+//! Linux keeps the count and the flag in one word changed under `pidmap_lock`, so a
+//! fork either counts itself before the close or sees the close. Here each side writes
+//! its own location and then reads the other's, with a `SeqCst` fence between (a
+//! Dekker handshake):
+//!
+//! - fork ([`add`](AllocCount::add)): publish the slots, `shard += 1`, fence, read
+//!   `adding`. If it reads the namespace open, its fence precedes the closer's in the
+//!   fences' single order, so everything the closer reads after its fence (the slot
+//!   walk that kills the namespace's tasks, the count) sees this fork. If it reads it
+//!   closed it undoes itself with ENOMEM.
+//! - free ([`sub`](AllocCount::sub)): `shard -= 1`, fence, read `adding`; in a closed
+//!   namespace, sum every shard and owe the reaper a wakeup when the sum is 1 or 2
+//!   (`case 2: case 1: wake_up_process`). Of the frees racing each other, the one
+//!   whose fence comes last in that order sees every other's decrement, so the
+//!   wakeup Linux gives on the last decrement is never lost (an earlier free may wake
+//!   it too: the reaper re-checks, an extra wakeup costs nothing). A free that reads
+//!   the namespace still open has its fence before the closer's, whose own count read
+//!   after the close sees the decrement.
+//! - close ([`close`](AllocCount::close)): clear `adding`, fence, read the sum once, so
+//!   that any thread that later synchronises with the closer (the zap list's mutex)
+//!   reads a count no older than the one the fences guarantee the closer.
+//!
+//! Each side costs one uncontended read-modify-write of a line its thread owns and one
+//! fence: no write to a line another worker writes.
+
+use crate::sync::{AtomicBool, AtomicI64, Ordering, fence, thread_local};
+use std::cell::Cell;
+use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+
+/// Shards of a namespace's count (a power of two); threads beyond this share shards.
+pub(crate) const SHARDS: usize = if cfg!(loom) { 2 } else { 16 };
+
+/// One shard, alone on its cache line pair (adjacent-line prefetch included).
+#[repr(align(128))]
+struct Shard(AtomicI64);
+
+/// Round-robin shard assignment for new threads.
+static NEXT_SHARD: StdAtomicUsize = StdAtomicUsize::new(0);
+
+#[cfg(not(loom))]
+thread_local! {
+    /// This thread's shard index, assigned on first use.
+    static MY_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+#[cfg(loom)]
+thread_local! {
+    /// This thread's shard index, assigned on first use.
+    static MY_SHARD: Cell<usize> = Cell::new(usize::MAX);
+}
+
+/// Sets this thread's shard (loom models place their threads explicitly).
+#[cfg(loom)]
+pub(crate) fn set_my_shard(i: usize) {
+    MY_SHARD.with(|s| s.set(i % SHARDS));
+}
+
+fn my_shard() -> usize {
+    MY_SHARD
+        .try_with(|s| {
+            let mut i = s.get();
+            if i == usize::MAX {
+                i = NEXT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % SHARDS;
+                s.set(i);
+            }
+            i
+        })
+        // Thread-local storage already torn down: any shard is correct, only slower.
+        .unwrap_or(0)
+}
+
+/// `pid_allocated` + `PIDNS_ADDING` of one `Scalable` namespace.
+pub(crate) struct AllocCount {
+    shards: Box<[Shard]>,
+    adding: AtomicBool,
+}
+
+impl AllocCount {
+    /// Zero pids, accepting new ones.
+    pub(crate) fn new() -> AllocCount {
+        AllocCount {
+            shards: (0..SHARDS).map(|_| Shard(AtomicI64::new(0))).collect(),
+            adding: AtomicBool::new(true),
+        }
+    }
+
+    fn shard(&self) -> &AtomicI64 {
+        &self.shards[my_shard()].0
+    }
+
+    /// Counts one pid in without the check (an outer level of a nested pid: Linux
+    /// checks `PIDNS_ADDING` of the innermost namespace only). Must be followed by an
+    /// [`add`](Self::add) of the same fork, whose fence orders it.
+    #[inline]
+    pub(crate) fn add_unchecked(&self) {
+        self.shard().fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one pid in, after its slots were published: true if the namespace still
+    /// accepts pids, false if it was closed (the caller undoes the fork with ENOMEM,
+    /// [`sub`](Self::sub) included).
+    #[inline]
+    pub(crate) fn add(&self) -> bool {
+        self.shard().fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        self.adding.load(Ordering::Relaxed)
+    }
+
+    /// Counts one pid out (`--pid_allocated`): true when the namespace is closed and
+    /// down to 2 or 1 pids, so its dead init must re-check "is my namespace empty".
+    #[inline]
+    pub(crate) fn sub(&self) -> bool {
+        self.shard().fetch_sub(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if self.adding.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.sub_closed()
+    }
+
+    #[cold]
+    fn sub_closed(&self) -> bool {
+        matches!(self.sum(), 1 | 2)
+    }
+
+    /// `disable_pid_allocation`: no fork counts itself in after this returns.
+    pub(crate) fn close(&self) {
+        self.adding.store(false, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        // Read once after the fence: see the module essay.
+        let _ = self.sum();
+    }
+
+    /// Whether the namespace still accepts pids (`PIDNS_ADDING`).
+    pub(crate) fn is_adding(&self) -> bool {
+        self.adding.load(Ordering::Acquire)
+    }
+
+    /// `pid_allocated` without the flag: the sum of every shard. Exact at rest; while
+    /// forks and frees run on other threads it may be off by the ones in flight.
+    pub(crate) fn sum(&self) -> i64 {
+        self.shards
+            .iter()
+            .map(|s| s.0.load(Ordering::Acquire))
+            .sum()
+    }
+}
+
+impl std::fmt::Debug for AllocCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AllocCount")
+            .field("sum", &self.sum())
+            .field("adding", &self.is_adding())
+            .finish()
+    }
+}
