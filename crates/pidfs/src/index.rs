@@ -6,13 +6,32 @@
 //! | `Linux70`, `Scalable` | hash table of [`SHARDS`] buckets (`pidfs_ino_ht`) | one mutex per bucket | [`InoCookie`] batches |
 //!
 //! Entries are `Weak`: the index names pids, it does not own them (the namespace's idr
-//! and the handles do). An entry lives from `alloc_pid` (hook `add_pid`) to `free_pid`
-//! (hook `remove_pid`).
+//! and the handles do). Under the `Linux*` profiles an entry lives from `alloc_pid`
+//! (hook `add_pid`) to `free_pid` (hook `remove_pid`), for every pid.
+//!
+//! `Scalable` indexes only the pids that ever had a pidfd (the only ones a file handle
+//! can open): `add_pid` just takes the inode number from the thread's batch, and the
+//! first pidfd's registration inserts the entry ([`InoIndex::insert_registered`]). The
+//! rare lookup of a pid that never had one ([`Pidfs::find_by_ino`](crate::Pidfs::find_by_ino))
+//! walks the runtime's root namespaces instead, whose slot tables hold every live pid.
+//! A fork and a free touch no shared memory of pidfs at all.
+//!
+//! # `Scalable`: an insert racing with the free
+//!
+//! Two bits of [`Pid::pidfs_flags`] decide it, both changed by read-modify-writes of
+//! that one byte, so they are totally ordered: the inserter sets [`INDEXED`] *under
+//! the bucket lock* and inserts only if [`REMOVED`] was clear; `remove_pid` sets
+//! `REMOVED` and takes the bucket lock to remove the entry only if `INDEXED` was set.
+//! If `REMOVED` came first, nothing is inserted; if `INDEXED` came first, the remover
+//! saw it and its lock waits for the insert to finish, then removes the entry. No
+//! entry outlives its pid's numbers (`tests/pidfs_index.rs` races the two).
 
 use crate::ino::InoCookie;
+use crate::state::{INDEXED, REMOVED};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use uproc_pidns::Pid;
 
@@ -110,6 +129,46 @@ impl InoIndex {
                     .insert(ino, Arc::downgrade(pid));
                 ino
             }
+        }
+    }
+
+    /// `Scalable`'s `pidfs_add_pid`: the inode number only, from the thread's batch.
+    pub(crate) fn assign_ino(&self, pid: &Pid) -> u64 {
+        let InoIndex::Sharded { cookie, .. } = self else {
+            unreachable!("Scalable uses the sharded index");
+        };
+        let ino = cookie.next();
+        pid.set_ino(ino);
+        ino
+    }
+
+    /// `Scalable`: inserts a pid that just got its first pidfd, unless its numbers were
+    /// freed already (see the module essay). Idempotent.
+    pub(crate) fn insert_registered(&self, pid: &Arc<Pid>) {
+        let InoIndex::Sharded { shards, .. } = self else {
+            unreachable!("Scalable uses the sharded index");
+        };
+        if pid.pidfs_flags().load(Ordering::Acquire) & (INDEXED | REMOVED) != 0 {
+            return;
+        }
+        let ino = pid.ino();
+        if ino == 0 {
+            // Allocated before pidfs was installed: never indexed under any profile.
+            return;
+        }
+        let mut bucket = shards[shard_of(ino)].lock();
+        let prev = pid.pidfs_flags().fetch_or(INDEXED, Ordering::AcqRel);
+        if prev & (INDEXED | REMOVED) == 0 {
+            bucket.insert(ino, Arc::downgrade(pid));
+        }
+    }
+
+    /// `Scalable`'s `pidfs_remove_pid`: marks the pid removed and drops its entry if it
+    /// has one. One read-modify-write of the pid's own flag byte for a pid that never
+    /// had a pidfd.
+    pub(crate) fn remove_registered(&self, pid: &Pid) {
+        if pid.pidfs_flags().fetch_or(REMOVED, Ordering::AcqRel) & INDEXED != 0 {
+            self.remove(pid.ino());
         }
     }
 

@@ -7,6 +7,7 @@ use crate::index::InoIndex;
 use crate::pidfd::PidFd;
 use crate::state::{PidState, Registration};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use uproc_abi::{Errno, OpenFlags, PidfdFlags, Profile};
 use uproc_pidns::{Pid, PidMap, PidNamespace, PidfsHooks};
@@ -35,6 +36,8 @@ pub struct Pidfs {
     map: Weak<PidMap>,
     index: InoIndex,
     backend: Arc<BackendCell>,
+    /// Whether this pidfs is its map's hooks (a second `Pidfs` on one map is not).
+    installed: AtomicBool,
 }
 
 impl fmt::Debug for Pidfs {
@@ -62,8 +65,11 @@ impl Pidfs {
                 Profile::Linux70 | Profile::Scalable => InoIndex::sharded(),
             },
             backend: Arc::new(OnceLock::new()),
+            installed: AtomicBool::new(false),
         });
-        if !map.set_pidfs_hooks(pidfs.clone()) {
+        if map.set_pidfs_hooks(pidfs.clone()) {
+            pidfs.installed.store(true, Ordering::Release);
+        } else {
             tracing::warn!(
                 "pidfs: the pid map already has pidfs hooks; this Pidfs is not installed"
             );
@@ -87,7 +93,9 @@ impl Pidfs {
     /// The pid with inode number `ino`, while its numbers are allocated.
     ///
     /// `Linux618` takes `pidmap_lock` (the tree lived under it, as in 6.x); `Linux70`
-    /// and `Scalable` take one bucket lock of the hash table.
+    /// and `Scalable` take one bucket lock of the hash table. `Scalable` indexes only
+    /// pids that had a pidfd; for any other it walks the runtime's live pids (a slow
+    /// path: such a pid has no pidfd a file handle could have come from).
     ///
     /// # References
     /// `pidfs_ino_get_pid` in `fs/pidfs.c`.
@@ -100,13 +108,46 @@ impl Pidfs {
                 let map = self.map.upgrade()?;
                 map.with_pidmap_lock(|| self.index.find(ino))
             }
-            Profile::Linux70 | Profile::Scalable => self.index.find(ino),
+            Profile::Linux70 => self.index.find(ino),
+            Profile::Scalable => self
+                .index
+                .find(ino)
+                .or_else(|| self.walk_pids()?.find_pid_where(|p| p.ino() == ino)),
         }
     }
 
-    /// Entries in the ino index: at rest, the pids allocated and not yet freed.
+    /// The pids [`find_by_ino`](Self::find_by_ino) finds: at rest, the pids allocated
+    /// (since this pidfs was installed) and not yet freed. `Linux*`: the index's
+    /// entries; `Scalable`: a walk of every live pid (see
+    /// [`hashed_entries`](Self::hashed_entries) for its index proper).
     pub fn index_len(&self) -> usize {
+        match self.profile {
+            Profile::Linux618 | Profile::Linux70 => self.index.len(),
+            Profile::Scalable => self
+                .walk_pids()
+                .map_or(0, |map| map.count_pids_where(|p| p.ino() != 0)),
+        }
+    }
+
+    /// Entries in the index's table itself: every allocated pid under the `Linux*`
+    /// profiles, only the allocated pids that ever had a pidfd under `Scalable`.
+    pub fn hashed_entries(&self) -> usize {
         self.index.len()
+    }
+
+    /// The map whose live pids `Scalable`'s slow paths walk, if this pidfs numbers them.
+    fn walk_pids(&self) -> Option<Arc<PidMap>> {
+        if !self.installed.load(Ordering::Acquire) {
+            return None;
+        }
+        self.map.upgrade()
+    }
+
+    /// `Scalable`: the pid got a pidfd; it enters the index (once).
+    fn index_registered(&self, pid: &Arc<Pid>) {
+        if self.profile == Profile::Scalable {
+            self.index.insert_registered(pid);
+        }
     }
 
     /// `pidfd_open(2)`: unknown flags -> EINVAL; `nr <= 0` -> EINVAL; `nr` not found
@@ -167,6 +208,7 @@ impl Pidfs {
                 inner.exit_status = inner.exit_status.or(ts.exit_status);
             }
         }
+        self.index_registered(&pid);
         tracing::debug!(
             ino = pid.ino(),
             nr = pid.nr(),
@@ -206,6 +248,7 @@ impl Pidfs {
                 inner.registration = Registration::Registered;
             }
         }
+        self.index_registered(&pid);
         tracing::debug!(
             ino = pid.ino(),
             nr = pid.nr(),
@@ -282,14 +325,25 @@ impl PidfsHooks for Pidfs {
     /// `pidfs_add_pid`: assign the next ino and insert into the index. `Linux618`: called
     /// with `pidmap_lock` held (the index mutex nests inside it); `Linux70`: after it;
     /// `Scalable`: with no global lock anywhere.
+    ///
+    /// `Scalable` assigns the ino only: the pid enters the index with its first pidfd.
     fn add_pid(&self, pid: &Arc<Pid>) -> Result<(), Errno> {
-        let ino = self.index.add(pid);
+        let ino = if self.profile == Profile::Scalable {
+            self.index.assign_ino(pid)
+        } else {
+            self.index.add(pid)
+        };
         tracing::trace!(ino, nr = pid.nr(), "pidfs: ino assigned");
         Ok(())
     }
 
-    /// `pidfs_remove_pid`: drop the index entry (from `free_pid`).
+    /// `pidfs_remove_pid`: drop the index entry (from `free_pid`). `Scalable`: one
+    /// flag update for a pid that never had a pidfd.
     fn remove_pid(&self, pid: &Pid) {
-        self.index.remove(pid.ino());
+        if self.profile == Profile::Scalable {
+            self.index.remove_registered(pid);
+        } else {
+            self.index.remove(pid.ino());
+        }
     }
 }

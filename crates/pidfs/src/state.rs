@@ -41,6 +41,12 @@ use uproc_pidns::Pid;
 pub(crate) const DEAD: u8 = 1;
 /// In [`Pid::pidfs_flags`]: an opener created (or found) the slot.
 pub(crate) const OPENED: u8 = 2;
+/// In [`Pid::pidfs_flags`] (`Scalable`): the pid got an entry in the ino index (set
+/// under the entry's bucket lock by the first pidfd's registration).
+pub(crate) const INDEXED: u8 = 4;
+/// In [`Pid::pidfs_flags`] (`Scalable`): `pidfs_remove_pid` ran (the numbers are
+/// freed); no index entry may be added after it.
+pub(crate) const REMOVED: u8 = 8;
 
 /// Whether a pidfd was ever made for the pid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use common::{World, both};
 use proptest::prelude::*;
 use std::collections::HashSet;
 use std::sync::Arc;
-use uproc_abi::{Profile, lockstat};
-use uproc_pidfs::Pidfs;
+use uproc_abi::{Errno, PidfdFlags, Profile, WaitStatus, lockstat};
+use uproc_pidfs::{FileHandle, Pidfs};
 use uproc_pidns::{PidMap, PidNamespace, alloc_pid, free_pid};
 
 #[test]
@@ -274,5 +274,92 @@ proptest! {
         for ino in freed {
             prop_assert!(w.pidfs.find_by_ino(ino).is_none());
         }
+    }
+}
+
+#[test]
+fn scalable_indexes_only_pids_that_had_a_pidfd_and_finds_the_others_by_walking() {
+    let w = World::new(Profile::Scalable);
+    let init = w.spawn();
+    let plain: Vec<_> = (0..20).map(|_| w.spawn()).collect();
+    assert_eq!(w.pidfs.hashed_entries(), 0, "a fork adds no index entry");
+    assert_eq!(w.pidfs.index_len(), 21, "every allocated pid is findable");
+    for pid in &plain {
+        let found = w.pidfs.find_by_ino(pid.ino()).expect("found by the walk");
+        assert!(Arc::ptr_eq(&found, pid));
+    }
+    // A handle for a pid that never had a pidfd: ESTALE, as Linux.
+    let h = FileHandle::from_bytes(FileHandle::TYPE_KERNFS, &plain[0].ino().to_le_bytes()).unwrap();
+    assert_eq!(w.open_handle(&h).unwrap_err(), Errno::ESTALE);
+
+    let fd = w.open(&plain[1]);
+    let again = w.open(&plain[1]);
+    assert_eq!(
+        w.pidfs.hashed_entries(),
+        1,
+        "the first pidfd indexes the pid, once"
+    );
+    let h = FileHandle::from_bytes(FileHandle::TYPE_KERNFS, &fd.ino().to_le_bytes()).unwrap();
+    let by_handle = w.open_handle(&h).expect("a pidfd'd pid opens by handle");
+    assert_eq!(by_handle.ino(), fd.ino());
+    drop((again, by_handle));
+
+    w.kill_and_reap(&plain[1], WaitStatus::exited_with(0));
+    assert_eq!(w.pidfs.hashed_entries(), 0, "free_pid drops the entry");
+    assert!(w.pidfs.find_by_ino(fd.ino()).is_none(), "freed: not found");
+    assert_eq!(w.open_handle(&h).unwrap_err(), Errno::ESTALE);
+    // A pidfd made while the pid is being freed never leaves an entry behind.
+    let late = plain[2].clone();
+    let stale = w
+        .pidfs
+        .pidfd_prepare_stale(&w.root, late.clone(), PidfdFlags::empty());
+    free_pid(&late);
+    assert_eq!(w.pidfs.hashed_entries(), 0);
+    w.pidfs
+        .pidfd_prepare_stale(&w.root, late.clone(), PidfdFlags::empty());
+    assert_eq!(
+        w.pidfs.hashed_entries(),
+        0,
+        "a registration after the free adds nothing"
+    );
+    drop((stale, init));
+}
+
+/// Threads register pidfds while others free the same pids: at rest no entry outlives
+/// its pid, and every pid still allocated that had a pidfd has exactly one.
+#[test]
+fn scalable_registration_racing_the_free_leaves_no_stale_entry() {
+    let w = Arc::new(World::new(Profile::Scalable));
+    let _init = w.spawn();
+    for round in 0..200 {
+        let pids: Vec<_> = (0..8).map(|_| w.spawn()).collect();
+        std::thread::scope(|s| {
+            let (a, b) = pids.split_at(4);
+            for half in [a, b] {
+                let w = &w;
+                s.spawn(move || {
+                    for pid in half {
+                        let _ =
+                            w.pidfs
+                                .pidfd_prepare_stale(&w.root, pid.clone(), PidfdFlags::empty());
+                    }
+                });
+            }
+            s.spawn(|| {
+                for pid in pids.iter().rev().step_by(2) {
+                    free_pid(pid);
+                }
+            });
+        });
+        let live = pids.iter().filter(|p| !p.is_freed()).count();
+        assert_eq!(
+            w.pidfs.hashed_entries(),
+            live,
+            "round {round}: one entry per live pidfd'd pid"
+        );
+        for pid in pids.iter().filter(|p| !p.is_freed()) {
+            free_pid(pid);
+        }
+        assert_eq!(w.pidfs.hashed_entries(), 0, "round {round}");
     }
 }

@@ -41,6 +41,9 @@ pub struct PidMap {
     /// lock, summed (feature `lockstat`). Each namespace's lock is its own; the sum is
     /// what a fork pays.
     pool_locks: PoolLockStats,
+    /// The root namespaces made on this map: every pid of the runtime has a number in
+    /// one of them, so walking them finds every pid (slow paths only).
+    roots: parking_lot::Mutex<Vec<Weak<PidNamespace>>>,
 }
 
 impl PidMap {
@@ -52,7 +55,31 @@ impl PidMap {
             pidfs: OnceLock::new(),
             wakeup: OnceLock::new(),
             pool_locks: PoolLockStats::new(),
+            roots: parking_lot::Mutex::new(Vec::new()),
         })
+    }
+
+    /// The first published pid of the runtime (any namespace) for which `pred` holds,
+    /// walking every root namespace's pids in ascending number. A walk of every live
+    /// pid: for slow paths (pidfs's lookup of a pid by inode number when its index has
+    /// no entry), never for a fork or a free.
+    pub fn find_pid_where(&self, mut pred: impl FnMut(&Pid) -> bool) -> Option<Arc<Pid>> {
+        self.live_roots()
+            .iter()
+            .find_map(|ns| ns.pids().into_iter().find(|p| pred(p)))
+    }
+
+    /// How many published pids of the runtime (any namespace) `pred` holds for: the same
+    /// walk as [`find_pid_where`](Self::find_pid_where).
+    pub fn count_pids_where(&self, mut pred: impl FnMut(&Pid) -> bool) -> usize {
+        self.live_roots()
+            .iter()
+            .map(|ns| ns.pids().iter().filter(|p| pred(p)).count())
+            .sum()
+    }
+
+    fn live_roots(&self) -> Vec<Arc<PidNamespace>> {
+        self.roots.lock().iter().filter_map(Weak::upgrade).collect()
     }
 
     /// `Scalable`: acquisitions of the per-namespace number-pool locks (batch refills
@@ -163,7 +190,12 @@ impl PidNamespace {
     /// The root namespace of a runtime, with `pid_max` in `[301, 4194304]` (else EINVAL).
     pub fn new_root(map: &Arc<PidMap>, pid_max: i32) -> Result<Arc<Self>, Errno> {
         check_pid_max(pid_max)?;
-        Ok(Self::build(map.clone(), None, 0, pid_max))
+        let root = Self::build(map.clone(), None, 0, pid_max);
+        let mut roots = map.roots.lock();
+        roots.retain(|r| r.strong_count() > 0);
+        roots.push(Arc::downgrade(&root));
+        drop(roots);
+        Ok(root)
     }
 
     /// `create_pid_namespace`: a child namespace. Level 33 and deeper fail with ENOSPC.
