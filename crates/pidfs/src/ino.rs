@@ -33,6 +33,8 @@ struct Cache {
     batches: [Batch; CACHED],
     /// Round-robin victim for a miss.
     victim: usize,
+    /// The batch used last: a thread forking in one runtime finds it first try.
+    last: usize,
 }
 
 thread_local! {
@@ -76,30 +78,41 @@ impl InoCookie {
     pub fn next(&self) -> u64 {
         BATCHES.with(|cache| {
             let mut cache = cache.borrow_mut();
-            let hit = cache.batches.iter().position(|b| b.id == self.id);
-            let slot = match hit {
-                Some(i) => i,
-                None => {
-                    let i = cache.victim;
-                    cache.victim = (i + 1) % CACHED;
-                    cache.batches[i] = Batch {
-                        id: self.id,
-                        next: 0,
-                        end: 0,
-                    };
-                    i
-                }
-            };
-            let b = &mut cache.batches[slot];
-            if b.next == b.end {
-                let start = self.shared.fetch_add(self.batch, Ordering::Relaxed);
-                b.next = start;
-                b.end = start + self.batch;
+            let last = cache.last;
+            let b = &mut cache.batches[last];
+            if b.id == self.id && b.next != b.end {
+                b.next += 1;
+                return b.next - 1;
             }
-            let ino = b.next;
-            b.next += 1;
-            ino
+            self.next_slow(&mut cache)
         })
+    }
+
+    #[cold]
+    fn next_slow(&self, cache: &mut Cache) -> u64 {
+        let slot = match cache.batches.iter().position(|b| b.id == self.id) {
+            Some(i) => i,
+            None => {
+                let i = cache.victim;
+                cache.victim = (i + 1) % CACHED;
+                cache.batches[i] = Batch {
+                    id: self.id,
+                    next: 0,
+                    end: 0,
+                };
+                i
+            }
+        };
+        cache.last = slot;
+        let b = &mut cache.batches[slot];
+        if b.next == b.end {
+            let start = self.shared.fetch_add(self.batch, Ordering::Relaxed);
+            b.next = start;
+            b.end = start + self.batch;
+        }
+        let ino = b.next;
+        b.next += 1;
+        ino
     }
 }
 

@@ -98,24 +98,19 @@ pub fn alloc_pid(
     if set_tid.len() > levels {
         return Err(Errno::EINVAL);
     }
-    // Snapshot pid_max and validate set_tid without the lock.
+    // Snapshot pid_max and validate set_tid without the lock. A root-namespace pid (the
+    // common case) needs one level: no array, no chain walk.
     let mut pid_max = [0i32; MAX_PID_NS_LEVEL as usize + 1];
-    let valid = chain(ns).enumerate().try_for_each(|(i, level_ns)| {
-        pid_max[i] = level_ns.pid_max();
-        if let Some(&tid) = set_tid.get(i) {
-            if tid < 1 || tid >= pid_max[i] {
-                return Err(Errno::EINVAL);
-            }
-            // "PID 1 (init) must be created first" is checked before the capability.
-            if tid != 1 && !level_ns.has_child_reaper() {
-                return Err(Errno::EINVAL);
-            }
-            if !cap_checkpoint_restore {
-                return Err(Errno::EPERM);
-            }
-        }
-        Ok(())
-    });
+    let valid = if levels == 1 {
+        check_level(ns, set_tid.first().copied(), cap_checkpoint_restore).map(|max| {
+            pid_max[0] = max;
+        })
+    } else {
+        chain(ns).enumerate().try_for_each(|(i, level_ns)| {
+            pid_max[i] = check_level(level_ns, set_tid.get(i).copied(), cap_checkpoint_restore)?;
+            Ok(())
+        })
+    };
     if let Err(e) = valid {
         if ns.map().profile() == Profile::Linux618 {
             // 6.18's `out_free` took pidmap_lock even with nothing to roll back.
@@ -159,6 +154,29 @@ pub fn alloc_pid(
         }
     }
     Ok(pid)
+}
+
+/// One level's `set_tid` checks, in Linux's order; returns the level's `pid_max`
+/// snapshot.
+fn check_level(
+    ns: &PidNamespace,
+    tid: Option<i32>,
+    cap_checkpoint_restore: bool,
+) -> Result<i32, Errno> {
+    let pid_max = ns.pid_max();
+    if let Some(tid) = tid {
+        if tid < 1 || tid >= pid_max {
+            return Err(Errno::EINVAL);
+        }
+        // "PID 1 (init) must be created first" is checked before the capability.
+        if tid != 1 && !ns.has_child_reaper() {
+            return Err(Errno::EINVAL);
+        }
+        if !cap_checkpoint_restore {
+            return Err(Errno::EPERM);
+        }
+    }
+    Ok(pid_max)
 }
 
 fn fill_number(pid: &mut Arc<Pid>, level_from_inner: usize, nr: i32) {
