@@ -21,14 +21,13 @@ static NEXT_COOKIE_ID: StdAtomicU64 = StdAtomicU64::new(1);
 const CACHED: usize = 4;
 
 /// One cached batch: numbers `next..end` belong to allocator `id` and to this thread.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Batch {
     id: u64,
     next: u64,
     end: u64,
 }
 
-#[derive(Default)]
 struct Cache {
     batches: [Batch; CACHED],
     /// Round-robin victim for a miss.
@@ -37,8 +36,26 @@ struct Cache {
     last: usize,
 }
 
+#[cfg(not(loom))]
 thread_local! {
-    static BATCHES: RefCell<Cache> = RefCell::new(Cache::default());
+    // Const-initialised: no lazy-initialisation check on the fork path.
+    static BATCHES: RefCell<Cache> = const { RefCell::new(Cache::EMPTY) };
+}
+#[cfg(loom)]
+thread_local! {
+    static BATCHES: RefCell<Cache> = RefCell::new(Cache::EMPTY);
+}
+
+impl Cache {
+    const EMPTY: Cache = Cache {
+        batches: [Batch {
+            id: 0,
+            next: 0,
+            end: 0,
+        }; CACHED],
+        victim: 0,
+        last: 0,
+    };
 }
 
 /// `gen_cookie_next` for one runtime: unique `u64` numbers starting at 1, taken in

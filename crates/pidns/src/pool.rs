@@ -157,6 +157,17 @@ impl Drop for Caches {
     }
 }
 
+#[cfg(not(loom))]
+thread_local! {
+    // Const-initialised: no lazy-initialisation check on the fork and free paths.
+    static CACHES: RefCell<Caches> = const {
+        RefCell::new(Caches {
+            entries: Vec::new(),
+            last: 0,
+        })
+    };
+}
+#[cfg(loom)]
 thread_local! {
     static CACHES: RefCell<Caches> = RefCell::new(Caches::default());
 }
