@@ -35,6 +35,7 @@
 //! |---|---|
 //! | `Linux618` counter + `BTreeMap` index | its own mutex, only ever taken with `pidmap_lock` held (the hooks run under it; `find_by_ino` takes it), i.e. "under `pidmap_lock`" |
 //! | `Linux70` / `Scalable` hash index | one mutex per bucket (64 buckets), never under `pidmap_lock` (`Scalable` has none) |
+//! | `Scalable`: whether a pid is in the index | bits `INDEXED` (set under its bucket lock by the first pidfd) and `REMOVED` (set by `remove_pid`) of [`Pid::pidfs_flags`], read-modify-writes |
 //! | `Linux70` / `Scalable` ino numbers | [`InoCookie`]: per-thread batches of one atomic counter |
 //! | per-pid state (flags, exit info, waiters) | the pid's state mutex (`wait_pidfd.lock`) |
 //!
@@ -45,7 +46,10 @@
 //! # Invariants
 //!
 //! - Every pid allocated after [`Pidfs::new`] gets an ino `>= 1`, unique within the
-//!   `Pidfs`, never reused. The index holds exactly the pids allocated and not freed.
+//!   `Pidfs`, never reused. [`Pidfs::find_by_ino`] finds exactly the pids allocated
+//!   and not freed. The `Linux*` index holds every one of them; the `Scalable` index
+//!   only those that ever had a pidfd (the only ones a file handle can open), and a
+//!   lookup of any other walks the runtime's live pids.
 //! - Exit info is recorded only for pids that had a pidfd; any other reaped pid is
 //!   marked dead and can never get one (by number or by handle).
 //! - Readiness is monotonic: not readable -> readable -> readable + hangup.
@@ -55,8 +59,10 @@
 //! `Linux618`: ordered tree + global counter under `pidmap_lock` (a full alloc + free
 //! takes `pidmap_lock` 3 times, the index updated inside). `Linux70`: batched cookies and
 //! a sharded hash table, updated after `pidmap_lock` is dropped (2 times). `Scalable`:
-//! the same batches and sharded table with no `pidmap_lock` at all (its pid allocator
-//! has none), so no lock of pidfs is shared by all forks. See `IMPLEMENTATION.md`.
+//! the same batches, no `pidmap_lock` at all (its pid allocator has none), and the
+//! table only for pids that get a pidfd: a fork writes the ino into the `Pid`, a free
+//! sets one flag bit, and neither touches shared memory of pidfs. See
+//! `IMPLEMENTATION.md`.
 #![forbid(unsafe_code)]
 
 mod backend;

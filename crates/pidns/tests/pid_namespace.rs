@@ -240,3 +240,43 @@ fn failed_alloc_in_a_closed_namespace_wakes_its_reaper_as_free_pid_does() {
         );
     }
 }
+
+#[test]
+fn map_walk_finds_every_live_pid_of_every_namespace_through_the_roots() {
+    for &p in Profile::ALL {
+        let (root_ns, init) = root_with_init(p, 32768);
+        let child = root_ns.new_child().unwrap();
+        let child_init = spawn_init(&child);
+        let inner = alloc(&child);
+        let outer = alloc(&root_ns);
+        let map = root_ns.map();
+        assert_eq!(
+            map.count_pids_where(|_| true),
+            4,
+            "{p}: every live pid once"
+        );
+        let found = map
+            .find_pid_where(|pid| pid.level() == 1 && pid.nr() == inner.nr())
+            .expect("a nested pid is found through its root-level number");
+        assert!(Arc::ptr_eq(&found, &inner), "{p}");
+        free_pid(&inner);
+        assert!(
+            map.find_pid_where(|pid| Arc::ptr_eq(pid.ns(), &child) && pid.nr() != 1)
+                .is_none(),
+            "{p}: a freed pid is not found"
+        );
+        assert_eq!(map.count_pids_where(|pid| pid.level() == 1), 1, "{p}");
+        // A second root on the same map is walked too; a dropped one is not.
+        let other_root = PidNamespace::new_root(map, 1000).unwrap();
+        let other_init = alloc(&other_root);
+        assert_eq!(map.count_pids_where(|_| true), 4, "{p}");
+        assert!(
+            map.find_pid_where(|pid| std::ptr::eq(pid, &*other_init))
+                .is_some()
+        );
+        free_pid(&other_init);
+        drop((other_init, other_root));
+        assert_eq!(map.count_pids_where(|_| true), 3, "{p}");
+        drop((outer, child_init, init));
+    }
+}
