@@ -115,6 +115,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod anchor;
 mod cgroup;
 mod controller;
 mod files;
@@ -178,65 +179,73 @@ pub mod loom_model {
         }
     }
 
-    /// One cgroup's `Scalable` fork gate (`nr_forking`), with its populated count and
-    /// a loom mutex standing for its member-set locks, driven through the crate's own
-    /// gate functions.
+    /// One cgroup's `Scalable` fork gate with two anchors, driven through the crate's
+    /// own gate functions: each anchor's fork count and a loom mutex standing for its
+    /// member lock (holding its member count), the node's `closing` and `removed`.
     #[derive(Debug)]
     pub struct Gate {
-        forking: crate::sync::AtomicU64,
-        populated: crate::sync::AtomicU64,
-        /// rmdir's `removed` flag, stored after the gate closed.
+        closing: crate::sync::AtomicBool,
         removed: crate::sync::AtomicBool,
-        members: loom::sync::Mutex<()>,
+        forking: [crate::sync::AtomicU64; 2],
+        members: [loom::sync::Mutex<u64>; 2],
     }
 
     impl Default for Gate {
         fn default() -> Gate {
             Gate {
-                forking: crate::sync::AtomicU64::new(0),
-                populated: crate::sync::AtomicU64::new(0),
+                closing: crate::sync::AtomicBool::new(false),
                 removed: crate::sync::AtomicBool::new(false),
-                members: loom::sync::Mutex::new(()),
+                forking: [
+                    crate::sync::AtomicU64::new(0),
+                    crate::sync::AtomicU64::new(0),
+                ],
+                members: [loom::sync::Mutex::new(0), loom::sync::Mutex::new(0)],
             }
         }
     }
 
     impl Gate {
-        /// can_fork, then post_fork (count populated under the member lock, leave):
-        /// false if the cgroup was closed.
-        pub fn fork(&self) -> bool {
-            if !crate::fork_gate::enter(&self.forking) {
-                return false;
+        /// can_fork through anchor `a` (waiting out an rmdir deciding), then post_fork
+        /// (link under the anchor's lock, leave): false if the cgroup was removed.
+        pub fn fork(&self, a: usize) -> bool {
+            while !crate::fork_gate::enter(&self.forking[a], &self.closing) {
+                drop(self.members[a].lock().expect("member lock"));
+                if self.is_removed() {
+                    return false;
+                }
             }
-            {
-                let _m = self.members.lock().expect("member lock");
-                self.populated.fetch_add(1, crate::sync::Ordering::Release);
-            }
-            crate::fork_gate::leave(&self.forking);
+            *self.members[a].lock().expect("member lock") += 1;
+            crate::fork_gate::leave(&self.forking[a]);
             true
         }
 
-        /// rmdir: under the member lock, populated 0 and no fork in flight closes it;
-        /// then the `removed` flag, as `Cgroup::rmdir` stores it.
+        /// rmdir: every anchor's lock, no member, no fork in flight closes it; then
+        /// the `removed` flag, as `Cgroup::rmdir` stores it, before the locks go.
         pub fn rmdir(&self) -> bool {
-            let _m = self.members.lock().expect("member lock");
-            let closed = self.populated.load(crate::sync::Ordering::Acquire) == 0
-                && crate::fork_gate::close_if_idle(&self.forking);
+            let sets: Vec<_> = self
+                .members
+                .iter()
+                .map(|m| m.lock().expect("member lock"))
+                .collect();
+            let closed = sets.iter().all(|s| **s == 0)
+                && crate::fork_gate::close_if_idle(&self.closing, self.forking.iter());
             if closed {
                 self.removed.store(true, crate::sync::Ordering::Release);
             }
             closed
         }
 
-        /// `Cgroup::is_removed`: the flag, or the gate's mark before the flag is set.
+        /// `Cgroup::is_removed`.
         pub fn is_removed(&self) -> bool {
             self.removed.load(crate::sync::Ordering::Acquire)
-                || crate::fork_gate::is_closed(&self.forking)
         }
 
-        /// Linked members counted.
+        /// Linked members counted, over both anchors.
         pub fn populated(&self) -> u64 {
-            self.populated.load(crate::sync::Ordering::Acquire)
+            self.members
+                .iter()
+                .map(|m| *m.lock().expect("member lock"))
+                .sum()
         }
     }
 }

@@ -48,14 +48,15 @@ fn link(key: usize) -> u32 {
     key as u32
 }
 
-/// The member set of one cgroup. Guarded by the node's `members` mutex (taken inside
-/// `css_set_lock` under the Linux profiles; alone under `Scalable`).
+/// The member set of one anchor (one css_set of a cgroup). Guarded by the anchor's
+/// `members` mutex (taken inside `css_set_lock` under the Linux profiles; alone under
+/// `Scalable`).
 pub(crate) struct MemberSet {
     slots: Slab<Entry>,
     head: usize,
     tail: usize,
     /// The serial [`append`](MemberSet::append) gives next (`Scalable`: serials are per
-    /// cgroup, drawn under this set's lock, instead of one runtime-wide counter).
+    /// anchor, drawn under this set's lock, instead of one runtime-wide counter).
     next_serial: u64,
 }
 
@@ -138,6 +139,11 @@ impl MemberSet {
 
     /// The members in serial (link) order.
     pub(crate) fn values(&self) -> impl Iterator<Item = &Weak<dyn CgroupMember>> + '_ {
+        self.entries().map(|(_, m)| m)
+    }
+
+    /// The members with their serials, in serial (link) order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (u64, &Weak<dyn CgroupMember>)> + '_ {
         let mut cur = self.head;
         std::iter::from_fn(move || {
             if cur == NIL {
@@ -145,8 +151,13 @@ impl MemberSet {
             }
             let e = &self.slots[cur];
             cur = e.next();
-            Some(&e.member)
+            Some((e.serial, &e.member))
         })
+    }
+
+    /// Whether no member is linked here.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head == NIL
     }
 
     /// How many members.

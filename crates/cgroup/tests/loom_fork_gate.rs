@@ -1,4 +1,5 @@
-//! Loom model of the `Scalable` fork gate (`nr_forking` + rmdir's `REMOVING` mark): a
+//! Loom model of the `Scalable` fork gate (per-anchor fork counts + rmdir's `closing`
+//! flag, a Dekker handshake, and the wait on the anchor's lock): a
 //! fork racing rmdir of its cgroup either links into a cgroup rmdir then refuses to
 //! remove (EBUSY), or is refused (ENOENT) by a cgroup already removed; never both a
 //! removed cgroup and a member linked into it. Run with
@@ -15,8 +16,8 @@ fn rmdir_never_removes_a_cgroup_a_fork_links_into() {
         let gate = Arc::new(Gate::default());
         let g2 = gate.clone();
         let forker = thread::spawn(move || {
-            let forked = g2.fork();
-            // Refused (ENOENT) means removed, also before rmdir stored its flag.
+            let forked = g2.fork(0);
+            // Refused (ENOENT) only once rmdir has removed the cgroup.
             assert!(
                 forked || g2.is_removed(),
                 "ENOENT from a cgroup not removed"
@@ -39,8 +40,9 @@ fn two_forks_and_rmdir() {
     loom::model(|| {
         let gate = Arc::new(Gate::default());
         let (a, b) = (gate.clone(), gate.clone());
-        let fa = thread::spawn(move || a.fork());
-        let fb = thread::spawn(move || b.fork());
+        // Two forking parents, each through its own anchor.
+        let fa = thread::spawn(move || a.fork(0));
+        let fb = thread::spawn(move || b.fork(1));
         let removed = gate.rmdir();
         let forked = u64::from(fa.join().unwrap()) + u64::from(fb.join().unwrap());
         assert_eq!(gate.populated(), forked);
@@ -50,7 +52,7 @@ fn two_forks_and_rmdir() {
         );
         // Once closed, the gate stays closed.
         if removed {
-            assert!(!gate.fork());
+            assert!(!gate.fork(0) && !gate.fork(1));
         }
     });
 }
