@@ -5,7 +5,8 @@
 //! between can_fork and post_fork or cancel): a fork writes only its own anchor's
 //! line. rmdir, holding the node's registry and every anchor's member lock, raises
 //! the node's `closing` flag and then sums the anchors' counts. The two sides are a
-//! store-then-load pair each, all `SeqCst` (Dekker's handshake): a fork that did not
+//! store, a `SeqCst` fence, then a load each (Dekker's handshake; the fences are
+//! totally ordered, so one side's load sees the other's store): a fork that did not
 //! see `closing` had counted itself before rmdir's loads, so rmdir sees it (EBUSY);
 //! a fork that sees `closing` uncounts itself and waits for rmdir's decision by taking
 //! its anchor's member lock, which rmdir holds until it has decided; then it reads
@@ -16,16 +17,20 @@
 //!
 //! The Linux profiles count on the node under `css_set_lock` and never use the flag.
 
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, fence};
 
 /// can_fork: counts a fork in through its anchor; false (nothing counted) while
 /// rmdir is closing the cgroup (the caller waits on the anchor's member lock, then
 /// reads `removed`).
 #[inline]
 pub(crate) fn enter(nr_forking: &AtomicU64, closing: &AtomicBool) -> bool {
-    nr_forking.fetch_add(1, Ordering::SeqCst);
-    if closing.load(Ordering::SeqCst) {
-        nr_forking.fetch_sub(1, Ordering::SeqCst);
+    nr_forking.fetch_add(1, Ordering::Relaxed);
+    // Pairs with rmdir's fence: either rmdir's loads see this count or this load sees
+    // its flag. (A `SeqCst` read-modify-write and load would do in the C++ model, but
+    // loom checks only the fence form; on x86 the cost is the same order.)
+    fence(Ordering::SeqCst);
+    if closing.load(Ordering::Relaxed) {
+        nr_forking.fetch_sub(1, Ordering::Relaxed);
         return false;
     }
     true
@@ -44,10 +49,13 @@ pub(crate) fn close_if_idle<'a>(
     closing: &AtomicBool,
     mut anchors_forking: impl Iterator<Item = &'a AtomicU64>,
 ) -> bool {
-    closing.store(true, Ordering::SeqCst);
-    if anchors_forking.all(|n| n.load(Ordering::SeqCst) == 0) {
+    closing.store(true, Ordering::Relaxed);
+    // Pairs with every can_fork's fence (see `enter`).
+    fence(Ordering::SeqCst);
+    if anchors_forking.all(|n| n.load(Ordering::Relaxed) == 0) {
         return true;
     }
-    closing.store(false, Ordering::SeqCst);
+    // Still under every anchor's lock: a fork that saw the flag waits for it.
+    closing.store(false, Ordering::Relaxed);
     false
 }

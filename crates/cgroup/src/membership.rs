@@ -28,7 +28,7 @@ use crate::controller::pids;
 use crate::fork_gate;
 use crate::hierarchy::{Hierarchy, common_ancestor};
 use crate::members::MemberSet;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
+use crate::sync::{Arc, AtomicBool, AtomicU32, AtomicU64, Ordering, Weak};
 
 /// What the cgroup code knows of a task. The task list implements it; cgroup knows
 /// nothing of pids otherwise.
@@ -136,15 +136,7 @@ pub struct PostFork {
 /// *charged* (counted in `pids.current`) until [`release`](CssLink::release). Dropping
 /// it does both, so a task list that forgets cannot leak a charge.
 pub struct CssLink {
-    /// Link order in the runtime (Linux profiles: migration re-inserts at it); 0 under
-    /// `Scalable`, whose anchors number their own entries. Written once by post_fork
-    /// before the link is linked, read by migration under the state lock.
-    serial: AtomicU64,
     member: Weak<dyn CgroupMember>,
-    /// Written under `css_set_lock` (`Scalable`: the link's `state`); read anywhere.
-    linked: AtomicBool,
-    /// `Profile::Scalable` (no `css_set_lock`), fixed with the hierarchy.
-    scalable: bool,
     /// The id of the current cgroup, mirrored from `state` (written with it held) so
     /// that the id recorded at every reap (`pidfs_exit`) is read without a lock.
     current_id: AtomicU64,
@@ -152,6 +144,18 @@ pub struct CssLink {
     /// locks (`Scalable`: no `css_set_lock`; two anchors by address). `release` takes
     /// `state` alone.
     state: Mutex<LinkState>,
+    /// This link's entry in its anchor's member set (meaningful while linked). Stored
+    /// by post_fork before `linked` is published, then changed only by migration with
+    /// `state` held; narrow, so that the link stays small (one per task).
+    key: AtomicU32,
+    /// Between post_fork and task_dead. Set by post_fork (`SeqCst`, after `key` and
+    /// `charged`), cleared under `state` (and `css_set_lock` under the Linux profiles).
+    linked: AtomicBool,
+    /// Still counted in the pids controller (until release). Set by post_fork before
+    /// `linked`; cleared (swap) under `state`, read by migration under it.
+    charged: AtomicBool,
+    /// `Profile::Scalable` (no `css_set_lock`), fixed with the hierarchy.
+    scalable: bool,
 }
 
 struct LinkState {
@@ -161,23 +165,12 @@ struct LinkState {
     /// The anchor this task forks its children into (made at its first fork, replaced
     /// when the task has moved to another cgroup since).
     children: Option<Arc<Anchor>>,
-    /// This link's entry in `anchor`'s member set (meaningful while linked). Narrow, so
-    /// that the state stays small (one `CssLink` per task).
-    key: u32,
-    /// Still counted in the pids controller (until release).
-    charged: bool,
 }
 
-impl LinkState {
-    fn key(&self) -> usize {
-        self.key as usize
-    }
-
-    /// Records the entry `key` of the anchor's member set.
-    fn set_key(&mut self, key: usize) {
-        // A member set holds at most one entry per live task.
-        self.key = u32::try_from(key).expect("fewer than 2^32 members in one anchor");
-    }
+/// A member-set slab key as stored in [`CssLink::key`] (a member set holds at most one
+/// entry per live task).
+fn narrow_key(key: usize) -> u32 {
+    u32::try_from(key).expect("fewer than 2^32 members in one anchor")
 }
 
 /// `cgroup_can_fork` through `anchor` (an anchor of the cgroup the child goes to).
@@ -316,23 +309,24 @@ impl Cgroup {
                     break;
                 }
                 let ca = common_ancestor(src, dest);
-                if st.charged {
+                if link.charged.load(Ordering::Relaxed) {
                     // pids_can_attach: charge the new css, uncharge the old one. The
                     // common ancestors would see +1 -1; they are skipped so their peak
                     // does not move.
                     pids::charge(dest.pids_levels_below(ca));
                     pids::uncharge(src.pids_levels_below(ca));
                 }
-                let m = src_set.remove(st.key());
+                let m = src_set.remove(link.key.load(Ordering::Relaxed) as usize);
                 debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
-                if let Some(m) = m {
+                if let Some((serial, m)) = m {
                     let key = if scalable {
                         // To the tail of the destination (`list_move_tail`).
                         dest_set.append(m)
                     } else {
-                        dest_set.insert(link.serial.load(Ordering::Relaxed), m)
+                        // At its link serial (Linux profiles: one runtime-wide order).
+                        dest_set.insert(serial, m)
                     };
-                    st.set_key(key);
+                    link.key.store(narrow_key(key), Ordering::Relaxed);
                 }
                 if !scalable {
                     // Written only under css_set_lock (held): the destination chain
@@ -406,16 +400,18 @@ impl Cgroup {
         let anchors = self.node.registry.lock().live();
         let mut out: Vec<(u64, Arc<dyn CgroupMember>)> = Vec::new();
         for a in &anchors {
+            let from = out.len();
             out.extend(
                 a.members
                     .lock()
                     .entries()
                     .filter_map(|(serial, m)| Some((serial, m.upgrade()?))),
             );
+            // `Scalable` numbers per anchor: anchor by anchor, link order within each,
+            // as Linux walks one css_set after another.
+            out[from..].sort_unstable_by_key(|(serial, _)| *serial);
         }
-        // Linux profiles: one runtime-wide link order across the anchors. `Scalable`
-        // numbers per anchor: anchor by anchor (link order within each), as Linux
-        // walks one css_set after another.
+        // Linux profiles: one runtime-wide link order across the anchors.
         if !self.hier.is_scalable() {
             out.sort_by_key(|(serial, _)| *serial);
         }
@@ -473,17 +469,16 @@ impl ForkCharge {
     /// do nothing to it.
     pub fn prepare_link(&self, member: Weak<dyn CgroupMember>) -> Arc<CssLink> {
         Arc::new(CssLink {
-            serial: AtomicU64::new(0),
             member,
-            linked: AtomicBool::new(false),
-            scalable: self.anchor.cg.hier.is_scalable(),
             current_id: AtomicU64::new(self.anchor.cg.node.id),
             state: Mutex::new(LinkState {
                 anchor: self.anchor.clone(),
                 children: None,
-                key: 0,
-                charged: false,
             }),
+            key: AtomicU32::new(0),
+            linked: AtomicBool::new(false),
+            charged: AtomicBool::new(false),
+            scalable: self.anchor.cg.hier.is_scalable(),
         })
     }
 
@@ -496,7 +491,7 @@ impl ForkCharge {
         let anchor = &self.anchor;
         let hier = &anchor.cg.hier;
         let node = &anchor.cg.node;
-        let (killed, serial, key) = if link.scalable {
+        let (killed, key) = if link.scalable {
             // The anchor's member lock stands for css_set_lock: cgroup.kill collects
             // under it after bumping kill_seq, rmdir decides under it. The serial comes
             // from the anchor's own set (no runtime-wide counter every fork would
@@ -507,7 +502,7 @@ impl ForkCharge {
             drop(members);
             // After the member is linked: rmdir sees one or the other.
             fork_gate::leave(&anchor.nr_forking);
-            (killed, 0, key)
+            (killed, key)
         } else {
             let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
             let _css = hier.css_set_lock.lock();
@@ -521,23 +516,20 @@ impl ForkCharge {
                 n.nr_populated.store(v + 1, Ordering::Release);
             }
             fork_gate::leave(&node.nr_forking);
-            (killed, serial, key)
+            (killed, key)
         };
-        // Filled in after the member lock: the member set holds the task, not the
-        // link, and the task's cgroup cannot migrate before its fork ends (the group's
-        // threadgroup_rwsem), so nothing reads these fields meanwhile; a concurrent
-        // exit that saw the link unlinked is caught by the caller's re-check.
-        {
-            let mut st = link.state.lock();
-            debug_assert!(
-                Arc::ptr_eq(&st.anchor, anchor),
-                "a link prepared by this charge"
-            );
-            link.serial.store(serial, Ordering::Relaxed);
-            st.set_key(key);
-            st.charged = true;
-            link.linked.store(true, Ordering::SeqCst);
-        }
+        // Filled in after the member lock, without the state lock: the member set
+        // holds the task, not the link; every reader of `key` and `charged` (task_dead,
+        // release, migration) acts only on a link it saw linked, which this `SeqCst`
+        // store publishes last. A concurrent exit or release that saw the link
+        // unlinked is caught by the caller's re-check.
+        debug_assert!(
+            Arc::ptr_eq(&link.state.lock().anchor, anchor),
+            "a link prepared by this charge"
+        );
+        link.key.store(narrow_key(key), Ordering::Relaxed);
+        link.charged.store(true, Ordering::Relaxed);
+        link.linked.store(true, Ordering::SeqCst);
         if killed {
             tracing::debug!(path = %node.path(), "fork raced with cgroup.kill: child killed");
         }
@@ -635,7 +627,11 @@ impl CssLink {
             return;
         }
         self.linked.store(false, Ordering::Release);
-        let m = st.anchor.members.lock().remove(st.key());
+        let m = st
+            .anchor
+            .members
+            .lock()
+            .remove(self.key.load(Ordering::Relaxed) as usize);
         debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
         if !self.scalable {
             for n in st.anchor.cg.node.ancestors() {
@@ -656,8 +652,15 @@ impl CssLink {
         if self.linked.load(Ordering::Acquire) {
             self.task_dead();
         }
-        let mut st = self.state.lock();
-        if !std::mem::replace(&mut st.charged, false) {
+        // Released already (or never charged: no lock at all, as in the drop of a
+        // reaped task's link).
+        if !self.charged.load(Ordering::Acquire) {
+            return;
+        }
+        // The swap under the state lock: a migration moves the charge under it, so
+        // the cgroup uncharged is the one that holds it.
+        let st = self.state.lock();
+        if !self.charged.swap(false, Ordering::AcqRel) {
             return;
         }
         // Uncharged under the state lock (plain atomics, no lock taken): no clone of
@@ -672,7 +675,7 @@ impl CssLink {
 
     /// Whether the task still counts in `pids.current` (until release).
     pub fn is_charged(&self) -> bool {
-        self.state.lock().charged
+        self.charged.load(Ordering::Acquire)
     }
 }
 
@@ -688,7 +691,7 @@ impl fmt::Debug for CssLink {
         f.debug_struct("CssLink")
             .field("cgroup", &st.anchor.cg.node.path())
             .field("linked", &self.is_linked())
-            .field("charged", &st.charged)
+            .field("charged", &self.is_charged())
             .finish_non_exhaustive()
     }
 }
