@@ -139,7 +139,8 @@ pub use membership::{
 pub mod loom_model {
     use crate::controller::pids::{self, PidsCounter};
 
-    /// A chain of pids levels, the forking cgroup's first, the root excluded.
+    /// A chain of pids levels, the forking cgroup's first, the root excluded. Each
+    /// model thread names its own credit shard.
     #[derive(Debug)]
     pub struct Chain(Vec<PidsCounter>);
 
@@ -158,14 +159,15 @@ pub mod loom_model {
             )
         }
 
-        /// `pids_try_charge` from level `from` upwards; false when a level was full.
-        pub fn try_charge(&self, from: usize) -> bool {
-            pids::try_charge(self.0[from..].iter()).is_ok()
+        /// `pids_try_charge` from level `from` upwards with credit shard `shard` (the
+        /// calling thread's); false when a level was full.
+        pub fn try_charge(&self, from: usize, shard: usize) -> bool {
+            pids::try_charge_on(self.0[from..].iter(), shard).is_ok()
         }
 
-        /// `pids_uncharge` from level `from` upwards.
-        pub fn uncharge(&self, from: usize) {
-            pids::uncharge(self.0[from..].iter())
+        /// `pids_uncharge` from level `from` upwards, parking on shard `shard`.
+        pub fn uncharge(&self, from: usize, shard: usize) {
+            pids::uncharge_on(self.0[from..].iter(), shard)
         }
 
         /// `pids.current` of level `i`.

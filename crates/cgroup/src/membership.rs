@@ -314,7 +314,7 @@ impl Cgroup {
                     // common ancestors would see +1 -1; they are skipped so their peak
                     // does not move.
                     pids::charge(dest.pids_levels_below(ca));
-                    pids::uncharge(src.pids_levels_below(ca));
+                    pids::uncharge_shared(src.pids_levels_below(ca));
                 }
                 let m = src_set.remove(link.key.load(Ordering::Relaxed) as usize);
                 debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
