@@ -313,7 +313,7 @@ impl Hierarchy {
 
     /// The lock profile this hierarchy imitates. `Linux618` and `Linux70` lock the
     /// same way here: `css_set_lock` three times per task life cycle; `Scalable` never
-    /// takes it (per-cgroup member-set locks and atomics instead).
+    /// takes it (per-anchor member locks and atomics instead).
     pub fn profile(&self) -> Profile {
         self.profile
     }
