@@ -109,12 +109,19 @@ impl Cgroup {
             return Err(Errno::EBUSY);
         }
         if self.hier.is_scalable() {
-            // Rule: cgroup_mutex -> the cgroup's member-set lock. Populated changes
-            // for this childless cgroup only under that lock; a fork past can_fork
-            // holds nr_forking above 0, and one not yet there will see REMOVING.
-            let _members = self.node.lock_all_members();
-            if self.node.nr_populated.load(Ordering::Acquire) > 0
-                || !fork_gate::close_if_idle(&self.node.nr_forking)
+            // Rule: cgroup_mutex -> registry -> every anchor's member lock. Members
+            // change only under those; a fork past can_fork is counted in its
+            // anchor's nr_forking, and one not yet there will see `closing` and wait
+            // for this decision on its anchor's lock. The registry stays held so that
+            // no anchor appears meanwhile.
+            let reg = self.node.registry.lock();
+            let anchors = reg.live();
+            let sets: Vec<_> = anchors.iter().map(|a| a.members.lock()).collect();
+            if sets.iter().any(|s| !s.is_empty())
+                || !fork_gate::close_if_idle(
+                    &self.node.closing,
+                    anchors.iter().map(|a| &a.nr_forking),
+                )
             {
                 return Err(Errno::EBUSY);
             }

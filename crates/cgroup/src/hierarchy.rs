@@ -4,13 +4,13 @@
 use core::fmt;
 use std::collections::{BTreeMap, HashMap};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use uproc_abi::lockstat::{LockStat, NamedMutex};
 use uproc_abi::{Errno, Profile};
 
 use crate::Cgroup;
+use crate::anchor::Registry;
 use crate::controller::pids::PidsCounter;
-use crate::members::MemberSet;
 use crate::membership::TaskResolver;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
@@ -132,87 +132,55 @@ pub(crate) struct Node {
     pub(crate) parent: Option<Arc<Node>>,
     /// `None` on the root: the pids controller keeps no counter there.
     pub(crate) pids: Option<PidsCounter>,
-    /// Set by rmdir, under `cgroup_mutex` and `css_set_lock` (`Scalable`: the member-set
-    /// locks, after the fork gate closed); read anywhere through
-    /// [`is_removed`](Node::is_removed), which also counts the gate's mark.
+    /// Set by rmdir, under `cgroup_mutex` and `css_set_lock` (`Scalable`: the node's
+    /// registry and every anchor's member lock, after `closing` was raised for good).
     pub(crate) removed: AtomicBool,
-    /// `cgrp->kill_seq`: bumped under `css_set_lock` by cgroup.kill on this cgroup or
-    /// an ancestor; read under it by can_fork and post_fork.
+    /// `Scalable` fork gate (`fork_gate.rs`): raised by rmdir while it decides, and for
+    /// good once it removed the cgroup; every can_fork reads it after counting itself
+    /// in on its anchor.
+    pub(crate) closing: AtomicBool,
+    /// `cgrp->kill_seq`: bumped by cgroup.kill on this cgroup or an ancestor (under
+    /// `css_set_lock`; `Scalable`: before the anchors are collected); read by can_fork
+    /// and post_fork.
     pub(crate) kill_seq: AtomicU64,
-    /// Forks between can_fork and post_fork/cancel. Incremented under `css_set_lock`
-    /// (`Scalable`: without a lock), decremented by post_fork or cancel. rmdir refuses
-    /// (EBUSY) while non-zero, as Linux's parent task (or `cgroup_mutex`, with
-    /// CLONE_INTO_CGROUP) keeps the cgroup populated. `Scalable` rmdir sets
-    /// [`REMOVING`](crate::fork_gate::REMOVING) in it with a compare-exchange from 0,
-    /// which every later can_fork sees.
+    /// Linux profiles: forks between can_fork and post_fork/cancel, incremented under
+    /// `css_set_lock`, decremented by post_fork or cancel. rmdir refuses (EBUSY) while
+    /// non-zero, as Linux's parent task (or `cgroup_mutex`, with CLONE_INTO_CGROUP)
+    /// keeps the cgroup populated. `Scalable` counts per anchor instead.
     pub(crate) nr_forking: AtomicU64,
-    /// Linked members in this cgroup and its descendants (`nr_populated_*`). Written
-    /// under `css_set_lock` with a load and a store (`Scalable`: read-modify-writes,
-    /// under the member-set lock of the cgroup whose member changed); read anywhere.
+    /// Linux profiles: linked members in this cgroup and its descendants
+    /// (`nr_populated_*`), written under `css_set_lock` with a load and a store; read
+    /// anywhere. `Scalable` keeps no count (it would be a line every fork of the
+    /// subtree writes): populated is computed from the anchors when asked.
     pub(crate) nr_populated: AtomicU64,
-    /// The cgroup's css_set task lists. One under the Linux profiles, locked inside
-    /// `css_set_lock`. Under `Scalable`, [`MEMBER_SHARDS`] of them, each its own lock:
-    /// a thread links the tasks it forks into "its" shard ([`Node::my_shard`]), so
-    /// forks of different threads into one cgroup (the root, typically) share no lock.
-    /// Lock order inside a cgroup: shards in index order.
-    pub(crate) members: Box<[Mutex<MemberSet>]>,
-    /// Whether `nr_forking` and `nr_populated` are kept: not for the root under
-    /// `Scalable` (it can be neither removed nor killed, and its populated state is
-    /// computed on demand), so no fork writes a line every fork of the runtime shares.
-    pub(crate) tracked: bool,
-}
-
-/// Member-set shards per cgroup under `Scalable`.
-pub(crate) const MEMBER_SHARDS: usize = 8;
-
-/// Hands each thread the next shard index, round robin.
-static NEXT_THREAD_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-std::thread_local! {
-    /// This thread's member-set shard index (round robin over threads).
-    static THREAD_SHARD: usize =
-        NEXT_THREAD_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// The cgroup's anchors (its css_sets), named weakly: the rare readers'
+    /// (`cgroup.procs`, `cgroup.kill`, rmdir) way to the members. Lock order: a link's
+    /// state -> this -> anchors' member locks.
+    pub(crate) registry: Mutex<Registry>,
 }
 
 impl Node {
-    fn new(id: u64, name: String, parent: Option<Arc<Node>>, scalable: bool) -> Node {
+    fn new(id: u64, name: String, parent: Option<Arc<Node>>) -> Node {
         let pids = parent.is_some().then(PidsCounter::new);
-        let shards = if scalable { MEMBER_SHARDS } else { 1 };
         Node {
             id,
             name,
-            tracked: !(scalable && parent.is_none()),
             parent,
             pids,
             removed: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             kill_seq: AtomicU64::new(0),
             nr_forking: AtomicU64::new(0),
             nr_populated: AtomicU64::new(0),
-            members: (0..shards)
-                .map(|_| Mutex::new(MemberSet::default()))
-                .collect(),
+            registry: Mutex::new(Registry::default()),
         }
     }
 
-    /// The member-set shard the calling thread links into (always 0 with one shard).
-    #[inline]
-    pub(crate) fn my_shard(&self) -> usize {
-        let n = self.members.len();
-        if n == 1 {
-            0
-        } else {
-            THREAD_SHARD.with(|s| *s) % n
-        }
-    }
-
-    /// Every shard locked, in index order (`Scalable` rmdir).
-    pub(crate) fn lock_all_members(&self) -> Vec<MutexGuard<'_, MemberSet>> {
-        self.members.iter().map(|m| m.lock()).collect()
-    }
-
-    /// This node and its ancestors whose populated count is kept.
-    pub(crate) fn tracked_ancestors(&self) -> impl Iterator<Item = &Node> + Clone {
-        self.ancestors().filter(|n| n.tracked)
+    /// Whether any anchor of this cgroup itself (not its descendants) has a member
+    /// linked (`Scalable`'s populated test).
+    pub(crate) fn has_members(&self) -> bool {
+        let anchors = self.registry.lock().live();
+        anchors.iter().any(|a| !a.members.lock().is_empty())
     }
 
     /// This node and every ancestor up to and including the root.
@@ -259,13 +227,10 @@ impl Node {
         s
     }
 
-    /// Whether rmdir removed this cgroup. Under `Scalable` the removal takes effect at
-    /// the fork gate's close ([`REMOVING`](crate::fork_gate::REMOVING) in `nr_forking`),
-    /// which a can_fork may see (and fail with ENOENT) before rmdir gets to `removed`:
-    /// the mark counts as removed, so a fork refused with ENOENT never finds the cgroup
-    /// still there. Only a successful rmdir sets it, under the same locks as `removed`.
+    /// Whether rmdir removed this cgroup (a fork is refused with ENOENT only after it
+    /// saw this).
     pub(crate) fn is_removed(&self) -> bool {
-        self.removed.load(Ordering::Acquire) || crate::fork_gate::is_closed(&self.nr_forking)
+        self.removed.load(Ordering::Acquire)
     }
 
     pub(crate) fn is_populated(&self) -> bool {
@@ -318,12 +283,7 @@ impl Hierarchy {
     /// # References
     /// `cgroup_init` / `cgroup_setup_root` (the default hierarchy).
     pub fn new(profile: Profile) -> Arc<Hierarchy> {
-        let root = Arc::new(Node::new(
-            1,
-            String::new(),
-            None,
-            profile == Profile::Scalable,
-        ));
+        let root = Arc::new(Node::new(1, String::new(), None));
         let mut entries = HashMap::new();
         entries.insert(
             1,
@@ -353,7 +313,7 @@ impl Hierarchy {
 
     /// The lock profile this hierarchy imitates. `Linux618` and `Linux70` lock the
     /// same way here: `css_set_lock` three times per task life cycle; `Scalable` never
-    /// takes it (per-cgroup member-set locks and atomics instead).
+    /// takes it (per-anchor member locks and atomics instead).
     pub fn profile(&self) -> Profile {
         self.profile
     }
@@ -395,7 +355,6 @@ impl Hierarchy {
             self.alloc_id(),
             name.to_owned(),
             Some(parent.clone()),
-            self.scalable,
         ))
     }
 

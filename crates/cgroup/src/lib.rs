@@ -5,9 +5,9 @@
 //!
 //! One [`Hierarchy`] per runtime (Linux's default hierarchy, `cgrp_dfl_root`) holds a
 //! tree of cgroups. Each non-root cgroup carries a pids controller (`pids.max`,
-//! `pids.current`, `pids.peak`, `pids.events`, `pids.events.local`), a member set (the
-//! tasks linked into it: Linux's css_set task lists, one css_set per cgroup here), a
-//! `kill_seq`, and a `populated` count. The crate knows nothing of pids or tasks: the
+//! `pids.current`, `pids.peak`, `pids.events`, `pids.events.local`), its anchors (the
+//! tasks linked into it: Linux's css_sets and their task lists, one css_set per
+//! forking task here), a `kill_seq`, and (Linux profiles) a `populated` count. The crate knows nothing of pids or tasks: the
 //! task list implements [`CgroupMember`] (what a member is), [`Attachable`] (what can
 //! be migrated) and [`TaskResolver`] (a pid written to `cgroup.procs` -> links), and
 //! calls the life-cycle entry points below.
@@ -16,16 +16,24 @@
 //!
 //! ```text
 //!  Hierarchy ──(cgroup_mutex: Tree)──> every live cgroup ──parent (Arc)──> parent ... root
-//!     ^  ^                                  │ member set: Weak<dyn CgroupMember>
+//!     ^  ^                                  │ registry: Weak<Anchor> (its css_sets)
 //!     │  └── Cgroup handle = (Arc<Hierarchy>, Arc<cgroup>)
-//!     └───── CssLink (held by the task list) ── Arc<cgroup> (current), Weak<member>
+//!     │                                     │
+//!     └──── Anchor (one per forking task and cgroup, + a default one) = Cgroup handle
+//!              ^        member set: Weak<dyn CgroupMember>, fork count
+//!              │
+//!           CssLink (held by the task list): its anchor, its children's anchor, Weak<member>
 //! ```
 //!
 //! - The hierarchy's tree owns the live cgroups; a cgroup owns its parent (a removed
 //!   cgroup still charged by zombies must uncharge its ancestors at reap) and never its
 //!   children, so there is no reference cycle. rmdir drops the tree's reference; the
-//!   cgroup is freed with its last handle, link or charge.
+//!   cgroup is freed with its last handle, anchor or charge.
 //! - A [`Cgroup`] is a pair of `Arc`s: cheap to clone, equal by identity.
+//! - An anchor is uproc's css_set: the tasks one task forked into one cgroup (or that
+//!   were forked or moved there by name). It holds its cgroup; the cgroup names its
+//!   anchors weakly. A fork writes only its parent's anchor, never a line every fork
+//!   into the cgroup shares (`anchor.rs`).
 //! - A [`CssLink`] is one task's membership, created by [`ForkCharge::post_fork`] and
 //!   held by the task list; the member set refers to the task weakly.
 //!
@@ -34,33 +42,37 @@
 //! | lock | kind | protects |
 //! |---|---|---|
 //! | `cgroup_mutex` | `parking_lot::Mutex` | the tree's shape: children, ids (mkdir, rmdir, kill's subtree walk) |
-//! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's cgroup, `linked`, `populated`, `kill_seq`, `nr_forking`, `removed` (never taken under `Scalable`) |
-//! | a link's state | `parking_lot::Mutex` | its current cgroup (the id mirrored in an atomic for lock-free reads), slab key, and whether it is still charged |
-//! | a cgroup's member set(s) | `parking_lot::Mutex` | one, inside `css_set_lock`, under the Linux profiles; under `Scalable` 8 shards per cgroup, each its own lock of membership (post_fork, task_dead, migration, kill, rmdir takes all) |
-//! | pids counters | atomics, no lock | `counter`, `limit`, `peak`, events |
+//! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's anchor, `linked`, `populated`, `kill_seq`, `nr_forking`, `removed` (never taken under `Scalable`) |
+//! | a link's state | `parking_lot::Mutex` | its anchor (the current cgroup, its id mirrored in an atomic for lock-free reads) and its children's anchor |
+//! | a cgroup's registry | `parking_lot::Mutex` | which anchors the cgroup has (anchor creation, rmdir's decision) |
+//! | an anchor's member set | `parking_lot::Mutex` | its members; inside `css_set_lock` under the Linux profiles; under `Scalable` the lock of membership (post_fork, task_dead, migration, kill, rmdir takes all of a cgroup's) |
+//! | pids counters | atomics, no lock | `counter`, per-thread credits, `limit`, `peak`, events |
 //!
-//! Lock order: `cgroup_mutex` -> `css_set_lock` -> link state -> member set. Under
-//! `Scalable`: `cgroup_mutex` -> one member set; link state -> one member set, or two in
-//! cgroup-id order (migration).
-//! [`CssLink::release`] takes a link's state alone. [`CgroupMember::kill`] and the
-//! [`TaskResolver`] are always called with no lock held.
+//! Lock order: `cgroup_mutex` -> `css_set_lock` -> link state -> registry -> member
+//! sets. Under `Scalable` the same without `css_set_lock`; migration takes two member
+//! sets by address. [`CssLink::release`] takes a link's state alone.
+//! [`CgroupMember::kill`] and the [`TaskResolver`] are always called with no lock held.
 //!
 //! Under the `Linux618` and `Linux70` profiles (identical here) a task's life cycle
 //! takes `css_set_lock` exactly three times, as Linux does: can_fork, post_fork,
 //! task_dead. Migration and `cgroup.kill` take it once each, reading `cgroup.procs`
 //! once; release takes it only for a task that was never declared dead.
 //!
-//! Under `Scalable` nothing takes it: `can_fork` is one atomic on the cgroup's fork
-//! count (rmdir marks it `REMOVING` with a compare-exchange from 0) plus the per-level
-//! charge; post_fork and task_dead take one member-set shard of the task's own cgroup
-//! (the forking thread's shard: 8 per cgroup), and the root keeps no counts every fork
-//! would write. No lock or counter a life cycle writes is shared by every fork of the
-//! runtime, except the per-level pids counters of the cgroups it is charged to.
+//! Under `Scalable` nothing takes it: `can_fork` counts the fork on its anchor and
+//! reads rmdir's `closing` flag after a fence (`fork_gate.rs`), then charges each level
+//! (a credit parked by the thread's last uncharge, or the level's counter); post_fork
+//! and task_dead take the anchor's member lock; nothing keeps a populated count (it
+//! is computed when read). A task forking into its own cgroup
+//! ([`CssLink::can_fork`]) bumps no shared refcount: the child holds its parent's
+//! anchor. No lock, counter or refcount a life cycle in the root cgroup writes is
+//! shared with another parent's, and in a cgroup with `pids.max` only the rare
+//! credit refill and the exact path write the level's counter.
 //!
 //! # Invariants
 //!
 //! - `pids.current` of a cgroup = tasks charged in its subtree: charged at can_fork,
-//!   moved by migration, uncharged by cancel or release (reap). Zombies count.
+//!   moved by migration, uncharged by cancel or release (reap). Zombies count. Exact
+//!   at rest (the counter less the parked credits).
 //! - A fork never makes `pids.current` exceed `pids.max` of any level, even
 //!   transiently (the per-level charge is a compare-exchange that refuses to step
 //!   over the limit); only migration, or lowering `pids.max`, can leave it above.
@@ -115,6 +127,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod anchor;
 mod cgroup;
 mod controller;
 mod files;
@@ -138,7 +151,8 @@ pub use membership::{
 pub mod loom_model {
     use crate::controller::pids::{self, PidsCounter};
 
-    /// A chain of pids levels, the forking cgroup's first, the root excluded.
+    /// A chain of pids levels, the forking cgroup's first, the root excluded. Each
+    /// model thread names its own credit shard.
     #[derive(Debug)]
     pub struct Chain(Vec<PidsCounter>);
 
@@ -157,14 +171,15 @@ pub mod loom_model {
             )
         }
 
-        /// `pids_try_charge` from level `from` upwards; false when a level was full.
-        pub fn try_charge(&self, from: usize) -> bool {
-            pids::try_charge(self.0[from..].iter()).is_ok()
+        /// `pids_try_charge` from level `from` upwards with credit shard `shard` (the
+        /// calling thread's); false when a level was full.
+        pub fn try_charge(&self, from: usize, shard: usize) -> bool {
+            pids::try_charge_on(self.0[from..].iter(), shard).is_ok()
         }
 
-        /// `pids_uncharge` from level `from` upwards.
-        pub fn uncharge(&self, from: usize) {
-            pids::uncharge(self.0[from..].iter())
+        /// `pids_uncharge` from level `from` upwards, parking on shard `shard`.
+        pub fn uncharge(&self, from: usize, shard: usize) {
+            pids::uncharge_on(self.0[from..].iter(), shard)
         }
 
         /// `pids.current` of level `i`.
@@ -178,65 +193,73 @@ pub mod loom_model {
         }
     }
 
-    /// One cgroup's `Scalable` fork gate (`nr_forking`), with its populated count and
-    /// a loom mutex standing for its member-set locks, driven through the crate's own
-    /// gate functions.
+    /// One cgroup's `Scalable` fork gate with two anchors, driven through the crate's
+    /// own gate functions: each anchor's fork count and a loom mutex standing for its
+    /// member lock (holding its member count), the node's `closing` and `removed`.
     #[derive(Debug)]
     pub struct Gate {
-        forking: crate::sync::AtomicU64,
-        populated: crate::sync::AtomicU64,
-        /// rmdir's `removed` flag, stored after the gate closed.
+        closing: crate::sync::AtomicBool,
         removed: crate::sync::AtomicBool,
-        members: loom::sync::Mutex<()>,
+        forking: [crate::sync::AtomicU64; 2],
+        members: [loom::sync::Mutex<u64>; 2],
     }
 
     impl Default for Gate {
         fn default() -> Gate {
             Gate {
-                forking: crate::sync::AtomicU64::new(0),
-                populated: crate::sync::AtomicU64::new(0),
+                closing: crate::sync::AtomicBool::new(false),
                 removed: crate::sync::AtomicBool::new(false),
-                members: loom::sync::Mutex::new(()),
+                forking: [
+                    crate::sync::AtomicU64::new(0),
+                    crate::sync::AtomicU64::new(0),
+                ],
+                members: [loom::sync::Mutex::new(0), loom::sync::Mutex::new(0)],
             }
         }
     }
 
     impl Gate {
-        /// can_fork, then post_fork (count populated under the member lock, leave):
-        /// false if the cgroup was closed.
-        pub fn fork(&self) -> bool {
-            if !crate::fork_gate::enter(&self.forking) {
-                return false;
+        /// can_fork through anchor `a` (waiting out an rmdir deciding), then post_fork
+        /// (link under the anchor's lock, leave): false if the cgroup was removed.
+        pub fn fork(&self, a: usize) -> bool {
+            while !crate::fork_gate::enter(&self.forking[a], &self.closing) {
+                drop(self.members[a].lock().expect("member lock"));
+                if self.is_removed() {
+                    return false;
+                }
             }
-            {
-                let _m = self.members.lock().expect("member lock");
-                self.populated.fetch_add(1, crate::sync::Ordering::Release);
-            }
-            crate::fork_gate::leave(&self.forking);
+            *self.members[a].lock().expect("member lock") += 1;
+            crate::fork_gate::leave(&self.forking[a]);
             true
         }
 
-        /// rmdir: under the member lock, populated 0 and no fork in flight closes it;
-        /// then the `removed` flag, as `Cgroup::rmdir` stores it.
+        /// rmdir: every anchor's lock, no member, no fork in flight closes it; then
+        /// the `removed` flag, as `Cgroup::rmdir` stores it, before the locks go.
         pub fn rmdir(&self) -> bool {
-            let _m = self.members.lock().expect("member lock");
-            let closed = self.populated.load(crate::sync::Ordering::Acquire) == 0
-                && crate::fork_gate::close_if_idle(&self.forking);
+            let sets: Vec<_> = self
+                .members
+                .iter()
+                .map(|m| m.lock().expect("member lock"))
+                .collect();
+            let closed = sets.iter().all(|s| **s == 0)
+                && crate::fork_gate::close_if_idle(&self.closing, self.forking.iter());
             if closed {
                 self.removed.store(true, crate::sync::Ordering::Release);
             }
             closed
         }
 
-        /// `Cgroup::is_removed`: the flag, or the gate's mark before the flag is set.
+        /// `Cgroup::is_removed`.
         pub fn is_removed(&self) -> bool {
             self.removed.load(crate::sync::Ordering::Acquire)
-                || crate::fork_gate::is_closed(&self.forking)
         }
 
-        /// Linked members counted.
+        /// Linked members counted, over both anchors.
         pub fn populated(&self) -> u64 {
-            self.populated.load(crate::sync::Ordering::Acquire)
+            self.members
+                .iter()
+                .map(|m| *m.lock().expect("member lock"))
+                .sum()
         }
     }
 }

@@ -1,61 +1,31 @@
-//! A cgroup's member set (its css_set task list): a slab of entries threaded on a
-//! doubly linked list kept in link-serial order.
+//! An anchor's member set (its css_set task list): a slab of `(serial, member)`
+//! entries.
 //!
-//! Every membership change (post_fork, task_dead, attach) is O(1) for the common case:
-//! an entry is found by the slab key its [`CssLink`](crate::CssLink) keeps (no search,
-//! no hashing, no tree rebalancing), and a freed slot is reused by the next insert (no
-//! allocation once the slab has grown to the cgroup's high-water mark). Readers
-//! (`cgroup.procs`, `cgroup.kill`) walk the list in serial order, the order a
-//! `BTreeMap<serial, _>` gave before.
-//!
-//! Insertion walks back from the tail to the entry's serial position: post_fork
-//! inserts a fresh serial, which is the largest or nearly so (two forks may reach
-//! `css_set_lock` in the other order than they drew their serials), so the walk is
-//! O(1) there; attach re-inserts a migrated task at its old serial, a slow path.
+//! Every membership change (post_fork, task_dead, attach) is one slab operation: an
+//! entry is found by the slab key its [`CssLink`](crate::CssLink) keeps (no search,
+//! no hashing, no list to splice), and a freed slot is reused by the next insert (no
+//! allocation once the slab has grown to the anchor's high-water mark). Order is kept
+//! by the serials instead of by position: the rare readers (`cgroup.procs`,
+//! `cgroup.threads`) sort what they collect, so the life cycle pays nothing for it.
 
 use slab::Slab;
 
 use crate::membership::CgroupMember;
 use crate::sync::Weak;
 
-/// No entry (list end).
-const NIL: usize = u32::MAX as usize;
-
-/// One member. The links are `u32` (a slab key of this set; a set holds fewer than
-/// `u32::MAX` live tasks) so that an entry takes 32 bytes, not 40: one per live task.
+/// One member and its link serial: 24 bytes (32 in the slab), one per live task.
 struct Entry {
     serial: u64,
     member: Weak<dyn CgroupMember>,
-    prev: u32,
-    next: u32,
 }
 
-impl Entry {
-    fn prev(&self) -> usize {
-        self.prev as usize
-    }
-
-    fn next(&self) -> usize {
-        self.next as usize
-    }
-}
-
-/// A slab key or [`NIL`] as an [`Entry`] link (a set never holds `u32::MAX`
-/// members: each is a live task of well over 100 bytes).
-#[inline]
-fn link(key: usize) -> u32 {
-    debug_assert!(key <= NIL, "fewer than u32::MAX members in one set");
-    key as u32
-}
-
-/// The member set of one cgroup. Guarded by the node's `members` mutex (taken inside
-/// `css_set_lock` under the Linux profiles; alone under `Scalable`).
+/// The member set of one anchor (one css_set of a cgroup). Guarded by the anchor's
+/// `members` mutex (taken inside `css_set_lock` under the Linux profiles; alone under
+/// `Scalable`).
 pub(crate) struct MemberSet {
     slots: Slab<Entry>,
-    head: usize,
-    tail: usize,
     /// The serial [`append`](MemberSet::append) gives next (`Scalable`: serials are per
-    /// cgroup, drawn under this set's lock, instead of one runtime-wide counter).
+    /// anchor, drawn under this set's lock, instead of one runtime-wide counter).
     next_serial: u64,
 }
 
@@ -63,90 +33,49 @@ impl Default for MemberSet {
     fn default() -> Self {
         MemberSet {
             slots: Slab::new(),
-            head: NIL,
-            tail: NIL,
             next_serial: 1,
         }
     }
 }
 
 impl MemberSet {
-    /// Inserts `member` at the tail with this set's next serial (`list_add_tail`, and
-    /// `list_move_tail` for a migrated task): O(1), no runtime-wide counter.
+    /// Adds `member` after every member already here (`list_add_tail`, and
+    /// `list_move_tail` for a migrated task), with this set's next serial: no
+    /// runtime-wide counter.
     pub(crate) fn append(&mut self, member: Weak<dyn CgroupMember>) -> usize {
-        let serial = self.next_serial.max(self.tail_serial() + 1);
-        self.next_serial = serial + 1;
+        let serial = self.next_serial;
+        self.next_serial += 1;
         self.insert(serial, member)
     }
 
-    fn tail_serial(&self) -> u64 {
-        if self.tail == NIL {
-            0
-        } else {
-            self.slots[self.tail].serial
-        }
-    }
-
-    /// Inserts `member` at its `serial` position; returns the key that
-    /// [`remove`](MemberSet::remove) takes.
+    /// Adds `member` at its `serial` position (a runtime-wide serial: the Linux
+    /// profiles); returns the key that [`remove`](MemberSet::remove) takes.
     pub(crate) fn insert(&mut self, serial: u64, member: Weak<dyn CgroupMember>) -> usize {
-        let mut after = self.tail;
-        while after != NIL && self.slots[after].serial > serial {
-            after = self.slots[after].prev();
-        }
-        let next = if after == NIL {
-            self.head
-        } else {
-            self.slots[after].next()
-        };
-        let key = self.slots.insert(Entry {
-            serial,
-            member,
-            prev: link(after),
-            next: link(next),
-        });
-        debug_assert!(key != NIL, "the list end is no slab key");
-        if after == NIL {
-            self.head = key;
-        } else {
-            self.slots[after].next = link(key);
-        }
-        if next == NIL {
-            self.tail = key;
-        } else {
-            self.slots[next].prev = link(key);
-        }
-        key
+        self.next_serial = self.next_serial.max(serial + 1);
+        self.slots.insert(Entry { serial, member })
     }
 
-    /// Removes the entry `key` (from [`insert`](MemberSet::insert)); `None` if there is
-    /// none.
-    pub(crate) fn remove(&mut self, key: usize) -> Option<Weak<dyn CgroupMember>> {
+    /// Removes the entry `key` (from [`insert`](MemberSet::insert)): its serial and
+    /// member; `None` if there is none.
+    pub(crate) fn remove(&mut self, key: usize) -> Option<(u64, Weak<dyn CgroupMember>)> {
         let e = self.slots.try_remove(key)?;
-        if e.prev() == NIL {
-            self.head = e.next();
-        } else {
-            self.slots[e.prev()].next = e.next;
-        }
-        if e.next() == NIL {
-            self.tail = e.prev();
-        } else {
-            self.slots[e.next()].prev = e.prev;
-        }
-        Some(e.member)
+        Some((e.serial, e.member))
     }
 
-    /// The members in serial (link) order.
+    /// The members, in no particular order.
     pub(crate) fn values(&self) -> impl Iterator<Item = &Weak<dyn CgroupMember>> + '_ {
-        let mut cur = self.head;
-        std::iter::from_fn(move || {
-            if cur == NIL {
-                return None;
-            }
-            let e = &self.slots[cur];
-            cur = e.next();
-            Some(&e.member)
-        })
+        self.slots.iter().map(|(_, e)| &e.member)
+    }
+
+    /// The members with their serials, in no particular order (sort by serial for link
+    /// order).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (u64, &Weak<dyn CgroupMember>)> + '_ {
+        self.slots.iter().map(|(_, e)| (e.serial, &e.member))
+    }
+
+    /// Whether no member is linked here.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.is_empty()
     }
 
     /// How many members.
@@ -173,10 +102,14 @@ mod tests {
         fn kill(&self) {}
     }
 
+    /// The tgids in link (serial) order, as `cgroup.procs` shows them.
     fn tgids(s: &MemberSet) -> Vec<i32> {
-        s.values()
-            .map(|w| w.upgrade().expect("alive").tgid())
-            .collect()
+        let mut v: Vec<_> = s
+            .entries()
+            .map(|(serial, w)| (serial, w.upgrade().expect("alive").tgid()))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, t)| t).collect()
     }
 
     #[test]
@@ -189,8 +122,8 @@ mod tests {
         }
         assert_eq!(tgids(&s), vec![0, 1, 2, 3, 4, 5]);
         let key_of = |i: usize| keys.iter().find(|k| k.0 == i).unwrap().1;
-        assert!(s.remove(key_of(0)).is_some(), "head");
-        assert!(s.remove(key_of(5)).is_some(), "tail");
+        assert_eq!(s.remove(key_of(0)).map(|e| e.0), Some(0), "first");
+        assert!(s.remove(key_of(5)).is_some(), "last");
         assert!(s.remove(key_of(3)).is_some(), "middle");
         assert!(s.remove(key_of(3)).is_none(), "already removed");
         assert_eq!(tgids(&s), vec![1, 2, 4]);
@@ -202,13 +135,14 @@ mod tests {
     }
 
     #[test]
-    fn append_goes_to_the_tail_whatever_the_serials_before() {
+    fn append_goes_after_everything_before_whatever_the_slot() {
         let ms: Vec<Arc<dyn CgroupMember>> = (0..4).map(|i| Arc::new(M(i)) as _).collect();
         let mut s = MemberSet::default();
         s.insert(10, Arc::downgrade(&ms[0]));
         s.append(Arc::downgrade(&ms[1]));
         let k = s.append(Arc::downgrade(&ms[2]));
         assert!(s.remove(k).is_some());
+        // Reuses the freed slot, still listed last.
         s.append(Arc::downgrade(&ms[3]));
         assert_eq!(tgids(&s), vec![0, 1, 3]);
     }
@@ -220,8 +154,10 @@ mod tests {
         for serial in 0..100 {
             let k = s.insert(serial, Arc::downgrade(&m));
             assert_eq!(tgids(&s), vec![7]);
+            assert!(!s.is_empty());
             assert!(s.remove(k).is_some());
             assert_eq!(s.values().count(), 0);
+            assert!(s.is_empty());
         }
         assert_eq!(s.len(), 0);
     }

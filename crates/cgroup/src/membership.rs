@@ -8,10 +8,11 @@
 //! (Linux618 / Linux70 profiles), which is what makes the kill/fork race come out
 //! right: a fork either linked its child before a `cgroup.kill` collected the members
 //! (and is killed with them), or sees the moved `kill_seq` at post_fork. Under
-//! `Scalable` the member-set shard locks play that part (the kill bumps `kill_seq`,
-//! then collects each shard under its lock; post_fork compares and inserts under its
-//! shard's lock), and rmdir closes a cgroup to forks by setting `REMOVING` in its
-//! fork count (`fork_gate.rs`). Migration and fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
+//! `Scalable` the anchors' member locks play that part (the kill bumps `kill_seq`,
+//! then collects each anchor under its lock; post_fork compares and inserts under its
+//! anchor's lock), and rmdir closes a cgroup to forks through the fork gate
+//! (`fork_gate.rs`). A task forks its children into an anchor of its own
+//! (`anchor.rs`), so two parents' forks share no line. Migration and fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
 //! list holds its group's lock for reading from can_fork to post_fork, and a migration
 //! runs inside [`TaskResolver::with_thread_group`] /
 //! [`Attachable::with_threadgroup_locked`], which hold it for writing.
@@ -22,11 +23,12 @@ use parking_lot::{Mutex, MutexGuard};
 use uproc_abi::Errno;
 
 use crate::Cgroup;
+use crate::anchor::Anchor;
 use crate::controller::pids;
 use crate::fork_gate;
-use crate::hierarchy::{Hierarchy, Node, common_ancestor};
+use crate::hierarchy::{Hierarchy, common_ancestor};
 use crate::members::MemberSet;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
+use crate::sync::{Arc, AtomicBool, AtomicU32, AtomicU64, Ordering, Weak};
 
 /// What the cgroup code knows of a task. The task list implements it; cgroup knows
 /// nothing of pids otherwise.
@@ -84,9 +86,7 @@ pub trait Attachable {
     /// dead task has no links left to compare). [`Cgroup::attach`] refuses anything
     /// else with EINVAL. The default answers from the links.
     fn belongs_to(&self, h: &Hierarchy) -> bool {
-        self.css_links()
-            .iter()
-            .all(|l| core::ptr::eq(Arc::as_ptr(&l.hier), h))
+        self.css_links().iter().all(|l| l.is_of(h))
     }
 }
 
@@ -108,7 +108,8 @@ impl Attachable for Arc<CssLink> {
 /// Dropping it cancels.
 #[must_use = "a ForkCharge must end in post_fork(_link) or cancel (dropping it cancels)"]
 pub struct ForkCharge {
-    cg: Cgroup,
+    /// The anchor the child is linked through (its cgroup is the one charged).
+    anchor: Arc<Anchor>,
     /// `kill_seq` read under `css_set_lock` at can_fork (`cgroup_css_set_fork`).
     kill_seq: u64,
     armed: bool,
@@ -135,94 +136,112 @@ pub struct PostFork {
 /// *charged* (counted in `pids.current`) until [`release`](CssLink::release). Dropping
 /// it does both, so a task list that forgets cannot leak a charge.
 pub struct CssLink {
-    hier: Arc<Hierarchy>,
-    /// Link order in the runtime (Linux profiles: migration re-inserts at it); 0 under
-    /// `Scalable`, whose member sets number their own entries. Written once by
-    /// post_fork before the link is linked, read by migration under the state lock.
-    serial: AtomicU64,
     member: Weak<dyn CgroupMember>,
-    /// Written under `css_set_lock` (`Scalable`: the link's `state`); read anywhere.
-    linked: AtomicBool,
     /// The id of the current cgroup, mirrored from `state` (written with it held) so
     /// that the id recorded at every reap (`pidfs_exit`) is read without a lock.
     current_id: AtomicU64,
-    /// Lock order: `css_set_lock` -> `state` -> a cgroup's member set (`Scalable`: no
-    /// `css_set_lock`; two member sets in id order). `release` takes `state` alone.
+    /// Lock order: `css_set_lock` -> `state` -> a node's registry -> anchors' member
+    /// locks (`Scalable`: no `css_set_lock`; two anchors by address). `release` takes
+    /// `state` alone.
     state: Mutex<LinkState>,
+    /// This link's entry in its anchor's member set (meaningful while linked). Stored
+    /// by post_fork before `linked` is published, then changed only by migration with
+    /// `state` held; narrow, so that the link stays small (one per task).
+    key: AtomicU32,
+    /// Between post_fork and task_dead. Set by post_fork (`SeqCst`, after `key` and
+    /// `charged`), cleared under `state` (and `css_set_lock` under the Linux profiles).
+    linked: AtomicBool,
+    /// Still counted in the pids controller (until release). Set by post_fork before
+    /// `linked`; cleared (swap) under `state`, read by migration under it.
+    charged: AtomicBool,
+    /// `Profile::Scalable` (no `css_set_lock`), fixed with the hierarchy.
+    scalable: bool,
 }
 
 struct LinkState {
-    /// The current cgroup (`task->cgroups`); changes on migration.
-    cgroup: Arc<Node>,
-    /// This link's entry in `cgroup`'s member set (meaningful while linked). Narrow,
-    /// with `shard`, so that the state fits in 16 bytes (one `CssLink` per task).
-    key: u32,
-    /// The member-set shard of `cgroup` holding this link's entry (0 but under
-    /// `Scalable`).
-    shard: u16,
-    /// Still counted in the pids controller (until release).
-    charged: bool,
+    /// The task's css_set: the anchor of its current cgroup it is linked through
+    /// (`task->cgroups`); changes on migration. It holds the cgroup and the hierarchy.
+    anchor: Arc<Anchor>,
+    /// The anchor this task forks its children into (made at its first fork, replaced
+    /// when the task has moved to another cgroup since).
+    children: Option<Arc<Anchor>>,
 }
 
-impl LinkState {
-    fn shard(&self) -> usize {
-        usize::from(self.shard)
-    }
+/// A member-set slab key as stored in [`CssLink::key`] (a member set holds at most one
+/// entry per live task).
+fn narrow_key(key: usize) -> u32 {
+    u32::try_from(key).expect("fewer than 2^32 members in one anchor")
+}
 
-    fn key(&self) -> usize {
-        self.key as usize
+/// `cgroup_can_fork` through `anchor` (an anchor of the cgroup the child goes to).
+fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
+    let cg = &anchor.cg;
+    let node = &cg.node;
+    let kill_seq = if cg.hier.is_scalable() {
+        // No lock: count the fork in on the anchor, then look at rmdir's flag (the
+        // fork gate). Refused only once rmdir has decided and removed the cgroup.
+        while !fork_gate::enter(&anchor.nr_forking, &node.closing) {
+            // rmdir decides holding every anchor's member lock: wait for it.
+            drop(anchor.members.lock());
+            if node.is_removed() {
+                return Err(Errno::ENOENT);
+            }
+        }
+        node.kill_seq.load(Ordering::Acquire)
+    } else {
+        let _css = cg.hier.css_set_lock.lock();
+        if node.is_removed() {
+            return Err(Errno::ENOENT);
+        }
+        node.nr_forking.fetch_add(1, Ordering::AcqRel);
+        node.kill_seq.load(Ordering::Relaxed)
+    };
+    if let Err(level) = pids::try_charge(node.pids_levels()) {
+        leave_gate(&anchor);
+        cg.pids_event(level);
+        return Err(Errno::EAGAIN);
     }
+    Ok(ForkCharge {
+        anchor,
+        kill_seq,
+        armed: true,
+    })
+}
 
-    /// Records the entry `key` of member-set shard `shard`.
-    fn set_entry(&mut self, shard: usize, key: usize) {
-        self.shard = u16::try_from(shard).expect("a cgroup has few member-set shards");
-        // A shard's slab holds at most one entry per live task.
-        self.key = u32::try_from(key).expect("fewer than 2^32 members in one shard");
+/// A fork through `anchor` is done (post_fork or cancel): the gate count it took.
+#[inline]
+fn leave_gate(anchor: &Anchor) {
+    if anchor.cg.hier.is_scalable() {
+        fork_gate::leave(&anchor.nr_forking);
+    } else {
+        fork_gate::leave(&anchor.cg.node.nr_forking);
     }
 }
 
 impl Cgroup {
-    /// `cgroup_can_fork`: the cgroup half of fork, before the task is visible.
+    /// `cgroup_can_fork`: the cgroup half of fork, before the task is visible, for a
+    /// fork named into this cgroup (`CLONE_INTO_CGROUP`); a task forking into its own
+    /// cgroup calls [`CssLink::can_fork`] on its link.
     ///
-    /// `Scalable` takes no lock at all (one atomic on the cgroup's fork count, then the
-    /// per-level charge). The other profiles take `css_set_lock` once
-    /// (`cgroup_css_set_fork`: pin the cgroup, read
-    /// `kill_seq`), then charges the pids controller without it (`pids_can_fork` ->
-    /// `pids_try_charge`): one atomic per level from this cgroup up to the root. On a
-    /// full level everything is reverted, the rejection is counted in `pids.events` /
+    /// `Scalable` takes no global lock (one atomic on the anchor's fork count, then
+    /// the per-level charge). The other profiles take `css_set_lock` once
+    /// (`cgroup_css_set_fork`: pin the cgroup, read `kill_seq`), then charge the pids
+    /// controller without it (`pids_can_fork` -> `pids_try_charge`): one atomic per
+    /// level from this cgroup up to (not including) the root. On a full level
+    /// everything is reverted, the rejection is counted in `pids.events` /
     /// `pids.events.local`, and the fork fails with EAGAIN. ENOENT if this cgroup was
     /// removed.
     pub fn can_fork(&self) -> Result<ForkCharge, Errno> {
-        let node = &self.node;
-        let kill_seq = if self.hier.is_scalable() {
-            // No lock: count the fork in, then look for rmdir's mark. rmdir sets it
-            // with a compare-exchange from 0, so either it saw this fork (EBUSY) or
-            // this fork sees the mark (the cgroup is gone). The root (untracked) can
-            // be neither removed nor killed.
-            if node.tracked && !fork_gate::enter(&node.nr_forking) {
-                return Err(Errno::ENOENT);
-            }
-            node.kill_seq.load(Ordering::Acquire)
-        } else {
-            let _css = self.hier.css_set_lock.lock();
-            if node.is_removed() {
-                return Err(Errno::ENOENT);
-            }
-            node.nr_forking.fetch_add(1, Ordering::AcqRel);
-            node.kill_seq.load(Ordering::Relaxed)
-        };
-        if let Err(level) = pids::try_charge(node.pids_levels()) {
-            if node.tracked {
-                fork_gate::leave(&node.nr_forking);
-            }
-            self.pids_event(level);
-            return Err(Errno::EAGAIN);
+        charge_into(self.default_anchor()?)
+    }
+
+    /// The anchor of forks and migrations that name this cgroup; ENOENT once removed.
+    fn default_anchor(&self) -> Result<Arc<Anchor>, Errno> {
+        let mut reg = self.node.registry.lock();
+        if self.node.is_removed() {
+            return Err(Errno::ENOENT);
         }
-        Ok(ForkCharge {
-            cg: self.clone(),
-            kill_seq,
-            armed: true,
-        })
+        Ok(reg.default_anchor(self))
     }
 
     /// `pids_event`: count a rejected fork (forking cgroup = self, over-limit cgroup =
@@ -260,7 +279,7 @@ impl Cgroup {
     /// [`attach`](Cgroup::attach) for links already collected (the `cgroup.procs`
     /// write path).
     pub fn attach_links(&self, links: &[Arc<CssLink>]) -> Result<(), Errno> {
-        if links.iter().any(|l| !Arc::ptr_eq(&l.hier, &self.hier)) {
+        if links.iter().any(|l| !l.is_of(&self.hier)) {
             return Err(Errno::EINVAL);
         }
         let dest = &self.node;
@@ -268,19 +287,19 @@ impl Cgroup {
         let mut moved = 0usize;
         {
             let _css = (!scalable).then(|| self.hier.css_set_lock.lock());
-            if dest.is_removed() {
-                return Err(Errno::ENOENT);
-            }
+            // ENOENT if removed. Taken (and the registry dropped) before any link's
+            // state: the registry comes after a state in the lock order.
+            let dest_anchor = self.default_anchor()?;
             for link in links {
-                // Rule: css_set_lock -> link state -> member sets.
+                // Rule: css_set_lock -> link state -> anchors' member sets.
                 let mut st = link.state.lock();
-                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&st.cgroup, dest) {
+                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&st.anchor.cg.node, dest) {
                     continue;
                 }
-                let src = st.cgroup.clone();
-                // `Scalable`: both member sets, in id order (no css_set_lock).
-                let dest_shard = dest.my_shard();
-                let (mut src_set, mut dest_set) = lock_pair(&src, st.shard(), dest, dest_shard);
+                let src_anchor = st.anchor.clone();
+                let src = &src_anchor.cg.node;
+                // `Scalable`: both member sets, by address (no css_set_lock).
+                let (mut src_set, mut dest_set) = lock_pair(&src_anchor, &dest_anchor);
                 if scalable && dest.is_removed() {
                     // rmdir won the race before anything moved in (a populated cgroup
                     // cannot be removed): report it as the locked profiles would.
@@ -289,40 +308,38 @@ impl Cgroup {
                     }
                     break;
                 }
-                let ca = common_ancestor(&src, dest);
-                if st.charged {
+                let ca = common_ancestor(src, dest);
+                if link.charged.load(Ordering::Relaxed) {
                     // pids_can_attach: charge the new css, uncharge the old one. The
                     // common ancestors would see +1 -1; they are skipped so their peak
                     // does not move.
                     pids::charge(dest.pids_levels_below(ca));
-                    pids::uncharge(src.pids_levels_below(ca));
+                    pids::uncharge_shared(src.pids_levels_below(ca));
                 }
-                let m = src_set.remove(st.key());
-                debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
-                if let Some(m) = m {
+                let m = src_set.remove(link.key.load(Ordering::Relaxed) as usize);
+                debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
+                if let Some((serial, m)) = m {
                     let key = if scalable {
                         // To the tail of the destination (`list_move_tail`).
                         dest_set.append(m)
                     } else {
-                        dest_set.insert(link.serial.load(Ordering::Relaxed), m)
+                        // At its link serial (Linux profiles: one runtime-wide order).
+                        dest_set.insert(serial, m)
                     };
-                    st.set_entry(dest_shard, key);
-                } else {
-                    let key = st.key();
-                    st.set_entry(dest_shard, key);
+                    link.key.store(narrow_key(key), Ordering::Relaxed);
                 }
-                for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
-                    if n.tracked {
+                if !scalable {
+                    // Written only under css_set_lock (held): the destination chain
+                    // first, so no common ancestor reads unpopulated transiently.
+                    for n in dest.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
                         n.nr_populated.fetch_add(1, Ordering::Release);
                     }
-                }
-                for n in src.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
-                    if n.tracked {
+                    for n in src.ancestors().take_while(|n| !core::ptr::eq(*n, ca)) {
                         n.nr_populated.fetch_sub(1, Ordering::Release);
                     }
                 }
                 drop((src_set, dest_set));
-                st.cgroup = dest.clone();
+                st.anchor = dest_anchor.clone();
                 link.current_id.store(dest.id, Ordering::Relaxed);
                 moved += 1;
             }
@@ -334,12 +351,12 @@ impl Cgroup {
     /// `cgroup.kill` (`cgroup_kill_write` -> `cgroup_kill`): SIGKILL every member of
     /// this cgroup and its descendants.
     ///
-    /// Under `cgroup_mutex` and `css_set_lock` (`Scalable`: each member-set shard's lock
+    /// Under `cgroup_mutex` and `css_set_lock` (`Scalable`: each anchor's member lock
     /// in turn) it bumps `kill_seq` of every cgroup of the subtree (so a fork between
-    /// can_fork and post_fork comes out
-    /// [`killed`](PostFork::killed)) and collects the members; it calls
-    /// [`CgroupMember::kill`] on each (every linked thread) after dropping both locks.
-    /// ENOENT on the root (Linux has no `cgroup.kill` there) and on a removed cgroup.
+    /// can_fork and post_fork comes out [`killed`](PostFork::killed)) and collects the
+    /// members; it calls [`CgroupMember::kill`] on each (every linked thread) after
+    /// dropping both locks. ENOENT on the root (Linux has no `cgroup.kill` there) and on
+    /// a removed cgroup.
     pub fn kill(&self) -> Result<(), Errno> {
         if self.node.parent.is_none() {
             return Err(Errno::ENOENT);
@@ -350,17 +367,19 @@ impl Cgroup {
                 return Err(Errno::ENOENT);
             }
             let subtree = tree.subtree(&self.node);
-            // Rule: cgroup_mutex -> css_set_lock -> member sets. `Scalable`: no
-            // css_set_lock; one shard at a time (see the bump below).
+            // Rule: cgroup_mutex -> css_set_lock -> registry -> member sets.
+            // `Scalable`: no css_set_lock; one anchor at a time (see the bump below).
             let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
             let mut v = Vec::new();
             for n in &subtree {
-                // Bumped before any shard is collected: a post_fork that compares after
-                // a shard was collected takes that shard's lock after the collection,
-                // so it sees the bump.
+                // Bumped before any anchor is collected: a post_fork that compares after
+                // its anchor was collected takes that anchor's lock after the
+                // collection, so it sees the bump. An anchor registered after the
+                // snapshot below serves forks that read kill_seq after the bump.
                 n.kill_seq.fetch_add(1, Ordering::AcqRel);
-                for shard in n.members.iter() {
-                    v.extend(shard.lock().values().cloned());
+                let anchors = n.registry.lock().live();
+                for a in &anchors {
+                    v.extend(a.members.lock().values().cloned());
                 }
             }
             v
@@ -378,40 +397,43 @@ impl Cgroup {
     /// collected under `css_set_lock` (the `css_task_iter` of a `cgroup.procs` read).
     pub(crate) fn members(&self) -> Vec<Arc<dyn CgroupMember>> {
         let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
-        let mut out = Vec::new();
-        // `Scalable`: shard by shard (link order within each), as Linux walks one
-        // css_set after another.
-        for shard in self.node.members.iter() {
-            out.extend(shard.lock().values().filter_map(Weak::upgrade));
+        let anchors = self.node.registry.lock().live();
+        let mut out: Vec<(u64, Arc<dyn CgroupMember>)> = Vec::new();
+        for a in &anchors {
+            let from = out.len();
+            out.extend(
+                a.members
+                    .lock()
+                    .entries()
+                    .filter_map(|(serial, m)| Some((serial, m.upgrade()?))),
+            );
+            // `Scalable` numbers per anchor: anchor by anchor, link order within each,
+            // as Linux walks one css_set after another.
+            out[from..].sort_unstable_by_key(|(serial, _)| *serial);
         }
-        out
+        // Linux profiles: one runtime-wide link order across the anchors.
+        if !self.hier.is_scalable() {
+            out.sort_by_key(|(serial, _)| *serial);
+        }
+        out.into_iter().map(|(_, m)| m).collect()
     }
 
-    /// `cgroup.events` "populated". Kept as a count in every cgroup except the
-    /// `Scalable` root, whose answer is computed: a member of its own, or a populated
-    /// child.
+    /// `cgroup.events` "populated". Kept as a count under the Linux profiles; computed
+    /// under `Scalable` (a member in an anchor of this cgroup or a descendant), so no
+    /// fork writes a count its whole subtree shares.
     pub(crate) fn populated(&self) -> bool {
-        let node = &self.node;
-        if node.tracked {
-            return node.is_populated();
-        }
-        if node
-            .members
-            .iter()
-            .any(|m| m.lock().values().next().is_some())
-        {
-            return true;
+        if !self.hier.is_scalable() {
+            return self.node.is_populated();
         }
         let tree = self.hier.tree.lock();
-        tree.children_of(node.id)
-            .is_some_and(|c| c.values().any(|n| n.is_populated()))
+        tree.subtree(&self.node).iter().any(|n| n.has_members())
     }
 }
 
 impl ForkCharge {
     /// The cgroup charged (where post_fork will link the task).
     pub fn cgroup(&self) -> &Cgroup {
-        &self.cg
+        &self.anchor.cg
     }
 
     /// `cgroup_cancel_fork` (pids: `pids_cancel_fork`): the fork failed after
@@ -424,19 +446,15 @@ impl ForkCharge {
         if !std::mem::replace(&mut self.armed, false) {
             return;
         }
-        let node = &self.cg.node;
-        pids::uncharge(node.pids_levels());
-        if node.tracked {
-            fork_gate::leave(&node.nr_forking);
-        }
+        pids::uncharge(self.anchor.cg.node.pids_levels());
+        leave_gate(&self.anchor);
     }
 
     /// `cgroup_post_fork`: link the new task into the cgroup (`css_set_lock`
-    /// acquisition #2 of its life; `Scalable`: one member-set shard's lock only) and hand
-    /// back its [`CssLink`]. `killed` is true
-    /// when `kill_seq` moved since can_fork (a `cgroup.kill` on this cgroup or an
-    /// ancestor raced with the fork); the charge taken at can_fork now belongs to the
-    /// link.
+    /// acquisition #2 of its life; `Scalable`: its anchor's member lock only) and hand
+    /// back its [`CssLink`]. `killed` is true when `kill_seq` moved since can_fork (a
+    /// `cgroup.kill` on this cgroup or an ancestor raced with the fork); the charge
+    /// taken at can_fork now belongs to the link.
     pub fn post_fork(self, member: Weak<dyn CgroupMember>) -> PostFork {
         let link = self.prepare_link(member);
         let killed = self.post_fork_link(&link);
@@ -450,19 +468,17 @@ impl ForkCharge {
     /// dropped) [`task_dead`](CssLink::task_dead) and [`release`](CssLink::release)
     /// do nothing to it.
     pub fn prepare_link(&self, member: Weak<dyn CgroupMember>) -> Arc<CssLink> {
-        let node = &self.cg.node;
         Arc::new(CssLink {
-            hier: self.cg.hier.clone(),
-            serial: AtomicU64::new(0),
             member,
-            linked: AtomicBool::new(false),
-            current_id: AtomicU64::new(node.id),
+            current_id: AtomicU64::new(self.anchor.cg.node.id),
             state: Mutex::new(LinkState {
-                cgroup: node.clone(),
-                shard: 0,
-                key: 0,
-                charged: false,
+                anchor: self.anchor.clone(),
+                children: None,
             }),
+            key: AtomicU32::new(0),
+            linked: AtomicBool::new(false),
+            charged: AtomicBool::new(false),
+            scalable: self.anchor.cg.hier.is_scalable(),
         })
     }
 
@@ -470,45 +486,29 @@ impl ForkCharge {
     /// [`prepare_link`](ForkCharge::prepare_link) of this charge: links it and hands it
     /// the charge. Returns `killed`.
     pub fn post_fork_link(mut self, link: &CssLink) -> bool {
-        debug_assert!(
-            core::ptr::eq(Arc::as_ptr(&link.hier), Arc::as_ptr(&self.cg.hier)),
-            "a link prepared by this charge"
-        );
         self.armed = false;
         let member = link.member.clone();
-        let hier = &self.cg.hier;
-        let node = &self.cg.node;
-        let scalable = hier.is_scalable();
-        // Scalable: the serial comes from the cgroup's own set (no runtime-wide counter
-        // every fork would write); it is only used for ordering inside that set.
-        let serial = if scalable {
-            0
-        } else {
-            hier.next_link.fetch_add(1, Ordering::Relaxed)
-        };
-        let (killed, key) = if scalable {
-            // The cgroup's own member-set lock stands for css_set_lock: cgroup.kill
-            // bumps kill_seq under it, rmdir checks populated under it.
-            let shard = node.my_shard();
-            let mut members = node.members[shard].lock();
+        let anchor = &self.anchor;
+        let hier = &anchor.cg.hier;
+        let node = &anchor.cg.node;
+        let (killed, key) = if link.scalable {
+            // The anchor's member lock stands for css_set_lock: cgroup.kill collects
+            // under it after bumping kill_seq, rmdir decides under it. The serial comes
+            // from the anchor's own set (no runtime-wide counter every fork would
+            // write); it only orders entries inside that set.
+            let mut members = anchor.members.lock();
             let killed = node.kill_seq.load(Ordering::Acquire) != self.kill_seq;
             let key = members.append(member);
-            // Other cgroups' forks update the same ancestors without a common lock.
-            for n in node.tracked_ancestors() {
-                n.nr_populated.fetch_add(1, Ordering::Release);
-            }
             drop(members);
-            // After populated is counted: rmdir reads nr_forking == 0 only once this
-            // fork shows as populated.
-            if node.tracked {
-                fork_gate::leave(&node.nr_forking);
-            }
-            (killed, (shard, key))
+            // After the member is linked: rmdir sees one or the other.
+            fork_gate::leave(&anchor.nr_forking);
+            (killed, key)
         } else {
+            let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
             let _css = hier.css_set_lock.lock();
             debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
             let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
-            let key = (0, node.members[0].lock().insert(serial, member));
+            let key = anchor.members.lock().insert(serial, member);
             // Every writer of `nr_populated` holds css_set_lock: a load and a store
             // suffice (no read-modify-write per level).
             for n in node.ancestors() {
@@ -518,17 +518,18 @@ impl ForkCharge {
             fork_gate::leave(&node.nr_forking);
             (killed, key)
         };
-        // Filled in after the member-set lock: the member set holds the task, not the
-        // link, and the task's cgroup cannot migrate before its fork ends (the group's
-        // threadgroup_rwsem), so nothing reads these fields meanwhile; a concurrent
-        // exit that saw the link unlinked is caught by the caller's re-check.
-        {
-            let mut st = link.state.lock();
-            link.serial.store(serial, Ordering::Relaxed);
-            st.set_entry(key.0, key.1);
-            st.charged = true;
-            link.linked.store(true, Ordering::SeqCst);
-        }
+        // Filled in after the member lock, without the state lock: the member set
+        // holds the task, not the link; every reader of `key` and `charged` (task_dead,
+        // release, migration) acts only on a link it saw linked, which this `SeqCst`
+        // store publishes last. A concurrent exit or release that saw the link
+        // unlinked is caught by the caller's re-check.
+        debug_assert!(
+            Arc::ptr_eq(&link.state.lock().anchor, anchor),
+            "a link prepared by this charge"
+        );
+        link.key.store(narrow_key(key), Ordering::Relaxed);
+        link.charged.store(true, Ordering::Relaxed);
+        link.linked.store(true, Ordering::SeqCst);
         if killed {
             tracing::debug!(path = %node.path(), "fork raced with cgroup.kill: child killed");
         }
@@ -545,7 +546,7 @@ impl Drop for ForkCharge {
 impl fmt::Debug for ForkCharge {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ForkCharge")
-            .field("cgroup", &self.cg)
+            .field("cgroup", &self.anchor.cg)
             .field("kill_seq", &self.kill_seq)
             .field("armed", &self.armed)
             .finish()
@@ -553,13 +554,40 @@ impl fmt::Debug for ForkCharge {
 }
 
 impl CssLink {
+    /// `cgroup_can_fork` for a child of this link's task forked into the task's own
+    /// cgroup: [`Cgroup::can_fork`] of [`cgroup`](CssLink::cgroup) without making a
+    /// handle. The child is linked through an anchor of this task (made at its first
+    /// fork, or after it moved), so two tasks forking into one cgroup write no common
+    /// line. ENOENT if the cgroup was removed (possible only for a dead task).
+    pub fn can_fork(&self) -> Result<ForkCharge, Errno> {
+        let anchor = {
+            let mut st = self.state.lock();
+            match &st.children {
+                Some(a) if Arc::ptr_eq(&a.cg.node, &st.anchor.cg.node) => a.clone(),
+                _ => {
+                    let cg = &st.anchor.cg;
+                    let a = {
+                        // Rule: link state -> registry.
+                        let mut reg = cg.node.registry.lock();
+                        if cg.node.is_removed() {
+                            return Err(Errno::ENOENT);
+                        }
+                        reg.create(cg)
+                    };
+                    st.children = Some(a.clone());
+                    a
+                }
+            }
+        };
+        charge_into(anchor)
+    }
+
     /// The task's current cgroup (changes on migration; a dead task keeps the last).
     ///
     /// Takes the link's own state lock (never shared with another task's life cycle);
     /// `arc-swap` in its place was measured slower (see `IMPLEMENTATION.md`).
     pub fn cgroup(&self) -> Cgroup {
-        let node = self.state.lock().cgroup.clone();
-        Cgroup::from_parts(self.hier.clone(), node)
+        self.state.lock().anchor.cg.clone()
     }
 
     /// The id of the task's current cgroup: [`Cgroup::id`] of
@@ -574,17 +602,23 @@ impl CssLink {
         self.member.clone()
     }
 
+    /// Whether this link belongs to hierarchy `h`.
+    fn is_of(&self, h: &Hierarchy) -> bool {
+        core::ptr::eq(Arc::as_ptr(&self.state.lock().anchor.cg.hier), h)
+    }
+
     /// `cgroup_task_dead` (after the task's last switch): unlink it (`css_set_lock`
-    /// acquisition #3 of its life; `Scalable`: the link's state and its cgroup's
-    /// member-set lock only). The cgroup may become unpopulated; the pids
-    /// charge stays until [`release`](CssLink::release). Idempotent: an unlinked task
-    /// takes no lock.
+    /// acquisition #3 of its life; `Scalable`: the link's state and its anchor's
+    /// member lock only). The cgroup may become unpopulated; the pids charge stays
+    /// until [`release`](CssLink::release). Idempotent: an unlinked task takes no lock.
     pub fn task_dead(&self) {
         if !self.linked.load(Ordering::Acquire) {
             return;
         }
-        let scalable = self.hier.is_scalable();
-        let _css = (!scalable).then(|| self.hier.css_set_lock.lock());
+        // Linux profiles: css_set_lock comes before the state (the hierarchy is the
+        // same whatever the anchor).
+        let hier = (!self.scalable).then(|| self.state.lock().anchor.cg.hier.clone());
+        let _css = hier.as_ref().map(|h| h.css_set_lock.lock());
         // Rule: css_set_lock -> link state -> member set.
         let st = self.state.lock();
         // `linked` is only ever cleared here, with the state lock held: a load and a
@@ -593,13 +627,14 @@ impl CssLink {
             return;
         }
         self.linked.store(false, Ordering::Release);
-        let node = &st.cgroup;
-        let m = node.members[st.shard()].lock().remove(st.key());
-        debug_assert!(m.is_some(), "a linked link is in its cgroup's member set");
-        for n in node.tracked_ancestors() {
-            if scalable {
-                n.nr_populated.fetch_sub(1, Ordering::Release);
-            } else {
+        let m = st
+            .anchor
+            .members
+            .lock()
+            .remove(self.key.load(Ordering::Relaxed) as usize);
+        debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
+        if !self.scalable {
+            for n in st.anchor.cg.node.ancestors() {
                 // Written only under css_set_lock (held): load and store.
                 let old = n.nr_populated.load(Ordering::Relaxed);
                 debug_assert!(old > 0, "populated count below zero");
@@ -610,19 +645,27 @@ impl CssLink {
 
     /// `cgroup_release` at reap (pids: `pids_release`): uncharge the pids controller
     /// from the task's *current* cgroup; zombies count until this. Takes
-    /// `css_set_lock` (never under `Scalable`) only if the task was never declared dead (then it unlinks first,
-    /// as Linux does for a task still on a list). Idempotent.
+    /// `css_set_lock` (never under `Scalable`) only if the task was never declared
+    /// dead (then it unlinks first, as Linux does for a task still on a list).
+    /// Idempotent.
     pub fn release(&self) {
         if self.linked.load(Ordering::Acquire) {
             self.task_dead();
         }
-        let mut st = self.state.lock();
-        if !std::mem::replace(&mut st.charged, false) {
+        // Released already (or never charged: no lock at all, as in the drop of a
+        // reaped task's link).
+        if !self.charged.load(Ordering::Acquire) {
+            return;
+        }
+        // The swap under the state lock: a migration moves the charge under it, so
+        // the cgroup uncharged is the one that holds it.
+        let st = self.state.lock();
+        if !self.charged.swap(false, Ordering::AcqRel) {
             return;
         }
         // Uncharged under the state lock (plain atomics, no lock taken): no clone of
         // the cgroup handle just to release it after.
-        pids::uncharge(st.cgroup.pids_levels());
+        pids::uncharge(st.anchor.cg.node.pids_levels());
     }
 
     /// Whether the task is linked (between post_fork and task_dead).
@@ -632,7 +675,7 @@ impl CssLink {
 
     /// Whether the task still counts in `pids.current` (until release).
     pub fn is_charged(&self) -> bool {
-        self.state.lock().charged
+        self.charged.load(Ordering::Acquire)
     }
 }
 
@@ -646,31 +689,28 @@ impl fmt::Debug for CssLink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.state.lock();
         f.debug_struct("CssLink")
-            .field("cgroup", &st.cgroup.path())
+            .field("cgroup", &st.anchor.cg.node.path())
             .field("linked", &self.is_linked())
-            .field("charged", &st.charged)
+            .field("charged", &self.is_charged())
             .finish_non_exhaustive()
     }
 }
 
-/// Shard `sa` of `a`'s member sets and shard `sb` of `b`'s (two different cgroups),
-/// locked in cgroup-id order so that two migrations in opposite directions cannot
-/// deadlock.
+/// The member sets of two different anchors, locked by address so that two
+/// migrations in opposite directions cannot deadlock.
 fn lock_pair<'a>(
-    a: &'a Node,
-    sa: usize,
-    b: &'a Node,
-    sb: usize,
+    a: &'a Anchor,
+    b: &'a Anchor,
 ) -> (MutexGuard<'a, MemberSet>, MutexGuard<'a, MemberSet>) {
     debug_assert!(
         !core::ptr::eq(a, b),
-        "a migration moves between two cgroups"
+        "a migration moves between two anchors"
     );
-    if a.id < b.id {
-        let ga = a.members[sa].lock();
-        (ga, b.members[sb].lock())
+    if (a as *const Anchor) < (b as *const Anchor) {
+        let ga = a.members.lock();
+        (ga, b.members.lock())
     } else {
-        let gb = b.members[sb].lock();
-        (a.members[sa].lock(), gb)
+        let gb = b.members.lock();
+        (a.members.lock(), gb)
     }
 }

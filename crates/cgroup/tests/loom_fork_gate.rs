@@ -1,4 +1,5 @@
-//! Loom model of the `Scalable` fork gate (`nr_forking` + rmdir's `REMOVING` mark): a
+//! Loom model of the `Scalable` fork gate (per-anchor fork counts + rmdir's `closing`
+//! flag, a Dekker handshake, and the wait on the anchor's lock): a
 //! fork racing rmdir of its cgroup either links into a cgroup rmdir then refuses to
 //! remove (EBUSY), or is refused (ENOENT) by a cgroup already removed; never both a
 //! removed cgroup and a member linked into it. Run with
@@ -15,8 +16,8 @@ fn rmdir_never_removes_a_cgroup_a_fork_links_into() {
         let gate = Arc::new(Gate::default());
         let g2 = gate.clone();
         let forker = thread::spawn(move || {
-            let forked = g2.fork();
-            // Refused (ENOENT) means removed, also before rmdir stored its flag.
+            let forked = g2.fork(0);
+            // Refused (ENOENT) only once rmdir has removed the cgroup.
             assert!(
                 forked || g2.is_removed(),
                 "ENOENT from a cgroup not removed"
@@ -39,10 +40,18 @@ fn two_forks_and_rmdir() {
     loom::model(|| {
         let gate = Arc::new(Gate::default());
         let (a, b) = (gate.clone(), gate.clone());
-        let fa = thread::spawn(move || a.fork());
-        let fb = thread::spawn(move || b.fork());
+        // Two forking parents, each through its own anchor.
+        let fa = thread::spawn(move || a.fork(0));
+        let fb = thread::spawn(move || b.fork(1));
         let removed = gate.rmdir();
-        let forked = u64::from(fa.join().unwrap()) + u64::from(fb.join().unwrap());
+        let (a_forked, b_forked) = (fa.join().unwrap(), fb.join().unwrap());
+        // A fork that saw rmdir deciding waited for the decision: refused only if the
+        // cgroup is removed (rmdir failing on the other fork lets it through).
+        assert!(
+            (a_forked && b_forked) || removed,
+            "ENOENT from a cgroup not removed"
+        );
+        let forked = u64::from(a_forked) + u64::from(b_forked);
         assert_eq!(gate.populated(), forked);
         assert!(
             !(removed && forked > 0),
@@ -50,7 +59,7 @@ fn two_forks_and_rmdir() {
         );
         // Once closed, the gate stays closed.
         if removed {
-            assert!(!gate.fork());
+            assert!(!gate.fork(0) && !gate.fork(1));
         }
     });
 }

@@ -1,5 +1,5 @@
-//! Loom model of the lock-free hierarchical pids charge (`pids_try_charge`): two
-//! threads, two levels. Run with
+//! Loom model of the lock-free hierarchical pids charge (`pids_try_charge`) with
+//! per-thread charge credits: two threads (credit shards 0 and 1), two levels. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p uproc-cgroup --test loom_pids --release`.
 #![cfg(loom)]
 
@@ -15,8 +15,8 @@ fn racing_charges_never_exceed_max_and_revert_exactly() {
     loom::model(|| {
         let chain = Arc::new(Chain::new(&[2, 1]));
         let c2 = chain.clone();
-        let child = thread::spawn(move || c2.try_charge(0));
-        let in_parent = chain.try_charge(1);
+        let child = thread::spawn(move || c2.try_charge(0, 0));
+        let in_parent = chain.try_charge(1, 1);
         assert!(chain.current(1) <= 1, "parent above its max");
         let in_child = child.join().unwrap();
         assert!(
@@ -31,9 +31,9 @@ fn racing_charges_never_exceed_max_and_revert_exactly() {
         );
         assert!(chain.peak(0) <= 1 && chain.peak(1) <= 1, "peak above max");
         if in_child {
-            chain.uncharge(0);
+            chain.uncharge(0, 0);
         } else {
-            chain.uncharge(1);
+            chain.uncharge(1, 1);
         }
         assert_eq!((chain.current(0), chain.current(1)), (0, 0));
     });
@@ -45,18 +45,44 @@ fn racing_charges_never_exceed_max_and_revert_exactly() {
 fn charge_uncharge_balances_to_zero() {
     loom::model(|| {
         let chain = Arc::new(Chain::new(&[1, 1]));
-        let worker = |c: Arc<Chain>| {
+        let worker = |c: Arc<Chain>, shard: usize| {
             move || {
-                if c.try_charge(0) {
+                if c.try_charge(0, shard) {
                     assert!(c.current(0) <= 1 && c.current(1) <= 1);
-                    c.uncharge(0);
+                    c.uncharge(0, shard);
                 }
             }
         };
-        let t = thread::spawn(worker(chain.clone()));
-        worker(chain.clone())();
+        let t = thread::spawn(worker(chain.clone(), 0));
+        worker(chain.clone(), 1)();
         t.join().unwrap();
         assert_eq!((chain.current(0), chain.current(1)), (0, 0));
         assert!(chain.peak(1) <= 1);
+    });
+}
+
+/// A credit parked by one thread (its child reaped) races another thread's charge for
+/// the last slot while the first thread spends its credit: exactly one wins, the
+/// limit is never stepped over, and at rest `current` is exact and the spare credit
+/// (if any) is all that is parked.
+#[test]
+fn a_parked_credit_and_a_shared_charge_race_for_the_last_slot() {
+    loom::model(|| {
+        let chain = Arc::new(Chain::new(&[1]));
+        assert!(chain.try_charge(0, 0));
+        chain.uncharge(0, 0);
+        let c2 = chain.clone();
+        let other = thread::spawn(move || c2.try_charge(0, 1));
+        let own = chain.try_charge(0, 0);
+        assert!(chain.current(0) <= 1, "above max");
+        let other = other.join().unwrap();
+        assert!(
+            own ^ other,
+            "exactly one fits under max 1 (own {own}, other {other})"
+        );
+        assert_eq!(chain.current(0), 1);
+        assert_eq!(chain.peak(0), 1);
+        chain.uncharge(0, if own { 0 } else { 1 });
+        assert_eq!(chain.current(0), 0);
     });
 }

@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 
-use common::{FakeTask, Group, Resolver, for_each_profile, fork, fork_thread};
+use common::{FakeTask, Group, Resolver, for_each_profile, fork, fork_child, fork_thread};
 use uproc_abi::{Errno, Profile};
 use uproc_cgroup::{Cgroup, Hierarchy, TaskResolver};
 
@@ -559,5 +559,40 @@ fn cgroup_handles_hash_and_compare_by_identity() {
         let a = h.root().mkdir("a").unwrap();
         let set: HashSet<Cgroup> = [a.clone(), h.find_by_id(a.id()).unwrap(), h.root()].into();
         assert_eq!(set.len(), 2);
+    });
+}
+
+/// Two parents alternate forks into one cgroup through their own links: under the
+/// Linux profiles `cgroup.procs` lists the children in fork order across the parents'
+/// anchors (one runtime-wide link order, the moved parents first at their own serials);
+/// under every profile each is listed once.
+#[test]
+fn children_of_two_parents_are_listed_in_fork_order() {
+    for_each_profile(|p| {
+        let h = hier(p);
+        let a = h.root().mkdir("a").unwrap();
+        let b = h.root().mkdir("b").unwrap();
+        let (p1, p2) = (fork(&b, 1).unwrap(), fork(&b, 2).unwrap());
+        a.attach(&p1.link()).unwrap();
+        a.attach(&p2.link()).unwrap();
+        let mut kids = Vec::new();
+        for i in 0..6 {
+            let parent = if i % 2 == 0 { &p1 } else { &p2 };
+            kids.push(fork_child(parent, 10 + i).unwrap());
+        }
+        let procs = a.read("cgroup.procs").unwrap();
+        let mut listed: Vec<i32> = procs.lines().map(|l| l.parse().unwrap()).collect();
+        if p != Profile::Scalable {
+            assert_eq!(listed, vec![1, 2, 10, 11, 12, 13, 14, 15], "{p:?}");
+        }
+        listed.sort_unstable();
+        assert_eq!(listed, vec![1, 2, 10, 11, 12, 13, 14, 15], "{p:?}");
+        assert_eq!(a.pids_current(), 8);
+        for t in kids.iter().chain([&p1, &p2]) {
+            t.exit_and_reap();
+        }
+        assert_eq!(a.pids_current(), 0);
+        assert!(!a.is_populated());
+        a.rmdir().unwrap();
     });
 }

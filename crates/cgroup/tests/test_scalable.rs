@@ -8,7 +8,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use common::{FakeTask, Rng, fork, fork_full};
+use common::{FakeTask, Rng, fork, fork_child, fork_full, link_new_task};
 use uproc_abi::{Errno, Profile};
 use uproc_cgroup::{Hierarchy, Limit};
 
@@ -119,10 +119,14 @@ fn fork_racing_with_kill_never_escapes() {
     };
     let mut escaped = 0;
     for tgid in 0..3000 {
+        let charge = a.can_fork().unwrap();
+        // Read after can_fork read kill_seq: kill number `before + 2` starts after
+        // this read, so its bump comes after can_fork's read and it must either
+        // collect the task or have post_fork report it killed (a kill that began
+        // before can_fork read kill_seq may rightly miss a fork).
         let before = kills.load(Ordering::SeqCst);
         // Not dying on kill, so the kill count is observable afterwards.
-        let (t, killed) = fork_full(&a, tgid, tgid, true, false).unwrap();
-        // Let at least one whole kill run after the fork completed.
+        let (t, killed) = link_new_task(charge, tgid, tgid, true, false);
         while kills.load(Ordering::SeqCst) < before + 2 {
             std::thread::yield_now();
         }
@@ -259,9 +263,8 @@ fn concurrent_forks_never_exceed_pids_max() {
     assert_eq!(a.pids_events(), refused, "every refusal counted once");
 }
 
-/// Threads forking into one cgroup link into different member-set shards: every
-/// member is still listed once, populated is exact (computed for the root), and a
-/// kill still reaches every shard.
+/// Threads forking into one cgroup by name share its default anchor: every member is
+/// listed once, populated is exact (computed), and a kill reaches every member.
 #[test]
 fn forks_from_many_threads_into_one_cgroup_are_all_listed_and_killed() {
     let h = Hierarchy::new(Profile::Scalable);
@@ -307,4 +310,87 @@ fn forks_from_many_threads_into_one_cgroup_are_all_listed_and_killed() {
     assert!(!root.is_populated());
     assert_eq!(root.read("cgroup.procs").unwrap(), "");
     a.rmdir().unwrap();
+}
+
+/// Parents on their own threads fork children into their own cgroup through their
+/// links (one anchor per parent): every child is listed once and killed by
+/// `cgroup.kill`, `pids.current` is exact at rest with credits parked on each thread,
+/// rmdir is EBUSY while any anchor has a member, and once everything is reaped and
+/// dropped nothing (no anchor) keeps the cgroup alive.
+#[test]
+fn parents_forking_through_their_own_anchors() {
+    let h = Hierarchy::new(Profile::Scalable);
+    let a = h.root().mkdir("a").unwrap();
+    a.set_pids_max(Limit::Value(1000)).unwrap();
+    let weak_a = a.downgrade();
+    let parents: Vec<Arc<FakeTask>> = (0..4).map(|i| fork(&a, 1 + i).unwrap()).collect();
+    let children: Vec<Arc<FakeTask>> = parents
+        .iter()
+        .enumerate()
+        .map(|(p, parent)| {
+            let parent = parent.clone();
+            std::thread::spawn(move || {
+                let base = 1000 * (p as i32 + 1);
+                // Churn first (credits parked on this thread), then 50 kept.
+                for i in 0..200 {
+                    fork_child(&parent, base + 500 + i).unwrap().exit_and_reap();
+                }
+                (0..50)
+                    .map(|i| fork_child(&parent, base + i).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    assert_eq!(a.pids_current(), 4 + 200);
+    assert!(a.pids_peak() <= 4 + 200 + 4, "peak {}", a.pids_peak());
+    let listed: Vec<i32> = a
+        .read("cgroup.procs")
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(listed.len(), 204);
+    let mut unique = listed.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), 204, "each member listed once");
+    a.kill().unwrap();
+    assert!(children.iter().chain(&parents).all(|t| t.kills() == 1));
+    assert!(!a.is_populated(), "every killed member died");
+    assert_eq!(a.pids_current(), 204, "zombies stay charged");
+    for t in children.iter().chain(&parents) {
+        t.link().release();
+    }
+    assert_eq!(a.pids_current(), 0);
+    a.rmdir().unwrap();
+    // A dead parent's link cannot fork into its removed cgroup.
+    assert_eq!(parents[0].link().can_fork().map(|_| ()), Err(Errno::ENOENT));
+    drop((a, children, parents));
+    assert!(
+        weak_a.upgrade().is_none(),
+        "no anchor keeps the cgroup alive"
+    );
+}
+
+/// A parent moved to another cgroup forks its next child there (its children's
+/// anchor follows it), and the old cgroup can be removed once empty.
+#[test]
+fn a_moved_parent_forks_into_its_new_cgroup() {
+    let h = Hierarchy::new(Profile::Scalable);
+    let (a, b) = (h.root().mkdir("a").unwrap(), h.root().mkdir("b").unwrap());
+    let parent = fork(&a, 1).unwrap();
+    let first = fork_child(&parent, 2).unwrap();
+    assert_eq!(first.link().cgroup(), a);
+    b.attach(&parent.link()).unwrap();
+    let second = fork_child(&parent, 3).unwrap();
+    assert_eq!(second.link().cgroup(), b);
+    assert_eq!(b.read("cgroup.procs").unwrap(), "1\n3\n");
+    assert_eq!(a.read("cgroup.procs").unwrap(), "2\n");
+    assert_eq!(a.rmdir(), Err(Errno::EBUSY));
+    first.exit_and_reap();
+    a.rmdir().unwrap();
+    assert_eq!((a.pids_current(), b.pids_current()), (0, 2));
 }

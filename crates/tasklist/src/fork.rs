@@ -160,14 +160,16 @@ impl Task {
         // the group's current one).
         let caller_group_guard = thread.then(|| me.group.threadgroup_rwsem.read());
         // 4. cgroup_can_fork
-        let cg = match &args.cgroup {
-            Some(c) => c.clone(),
-            None => me.cgroup(),
+        // Into the caller's own cgroup through its link: no cgroup handle made.
+        let charge = match &args.cgroup {
+            Some(c) => c.can_fork(),
+            None => me.css.can_fork(),
         };
-        let charge = match cg.can_fork() {
+        let charge = match charge {
             Ok(c) => c,
             Err(e) => {
                 if e == Errno::EAGAIN {
+                    let cg = args.cgroup.clone().unwrap_or_else(|| me.cgroup());
                     tracing::warn!(cgroup = %cg.path(), "fork rejected: pids.max reached");
                 }
                 drop(pidfd);

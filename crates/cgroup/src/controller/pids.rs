@@ -94,17 +94,36 @@ impl FromStr for Limit {
     }
 }
 
+/// Charge-credit shards per level: a thread parks the charges it uncharges in
+/// shard (thread index % this) and spends them on its next forks.
+pub(crate) const CREDIT_SHARDS: usize = 8;
+
+/// The most charges one shard parks; beyond, an uncharge goes to the shared counter.
+const CREDIT_CAP: i64 = 32;
+
+/// One shard's parked charges, on its own cache lines.
+#[repr(align(128))]
+struct Credit(AtomicI64);
+
 /// One cgroup's pids state (`struct pids_cgroup`).
 ///
 /// All fields are atomics touched with `Relaxed` ordering: each is an independent
 /// counter whose only invariant is about its own modification order (see
 /// `IMPLEMENTATION.md`).
+///
+/// `pids.current` = `counter` - the credits parked in the shards. An uncharge parks
+/// its charge in the calling thread's shard instead of lowering the shared counter,
+/// and the thread's next charge spends it without touching the counter: a worker
+/// that forks, exits and reaps writes only its own shard's line. A credit is spent
+/// only while `counter <= limit`, so `current + 1 <= counter <= limit`: the limit is
+/// never stepped over. A charge the counter refuses takes every parked credit back
+/// first (the exact path), so EAGAIN means the level is full, as at rest it is.
 pub(crate) struct PidsCounter {
-    /// `pids->counter`: tasks charged in this subtree (live, zombie, or mid-fork).
+    /// `pids->counter`, plus the credits parked in `credits`.
     counter: AtomicI64,
     /// `pids->limit`: `PIDS_MAX` means "max". Written without a lock.
     limit: AtomicI64,
-    /// `pids->watermark`: the highest `counter` a successful charge produced.
+    /// `pids->watermark`: the highest `pids.current` a successful charge produced.
     peak: AtomicI64,
     /// `events[PIDCG_MAX]`: rejections whose over-limit cgroup is this one or below.
     events_max: AtomicU64,
@@ -112,6 +131,8 @@ pub(crate) struct PidsCounter {
     events_local_max: AtomicU64,
     /// `events_local[PIDCG_FORKFAIL]`: forks started here that were rejected (anywhere).
     forkfail: AtomicU64,
+    /// Charges counted in `counter` that no task holds, parked per thread shard.
+    credits: Box<[Credit]>,
 }
 
 impl PidsCounter {
@@ -124,17 +145,24 @@ impl PidsCounter {
             events_max: AtomicU64::new(0),
             events_local_max: AtomicU64::new(0),
             forkfail: AtomicU64::new(0),
+            credits: (0..CREDIT_SHARDS)
+                .map(|_| Credit(AtomicI64::new(0)))
+                .collect(),
         }
     }
 
-    /// `pids.current`.
+    /// `pids.current`: the counter less the parked credits (exact at rest; a reader
+    /// racing a fork may be off by the charges in flight, as with Linux's counter).
     pub(crate) fn current(&self) -> u64 {
-        let c = self.counter.load(Ordering::Relaxed);
-        debug_assert!(
-            c >= 0,
-            "pids counter went negative: an uncharge without a charge"
-        );
+        let c = self.counter.load(Ordering::Relaxed) - self.credits_parked();
         c.max(0) as u64
+    }
+
+    fn credits_parked(&self) -> i64 {
+        self.credits
+            .iter()
+            .map(|c| c.0.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// `pids.max`.
@@ -169,12 +197,37 @@ impl PidsCounter {
     }
 
     /// One level of `pids_try_charge`: add 1 unless that would step over the limit.
+    /// `shard` is the calling thread's credit shard.
     ///
-    /// A compare-exchange loop instead of Linux's `atomic64_add_return` + revert: the
-    /// counter never holds a value above the limit that a concurrent reader (or a
-    /// concurrent charge at the same level) could see. Returns false when full.
+    /// A parked credit is spent first (one compare-exchange on the thread's own line).
+    /// Otherwise a compare-exchange loop on the counter instead of Linux's
+    /// `atomic64_add_return` + revert: the counter never holds a value above the limit
+    /// that a concurrent reader (or a concurrent charge at the same level) could see;
+    /// when it is full, the parked credits are taken back and it is tried once more.
+    /// Returns false when full.
     #[inline]
-    pub(crate) fn try_charge_one(&self) -> bool {
+    pub(crate) fn try_charge_one(&self, shard: usize) -> bool {
+        let credit = &self.credits[shard].0;
+        let parked = credit.load(Ordering::Relaxed);
+        if parked > 0 {
+            let counter = self.counter.load(Ordering::Relaxed);
+            if counter <= self.limit.load(Ordering::Relaxed)
+                && credit
+                    .compare_exchange(parked, parked - 1, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // current <= counter: the watermark needs a look only below it.
+                if counter > self.peak.load(Ordering::Relaxed) {
+                    self.update_peak(counter - self.credits_parked());
+                }
+                return true;
+            }
+        }
+        self.try_add() || (self.take_back_credits() && self.try_add())
+    }
+
+    /// The shared counter's compare-exchange loop; false when it is at the limit.
+    fn try_add(&self) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
         let mut cur = self.counter.load(Ordering::Relaxed);
         loop {
@@ -187,7 +240,7 @@ impl PidsCounter {
                 .compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed)
             {
                 Ok(_) => {
-                    self.update_peak(new);
+                    self.update_peak(new - self.credits_parked());
                     return true;
                 }
                 Err(seen) => cur = seen,
@@ -195,16 +248,45 @@ impl PidsCounter {
         }
     }
 
+    /// The exact path: every parked credit back out of the counter. True if any was.
+    #[cold]
+    fn take_back_credits(&self) -> bool {
+        let mut taken = 0;
+        for c in self.credits.iter() {
+            if c.0.load(Ordering::Relaxed) > 0 {
+                taken += c.0.swap(0, Ordering::Relaxed);
+            }
+        }
+        if taken > 0 {
+            self.counter.fetch_sub(taken, Ordering::Relaxed);
+        }
+        taken > 0
+    }
+
     /// One level of `pids_charge`: add 1 regardless of the limit (migration).
     #[inline]
     pub(crate) fn charge_one(&self) {
         let new = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        self.update_peak(new);
+        self.update_peak(new - self.credits_parked());
     }
 
-    /// One level of `pids_cancel` / `pids_uncharge`.
+    /// One level of `pids_cancel` / `pids_uncharge`: the charge is parked in the
+    /// calling thread's shard (`shard`), or leaves the counter when the shard is full.
     #[inline]
-    pub(crate) fn uncharge_one(&self) {
+    pub(crate) fn uncharge_one(&self, shard: usize) {
+        let credit = &self.credits[shard].0;
+        if credit.load(Ordering::Relaxed) < CREDIT_CAP {
+            credit.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let old = self.counter.fetch_sub(1, Ordering::Relaxed);
+        debug_assert!(old > 0, "pids uncharge below zero");
+    }
+
+    /// One level of a migration's uncharge: straight off the counter (the charge was
+    /// made by whoever forked the task, not by this thread).
+    #[inline]
+    pub(crate) fn uncharge_shared(&self) {
         let old = self.counter.fetch_sub(1, Ordering::Relaxed);
         debug_assert!(old > 0, "pids uncharge below zero");
     }
@@ -251,10 +333,20 @@ pub(crate) fn try_charge<'a, I>(levels: I) -> Result<(), usize>
 where
     I: Iterator<Item = &'a PidsCounter> + Clone,
 {
+    let shard = credit_shard();
+    try_charge_on(levels, shard)
+}
+
+/// [`try_charge`] with the credit shard named (the loom model's threads share one OS
+/// thread).
+pub(crate) fn try_charge_on<'a, I>(levels: I, shard: usize) -> Result<(), usize>
+where
+    I: Iterator<Item = &'a PidsCounter> + Clone,
+{
     for (i, p) in levels.clone().enumerate() {
-        if !p.try_charge_one() {
+        if !p.try_charge_one(shard) {
             for q in levels.take(i) {
-                q.uncharge_one();
+                q.uncharge_one(shard);
             }
             return Err(i);
         }
@@ -262,13 +354,31 @@ where
     Ok(())
 }
 
-/// `pids_uncharge`: one task leaves every level of `levels`.
+/// `pids_uncharge`: one task leaves every level of `levels` (cancel, release).
 pub(crate) fn uncharge<'a, I>(levels: I)
 where
     I: Iterator<Item = &'a PidsCounter>,
 {
+    uncharge_on(levels, credit_shard());
+}
+
+/// [`uncharge`] with the credit shard named.
+pub(crate) fn uncharge_on<'a, I>(levels: I, shard: usize)
+where
+    I: Iterator<Item = &'a PidsCounter>,
+{
     for p in levels {
-        p.uncharge_one();
+        p.uncharge_one(shard);
+    }
+}
+
+/// A migration's source side: one task leaves every level, off the counters.
+pub(crate) fn uncharge_shared<'a, I>(levels: I)
+where
+    I: Iterator<Item = &'a PidsCounter>,
+{
+    for p in levels {
+        p.uncharge_shared();
     }
 }
 
@@ -280,6 +390,21 @@ where
     for p in levels {
         p.charge_one();
     }
+}
+
+/// Hands each thread the next credit shard, round robin.
+static NEXT_CREDIT_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+std::thread_local! {
+    /// This thread's credit shard (round robin over threads).
+    static CREDIT_SHARD: usize =
+        NEXT_CREDIT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % CREDIT_SHARDS;
+}
+
+/// The calling thread's credit shard.
+#[inline]
+fn credit_shard() -> usize {
+    CREDIT_SHARD.with(|s| *s)
 }
 
 /// `pids_event` on the default hierarchy (no `pids_localevents`): the forking cgroup's
@@ -309,6 +434,7 @@ mod tests {
         b.set_limit(Limit::Value(1)).unwrap();
         assert_eq!(try_charge([&a, &b].into_iter()), Ok(()));
         assert_eq!(try_charge([&a, &b].into_iter()), Err(1));
+        // The revert of level 0 parked a credit: still exact.
         assert_eq!((a.current(), b.current()), (1, 1));
         // As in Linux, a level's watermark moves as soon as that level passes, even if
         // a level above then rejects the fork.
@@ -323,7 +449,57 @@ mod tests {
         a.set_limit(Limit::Value(0)).unwrap();
         charge([&a].into_iter());
         assert_eq!((a.current(), a.peak()), (1, 1));
-        assert!(!a.try_charge_one());
+        assert!(!a.try_charge_one(0));
+    }
+
+    #[test]
+    fn credits_are_spent_and_taken_back_exactly() {
+        let a = PidsCounter::new();
+        a.set_limit(Limit::Value(2)).unwrap();
+        // Two charges on shard 0, both uncharged there: parked, not in current.
+        assert!(a.try_charge_one(0) && a.try_charge_one(0));
+        a.uncharge_one(0);
+        a.uncharge_one(0);
+        assert_eq!((a.current(), a.peak()), (0, 2));
+        // Shard 1 has no credit and the counter is at the limit: it takes shard 0's
+        // credits back and charges, up to the limit and no further.
+        assert!(a.try_charge_one(1) && a.try_charge_one(1));
+        assert!(!a.try_charge_one(1) && !a.try_charge_one(0));
+        assert_eq!((a.current(), a.peak()), (2, 2));
+        // A lowered limit stops a thread's own credit too.
+        a.uncharge_one(1);
+        a.set_limit(Limit::Value(0)).unwrap();
+        assert!(!a.try_charge_one(1));
+        assert_eq!(a.current(), 1);
+        a.uncharge_one(0);
+        assert_eq!(a.current(), 0);
+    }
+
+    #[test]
+    fn peak_follows_current_not_the_parked_credits() {
+        let a = PidsCounter::new();
+        assert!(a.try_charge_one(0));
+        a.uncharge_one(0);
+        // Counter 1 with one credit parked on shard 0: shard 1's charge is current 1.
+        assert!(a.try_charge_one(1));
+        assert_eq!((a.current(), a.peak()), (1, 1));
+        // Shard 0 spends its credit: current 2, and the watermark follows.
+        assert!(a.try_charge_one(0));
+        assert_eq!((a.current(), a.peak()), (2, 2));
+    }
+
+    #[test]
+    fn a_full_shard_uncharges_the_counter() {
+        let a = PidsCounter::new();
+        for _ in 0..CREDIT_CAP + 5 {
+            assert!(a.try_charge_one(0));
+        }
+        assert_eq!(a.current(), (CREDIT_CAP + 5) as u64);
+        for _ in 0..CREDIT_CAP + 5 {
+            a.uncharge_one(0);
+        }
+        assert_eq!(a.current(), 0);
+        assert_eq!(a.credits_parked(), CREDIT_CAP);
     }
 
     #[test]

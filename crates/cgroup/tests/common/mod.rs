@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use uproc_abi::{Errno, Profile};
-use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, TaskResolver};
+use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, ForkCharge, TaskResolver};
 
 /// A task: its numbers, its link, how often it was killed, and whether a kill makes
 /// it exit at once (call task_dead, as the task list will).
@@ -64,7 +64,30 @@ pub fn fork_full(
     leader: bool,
     die_on_kill: bool,
 ) -> Result<(Arc<FakeTask>, bool), Errno> {
-    let charge = cg.can_fork()?;
+    Ok(link_new_task(
+        cg.can_fork()?,
+        tgid,
+        tid,
+        leader,
+        die_on_kill,
+    ))
+}
+
+/// A child of `parent` forked into the parent's own cgroup (`CssLink::can_fork`: the
+/// parent's anchor), a leader that exits when killed.
+pub fn fork_child(parent: &FakeTask, tgid: i32) -> Result<Arc<FakeTask>, Errno> {
+    let charge = parent.link().can_fork()?;
+    Ok(link_new_task(charge, tgid, tgid, true, true).0)
+}
+
+/// post_fork of a new task onto `charge`; returns it and post_fork's `killed`.
+pub fn link_new_task(
+    charge: ForkCharge,
+    tgid: i32,
+    tid: i32,
+    leader: bool,
+    die_on_kill: bool,
+) -> (Arc<FakeTask>, bool) {
     let task = Arc::new(FakeTask {
         tgid,
         tid,
@@ -76,7 +99,7 @@ pub fn fork_full(
     let weak: Weak<dyn CgroupMember> = Arc::downgrade(&task) as Weak<dyn CgroupMember>;
     let pf = charge.post_fork(weak);
     *task.link.lock().unwrap() = Some(pf.link);
-    Ok((task, pf.killed))
+    (task, pf.killed)
 }
 
 /// A process (thread-group leader) that exits when killed.
