@@ -60,16 +60,13 @@ pub(crate) fn thread_group_empty(g: &ThreadGroup) -> bool {
     g.sig.lock().threads.is_empty()
 }
 
-/// The runtime init's process never exits.
-fn is_runtime_init(sys: &System, t: &TaskInner) -> bool {
-    Arc::ptr_eq(&t.group, &sys.init.0.group)
-}
-
 /// `do_group_exit`: the whole thread group exits with `status`. Other managed threads
 /// get SIGKILL + their hook (`zap_other_threads`); other bare threads exit now.
 pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
-    let Some(sys) = t.sys() else { return };
-    if is_runtime_init(&sys, t) {
+    if t.runtime_dropped() {
+        return;
+    }
+    if t.group.runtime_init {
         tracing::warn!("exit_group of the runtime init ignored: it never exits");
         return;
     }
@@ -106,11 +103,12 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// `do_exit`: this thread exits with `status` (the group exit status wins if the group
 /// is exiting). Idempotent.
 pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
-    let Some(sys) = t.sys() else { return };
-    if t.leader && is_runtime_init(&sys, t) {
+    if t.leader && t.group.runtime_init {
         tracing::warn!("exit of the runtime init ignored: it never exits");
         return;
     }
+    // ESRCH: the runtime was dropped (a handle that outlived it does nothing).
+    let Ok(hot) = t.hot_sys() else { return };
     if t.exiting.swap(true, Ordering::SeqCst) {
         return;
     }
@@ -134,7 +132,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     // cgroup_task_dead (css_set_lock #3). A task not linked yet (a no-op here) is
     // unlinked by post_fork when it sees `exiting`.
     t.css.task_dead();
-    exit_notify(&sys, t, group_dead, status);
+    exit_notify(hot.as_deref(), t, group_dead, status);
     // A waiter of this very thread (blocked in wait on another OS thread) returns.
     t.group.wake_waiters();
 }
@@ -147,12 +145,12 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// exiting group's siglock for the delayed-leader decision), so a waiter, a reparent
 /// and a concurrent release of the group's last thread each see either all of it or
 /// none.
-fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitStatus) {
+fn exit_notify(sys: Option<&System>, t: &Arc<TaskInner>, group_dead: bool, status: WaitStatus) {
     let mut post = PostExit::default();
     {
-        let _tl = sys.tasklist_write_hot();
+        let _tl = sys.and_then(System::tasklist_write_hot);
         if group_dead {
-            reparent::forget_original_parent(sys, t, &mut post);
+            reparent::forget_original_parent(t, &mut post);
         } else {
             reparent::pass_to_live_thread(t);
         }
@@ -191,7 +189,9 @@ fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitS
         release_task(sys, t);
     }
     if post.zap {
-        zap_pid_ns_processes(sys, t);
+        if let Some(sys) = t.sys() {
+            zap_pid_ns_processes(&sys, t);
+        }
     }
 }
 
@@ -268,7 +268,10 @@ pub(crate) fn do_notify_parent(
 /// after the locks are dropped (`Linux70`, `Scalable`) or under `tasklist_lock`
 /// (`Linux618`). Then, if `t` was the last thread of a delayed zombie leader, notify
 /// (and maybe reap) that leader.
-pub(crate) fn release_task(sys: &System, t: &Arc<TaskInner>) {
+///
+/// `sys` is [`TaskInner::hot_sys`]'s answer: the runtime under `Linux*` (for
+/// `tasklist_lock`), `None` under `Scalable`.
+pub(crate) fn release_task(sys: Option<&System>, t: &Arc<TaskInner>) {
     let mut next = release_one(sys, t);
     while let Some(n) = next {
         next = release_one(sys, &n);
@@ -283,7 +286,7 @@ pub(crate) fn release_task(sys: &System, t: &Arc<TaskInner>) {
 /// thread leaves its group's thread list under the siglock, where it also decides
 /// whether it was the last thread of a delayed leader (rule 3: the siglock is dropped
 /// before the leader's parent's `children` lock is taken for the notification).
-fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
+fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
     let status = cur.exit_status();
     uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
@@ -298,7 +301,7 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     let mut unlinked: Option<Task> = None;
     let mut ids = DetachedIds::default();
     {
-        let _tl = sys.tasklist_write_hot();
+        let _tl = sys.and_then(System::tasklist_write_hot);
         let g = &cur.group;
         if cur.leader {
             // __unhash_process: detach_pid(PGID, SID, PID), then leave the parent's
@@ -348,17 +351,33 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
                 }
             }
         }
-        free.free_if_locked_profile(sys.cfg.profile);
+        free.free_if_locked_profile(cur.pid.ns().map().profile());
     }
     free.free();
-    drop(ids);
+    let ids_may_free = ids.release();
     drop(unlinked);
     tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
     if let Some((l, status)) = notify_leader {
         send_exit_signal(&l, leader_signal);
         uproc_pidfs::do_notify_pidfd(&l.pid, status);
     }
-    sys.process_zaps();
+    // A freed number may have emptied a closed namespace (the reaper wakeup raised the
+    // runtime's re-check flag). `Linux*` look at the flag every time; `Scalable` only
+    // when a number can have woken a reaper, without reaching the runtime otherwise:
+    // `cur`'s own numbers, if one of its nested namespaces is closed (the free above
+    // read the same closed state before it woke the reaper), and a process-group or
+    // session id whose last use just went.
+    match sys {
+        Some(sys) => sys.process_zaps(),
+        None => {
+            let closed = cur.pid.numbers()[1..].iter().any(|u| !u.ns.is_adding());
+            if closed || ids_may_free {
+                if let Some(sys) = cur.sys() {
+                    sys.process_zaps();
+                }
+            }
+        }
+    }
     next
 }
 
@@ -444,7 +463,8 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
     uproc_pidfs::do_notify_pidfd(&l.pid, status);
     if release {
-        release_task(sys, l);
+        let hot = sys.tasklist_on_hot_path.then_some(sys);
+        release_task(hot, l);
     }
     true
 }

@@ -109,10 +109,12 @@ impl Task {
     /// `copy_process` in `kernel/fork.c`.
     pub fn fork(&self, args: &CloneArgs) -> Result<Task, Errno> {
         let me = &self.0;
-        let sys = me.sys().ok_or(Errno::ESRCH)?;
         if me.exiting.load(Ordering::Acquire) {
             return Err(Errno::ESRCH);
         }
+        // `Linux*`: the runtime, for `tasklist_lock`. `Scalable`: nothing (no count on
+        // the runtime every fork shares); the slow branches below fetch it themselves.
+        let hot = me.hot_sys()?;
         // 1. validate
         let changed_ns = validate(me, args)?;
         // The usual case borrows the active namespace: no refcount round trip on the
@@ -123,6 +125,7 @@ impl Task {
         let parent_flag = f.contains(CloneFlags::PARENT);
         let autoreap = f.contains(CloneFlags::AUTOREAP);
         if let Some(cg) = &args.cgroup {
+            let sys = me.sys().ok_or(Errno::ESRCH)?;
             if !Arc::ptr_eq(&cg.hierarchy(), &sys.cgroups) {
                 return Err(Errno::EINVAL);
             }
@@ -143,18 +146,26 @@ impl Task {
             // A number reserved and rolled back in a closed namespace may have hidden
             // its emptiness from the dead init's check: the rollback raised the
             // re-check flag, act on it (the ENOMEM race).
-            sys.process_zaps();
+            process_zaps_of(me);
         })?;
         // 3. CLONE_PIDFD
-        let pidfd = f.contains(CloneFlags::PIDFD).then(|| {
+        let pidfd = if f.contains(CloneFlags::PIDFD) {
             let fl = if thread {
                 PidfdFlags::THREAD
             } else {
                 PidfdFlags::empty()
             };
-            sys.pidfs
-                .pidfd_prepare_stale(me.active_ns(), pid.clone(), fl)
-        });
+            let Some(sys) = me.sys() else {
+                free_pid(&pid);
+                return Err(Errno::ESRCH);
+            };
+            Some(
+                sys.pidfs
+                    .pidfd_prepare_stale(me.active_ns(), pid.clone(), fl),
+            )
+        } else {
+            None
+        };
         // cgroup_threadgroup_change_begin: a new thread joins this group, so the group's
         // migration must wait until the thread is linked (and the cgroup read below is
         // the group's current one).
@@ -172,7 +183,7 @@ impl Task {
                 }
                 drop(pidfd);
                 free_pid(&pid);
-                sys.process_zaps();
+                process_zaps_of(me);
                 return Err(e);
             }
         };
@@ -192,7 +203,6 @@ impl Task {
             Arc::new(ThreadGroup::new(GroupState::new_process(false)))
         };
         let child = Arc::new_cyclic(|weak: &Weak<TaskInner>| TaskInner {
-            sys: me.sys.clone(),
             pid: pid.clone(),
             group,
             leader: !thread,
@@ -214,7 +224,7 @@ impl Task {
         let new_group_guard = (!thread).then(|| child.group.threadgroup_rwsem.read());
         // 5. attach: fork's only `tasklist_lock` acquisition (`Linux*`; none under
         // `Scalable`).
-        let attached = attach(&sys, me, &child, thread, parent_flag, autoreap);
+        let attached = attach(hot.as_deref(), me, &child, thread, parent_flag, autoreap);
         if let Err(e) = attached {
             // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
             charge.cancel();
@@ -224,7 +234,7 @@ impl Task {
             free_pid(&pid);
             // The freed number may have been the last but the init's of a closed
             // namespace (the ENOMEM race).
-            sys.process_zaps();
+            process_zaps_of(me);
             return Err(e);
         }
         // Attached (`pid_task` finds it): a zap that closed the namespace since the
@@ -271,6 +281,15 @@ impl Task {
     }
 }
 
+/// A failed fork freed a number: run the namespace-init checks it may have made due
+/// (slow path: it fetches the runtime).
+#[cold]
+fn process_zaps_of(me: &TaskInner) {
+    if let Some(sys) = me.sys() {
+        sys.process_zaps();
+    }
+}
+
 /// `fatal_signal_pending(current)` for fork: the caller's group is exiting or has a
 /// fatal signal queued, or the caller itself is exiting. The caller holds `me`'s
 /// siglock.
@@ -296,14 +315,14 @@ fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
 ///   `PR_SET_CHILD_SUBREAPER` walk (which reads the list after marking the parent)
 ///   either marks the new child or is seen by it.
 fn attach(
-    sys: &crate::system::System,
+    sys: Option<&crate::system::System>,
     me: &Arc<TaskInner>,
     child: &Arc<TaskInner>,
     thread: bool,
     parent_flag: bool,
     autoreap: bool,
 ) -> Result<(), Errno> {
-    let _tl = sys.tasklist_write_hot();
+    let _tl = sys.and_then(crate::system::System::tasklist_write_hot);
     if !child.pid.ns().is_adding() {
         return Err(Errno::ENOMEM);
     }

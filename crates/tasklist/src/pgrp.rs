@@ -97,8 +97,17 @@ impl Drop for ProcessIds {
 /// free a pid, which takes the pid allocator's lock).
 #[derive(Default)]
 pub(crate) struct DetachedIds {
-    _ids: Option<Arc<ProcessIds>>,
-    _own: Option<Arc<PidUse>>,
+    ids: Option<Arc<ProcessIds>>,
+    own: Option<Arc<PidUse>>,
+}
+
+impl DetachedIds {
+    /// Drops both; returns whether that may have freed a pid (the leader's own pid was
+    /// a process-group/session id, or this was the last process with its pair).
+    pub(crate) fn release(self) -> bool {
+        let last_pair = self.ids.and_then(Arc::into_inner).is_some();
+        last_pair || self.own.is_some()
+    }
 }
 
 /// `detach_pid` of `PIDTYPE_PGID`, `PIDTYPE_SID` and the leader's own pid, under its
@@ -115,8 +124,8 @@ pub(crate) fn detach_leader(
         None => free.push(pid.clone()),
     }
     DetachedIds {
-        _ids: st.ids.take(),
-        _own: own,
+        ids: st.ids.take(),
+        own,
     }
 }
 

@@ -10,7 +10,6 @@
 use crate::exit::{PostExit, claim, do_notify_parent, thread_group_empty};
 use crate::signal::SigChld;
 use crate::sync::Ordering;
-use crate::system::System;
 use crate::task::{TaskInner, ThreadGroup, ZOMBIE};
 use std::sync::Arc;
 use uproc_abi::Signal;
@@ -96,7 +95,7 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
 /// dying too and has or will hand its children on), the search starts again: R has no
 /// live thread any more, so it is skipped; a namespace init is the exception and keeps
 /// adopting (its orphans autoreap).
-pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mut PostExit) {
+pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
     let g = &t.group;
     let ns = t.active_ns();
     // Only a nested namespace's init is handled apart (the root's init hands its
@@ -141,7 +140,7 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
             drop(theirs);
             continue;
         }
-        let adopt_autoreap = sys.cfg.reap_orphans && Arc::ptr_eq(&reaper.group, &sys.init.0.group);
+        let adopt_autoreap = reaper.group.reaps_orphans;
         for c in mine.list.drain(..) {
             c.0.group.sig.lock().real_parent = Arc::downgrade(&reaper);
             // reparent_leader: "We don't want people slaying init."

@@ -317,8 +317,8 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
 /// (with `real_parent` re-checked under it) keeps the parent from changing underneath;
 /// `Linux*` also take `tasklist_lock` (read) first, as Linux does (rule 1).
 fn notify_parent_cldstop(t: &Arc<TaskInner>, _continued: bool) {
-    let Some(sys) = t.sys() else { return };
-    let _r = sys.tasklist_read_hot();
+    let Ok(sys) = t.hot_sys() else { return };
+    let _r = sys.as_deref().and_then(System::tasklist_read_hot);
     t.with_parent_children(|parent| {
         if let Some((p, _held)) = parent {
             {

@@ -5,7 +5,9 @@
 
 use crate::pgrp::{ProcessIds, TaskList};
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
-use crate::task::{Comm, GroupState, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task};
+use crate::task::{
+    Comm, GroupState, RUNNING, Rare, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task,
+};
 use std::fmt;
 use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::{LockStat, NamedRwLock};
@@ -84,9 +86,12 @@ impl System {
         let pid = alloc_pid(&root_ns, &[], false)?;
         let charge = cgroups.root().can_fork()?;
         let sys = Arc::new_cyclic(|weak: &Weak<System>| {
-            let group = Arc::new(ThreadGroup::new(GroupState::new_process(true)));
+            let group = Arc::new(ThreadGroup::with_role(
+                GroupState::new_process(true),
+                true,
+                cfg.reap_orphans,
+            ));
             let inner = Arc::new_cyclic(|me: &Weak<TaskInner>| TaskInner {
-                sys: weak.clone(),
                 pid: pid.clone(),
                 group: group.clone(),
                 leader: true,
@@ -99,7 +104,11 @@ impl System {
                 pending: AtomicU64::new(0),
                 // Root-like, as Linux's init: `set_tid` works out of the box.
                 cap_checkpoint_restore: AtomicBool::new(true),
-                rare: Mutex::new(None),
+                // The runtime's one strong-count-free way back from its tasks.
+                rare: Mutex::new(Some(Box::new(Rare {
+                    runtime: weak.clone(),
+                    ..Rare::default()
+                }))),
                 css: charge.prepare_link(me.clone()),
                 pidfd: None,
                 name: Mutex::new(Comm::new("init")),
@@ -131,7 +140,7 @@ impl System {
                 pidfs: pidfs.clone(),
                 cgroups: cgroups.clone(),
                 tasklist_lock: NamedRwLock::new("tasklist_lock", tl),
-                tasklist_on_hot_path: matches!(cfg.profile, Profile::Linux618 | Profile::Linux70),
+                tasklist_on_hot_path: tasklist_on_hot_path(cfg.profile),
                 init: Task::from_inner(inner),
                 zap_check: AtomicBool::new(false),
                 zapping: Mutex::new(Vec::new()),
@@ -272,6 +281,12 @@ impl System {
             }
         }
     }
+}
+
+/// Whether the fork/exit/reap path of `profile` takes `tasklist_lock` (every profile
+/// but `Scalable`, which relies on the per-process locks alone).
+pub(crate) fn tasklist_on_hot_path(profile: Profile) -> bool {
+    matches!(profile, Profile::Linux618 | Profile::Linux70)
 }
 
 /// Dropping the last handle of a runtime frees everything it built. A namespace's idr

@@ -100,8 +100,6 @@ impl WeakTask {
 
 /// One thread.
 pub(crate) struct TaskInner {
-    /// The runtime. Weak: the runtime owns the task tree, not the other way round.
-    pub(crate) sys: Weak<System>,
     /// `thread_pid`: the pid attached as `PIDTYPE_PID`. Immutable.
     pub(crate) pid: Arc<Pid>,
     /// The process this thread belongs to. Immutable.
@@ -154,6 +152,11 @@ pub(crate) struct Rare {
     /// `nsproxy->pid_ns_for_children` once `unshare`/`setns` changed it; `None`: the
     /// active namespace (what every task starts with, so a fork stores nothing).
     pub(crate) ns_for_children: Option<Arc<PidNamespace>>,
+    /// The runtime init only: its [`System`] (weak: the runtime owns the task tree).
+    /// Every other task reaches the runtime through the init of its root namespace
+    /// ([`TaskInner::sys`]), on the slow paths only, so that no task holds a count on
+    /// the one object every fork of the runtime would share.
+    pub(crate) runtime: Weak<System>,
 }
 
 /// One process (thread group).
@@ -179,6 +182,11 @@ pub(crate) struct ThreadGroup {
     /// `signal->autoreap`: reaped at exit whatever the parent does (`CLONE_AUTOREAP`,
     /// or an orphan adopted by a runtime init with `reap_orphans`).
     pub(crate) autoreap: AtomicBool,
+    /// The runtime init's process (which never exits). Immutable.
+    pub(crate) runtime_init: bool,
+    /// The runtime init's process, built with `reap_orphans`: orphans reparented to it
+    /// autoreap. Immutable.
+    pub(crate) reaps_orphans: bool,
 }
 
 /// A process's threads other than its leader: boxed on the first one, so that a
@@ -295,7 +303,17 @@ impl GroupState {
 }
 
 impl ThreadGroup {
+    /// A new process (not the runtime init's).
     pub(crate) fn new(st: GroupState) -> ThreadGroup {
+        ThreadGroup::with_role(st, false, false)
+    }
+
+    /// A new process; `runtime_init` and `reaps_orphans` for the runtime init's.
+    pub(crate) fn with_role(
+        st: GroupState,
+        runtime_init: bool,
+        reaps_orphans: bool,
+    ) -> ThreadGroup {
         ThreadGroup {
             children: Mutex::new(Children {
                 list: Vec::new(),
@@ -307,6 +325,8 @@ impl ThreadGroup {
             stop_report: AtomicI32::new(0),
             cont_report: AtomicBool::new(false),
             autoreap: AtomicBool::new(false),
+            runtime_init,
+            reaps_orphans,
         }
     }
 
@@ -326,8 +346,40 @@ impl ThreadGroup {
 }
 
 impl TaskInner {
+    /// The runtime, `None` once it was dropped. A slow-path call: it goes through the
+    /// root namespace's `child_reaper` (the runtime init, never reaped while its
+    /// runtime lives) and upgrades two weak references, so the fork/exit/reap path
+    /// of `Scalable` never calls it ([`TaskInner::hot_sys`]).
     pub(crate) fn sys(&self) -> Option<Arc<System>> {
-        self.sys.upgrade()
+        let init = crate::reparent::child_reaper(&self.pid.numbers()[0].ns)?;
+        let rare = init.rare.lock();
+        rare.as_ref()?.runtime.upgrade()
+    }
+
+    /// The runtime as the fork/exit/reap path needs it: under `Scalable` nothing
+    /// (`Ok(None)`: no reference count on a shared object is touched; the path
+    /// reaches every object it uses through the task itself); under `Linux*` the
+    /// [`System`] for its `tasklist_lock`. ESRCH once the runtime was dropped.
+    pub(crate) fn hot_sys(&self) -> Result<Option<Arc<System>>, Errno> {
+        if self.runtime_dropped() {
+            return Err(Errno::ESRCH);
+        }
+        if !crate::system::tasklist_on_hot_path(self.pid.ns().map().profile()) {
+            return Ok(None);
+        }
+        self.sys().map(Some).ok_or(Errno::ESRCH)
+    }
+
+    /// Whether this task's runtime was dropped, read without touching the runtime:
+    /// dropping a [`System`] frees every number it handed out, so a task whose pid is
+    /// freed although it was never released outlived its runtime. (`release_one`
+    /// sets `released` before it frees the pid, so a released task never reads as
+    /// dropped.) A runtime dropped during a call that passed this check is like one
+    /// dropped just after the call: every object the call touches is reached
+    /// through the caller's own task handle (its pid, namespaces, group, css link),
+    /// which keeps them alive.
+    pub(crate) fn runtime_dropped(&self) -> bool {
+        self.pid.is_freed() && !self.released.load(Ordering::Acquire)
     }
 
     /// ESRCH once this task was released (reaped): a reaped task makes no more system
@@ -765,7 +817,8 @@ impl Task {
     /// Whether the task belongs to runtime `sys` (its objects are EINVAL to another
     /// runtime's calls), in whatever state it is.
     pub fn belongs_to(&self, sys: &System) -> bool {
-        std::ptr::eq(self.0.sys.as_ptr(), sys)
+        // Every namespace of a runtime shares its pid map.
+        Arc::ptr_eq(self.0.pid.ns().map(), &sys.map)
     }
 
     /// The runtime the task belongs to; `None` once that [`System`] was dropped (a

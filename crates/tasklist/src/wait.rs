@@ -152,14 +152,15 @@ impl Task {
                 Target::Pid(fd.pid().clone())
             }
         };
-        let sys = self.0.sys().ok_or(Errno::ECHILD)?;
+        // `Linux*`: the runtime for the reap's `tasklist_lock`; `Scalable`: nothing.
+        let sys = self.0.hot_sys().map_err(|_| Errno::ECHILD)?;
         let g = &self.0.group;
         let mut guard = g.children.lock();
         loop {
             match scan(&self.0, &guard.list, &target, opts) {
                 Scan::Reap(child, info) => {
                     drop(guard);
-                    release_task(&sys, &child);
+                    release_task(sys.as_deref(), &child);
                     return Ok(Some(info));
                 }
                 Scan::Report(info) => return Ok(Some(info)),
