@@ -132,9 +132,9 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     // cgroup_task_dead (css_set_lock #3). A task not linked yet (a no-op here) is
     // unlinked by post_fork when it sees `exiting`.
     t.css.task_dead();
+    // A waiter of this very thread (blocked in wait on another OS thread) returns:
+    // woken by the reparenting step, under the `children` lock it already takes.
     exit_notify(hot.as_deref(), t, group_dead, status);
-    // A waiter of this very thread (blocked in wait on another OS thread) returns.
-    t.group.wake_waiters();
 }
 
 /// `exit_notify`: reparent the children, become a zombie (or autoreap), notify the
@@ -160,17 +160,15 @@ fn exit_notify(sys: Option<&System>, t: &Arc<TaskInner>, group_dead: bool, statu
             post.notify_self = true;
             post.release_self = true;
         } else {
-            t.with_parent_children(|parent| {
+            t.with_parent_children(|parent, st| {
                 // Rule 3: the group's siglock inside the parent's children lock. The
                 // release of the group's last thread checks for DELAYED under the same
                 // siglock: exactly one of the two makes the leader reportable.
-                let delayed = {
-                    let st = t.group.sig.lock();
-                    let delayed = post.zap || !st.threads.is_empty();
-                    let state = if delayed { DELAYED } else { ZOMBIE };
-                    t.exit_state.store(state, Ordering::Release);
-                    delayed
-                };
+                let delayed = post.zap || !st.threads.is_empty();
+                let state = if delayed { DELAYED } else { ZOMBIE };
+                t.exit_state.store(state, Ordering::Release);
+                // Rule 4: dropped before `publish_exit` takes the parent's siglock.
+                drop(st);
                 if !delayed {
                     post.notify_self = true;
                     post.release_self = publish_exit(t, parent, &mut post.exit_signal);
@@ -304,10 +302,11 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
         let _tl = sys.and_then(System::tasklist_write_hot);
         let g = &cur.group;
         if cur.leader {
-            // __unhash_process: detach_pid(PGID, SID, PID), then leave the parent's
-            // children list.
-            ids = detach_leader(&mut g.sig.lock(), &cur.pid, &mut free);
-            cur.with_parent_children(|parent| {
+            // __unhash_process: detach_pid(PGID, SID, PID) and leave the parent's
+            // children list, in one hold of the siglock inside the parent's lock.
+            cur.with_parent_children(|parent, mut st| {
+                ids = detach_leader(&mut st, &cur.pid, &mut free);
+                drop(st);
                 if let Some((_, ch)) = parent {
                     if let Some(i) = ch.list.iter().position(|c| Arc::ptr_eq(&c.0, cur)) {
                         unlinked = Some(ch.list.remove(i));
@@ -386,7 +385,10 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
 /// it is the one to do this (and holds no lock of this crate but, under `Linux*`,
 /// `tasklist_lock`).
 fn make_reportable(l: &Arc<TaskInner>, signal: &mut ParentSignal) -> bool {
-    l.with_parent_children(|parent| publish_exit(l, parent, signal))
+    l.with_parent_children(|parent, st| {
+        drop(st);
+        publish_exit(l, parent, signal)
+    })
 }
 
 /// The status a leader reports: the group exit code if the group exited as a whole.

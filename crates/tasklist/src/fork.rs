@@ -356,14 +356,14 @@ fn attach(
         let mut ch = p.group.children.lock();
         // One siglock round for everything read from the caller's group.
         let (now_parent, ids, dying, my_sub) = {
-            let st = me.group.sig.lock();
+            let mut st = me.group.sig.lock();
             (
                 if parent_flag {
                     st.real_parent.upgrade()
                 } else {
                     None
                 },
-                st.ids.clone(),
+                crate::pgrp::ids_for_child(&mut st, &me.group),
                 group_dying(me, &st),
                 st.has_child_subreaper || st.is_subreaper,
             )

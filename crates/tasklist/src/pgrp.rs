@@ -29,7 +29,7 @@
 
 use crate::sync::{AtomicU8, AtomicU32, Ordering};
 use crate::system::System;
-use crate::task::{GroupState, Task, TaskInner, pid_task};
+use crate::task::{GroupState, Task, TaskInner, ThreadGroup, pid_task};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Weak};
@@ -73,17 +73,52 @@ impl Drop for PidUse {
 }
 
 /// The process group and session of a process (`PIDTYPE_PGID`, `PIDTYPE_SID`),
-/// shared by every process forked with the same pair.
+/// shared by a process and the children it forked with the same pair.
 pub(crate) struct ProcessIds {
     pub(crate) pgrp: Arc<PidUse>,
     pub(crate) session: Arc<PidUse>,
+    /// The address of the thread group this object was made for (compared, never
+    /// dereferenced): the one process whose forks clone it (see [`ids_for_child`]).
+    owner: usize,
 }
 
 impl ProcessIds {
-    pub(crate) fn new(pgrp: Arc<PidUse>, session: Arc<PidUse>) -> Arc<ProcessIds> {
+    /// A pair for the process whose group is `owner`.
+    pub(crate) fn new(
+        pgrp: Arc<PidUse>,
+        session: Arc<PidUse>,
+        owner: &ThreadGroup,
+    ) -> Arc<ProcessIds> {
         pgrp.pgrp_pairs.fetch_add(1, Ordering::AcqRel);
-        Arc::new(ProcessIds { pgrp, session })
+        Arc::new(ProcessIds {
+            pgrp,
+            session,
+            owner: std::ptr::from_ref(owner) as usize,
+        })
     }
+}
+
+/// The pair a child of the process `group` (whose siglock is `st`) inherits at fork.
+///
+/// The children's reference counts are the usage counts, so whoever clones an
+/// `Arc<ProcessIds>` writes its line. Every process but the runtime init starts with
+/// its parent's object, which its siblings share: if those siblings forked from it
+/// directly, two parents forking in parallel (each its own children) would write one
+/// shared line per fork and per reap. So a process forks from an object of its own,
+/// made on its first fork (one allocation per forking process, not per child; the
+/// `PidUse` counts it bumps are written once per such process). A process whose
+/// object is already its own clones it. A reused group address can only make a
+/// process share an object where it could have made its own: the pair is the same.
+pub(crate) fn ids_for_child(st: &mut GroupState, group: &ThreadGroup) -> Option<Arc<ProcessIds>> {
+    let ids = st.ids.as_ref()?;
+    if ids.owner != std::ptr::from_ref(group) as usize {
+        // The old object still holds both `PidUse`s through the others that share it
+        // (or, if it was the last, the new object holds them): its drop frees no pid,
+        // so it may run here under the siglock.
+        let own = ProcessIds::new(ids.pgrp.clone(), ids.session.clone(), group);
+        st.ids = Some(own);
+    }
+    st.ids.clone()
 }
 
 impl Drop for ProcessIds {
@@ -305,9 +340,11 @@ impl Task {
                 if Arc::ptr_eq(&new_pgrp, &cur.pgrp) {
                     return Ok(());
                 }
-                old = st
-                    .ids
-                    .replace(ProcessIds::new(new_pgrp, cur.session.clone()));
+                old = st.ids.replace(ProcessIds::new(
+                    new_pgrp,
+                    cur.session.clone(),
+                    &target.group,
+                ));
                 Ok(())
             })()
         };
@@ -338,7 +375,7 @@ impl Task {
                 Err(Errno::EPERM)
             } else {
                 let own = tl.own_use(&mut st, &me.pid);
-                old = st.ids.replace(ProcessIds::new(own.clone(), own));
+                old = st.ids.replace(ProcessIds::new(own.clone(), own, &me.group));
                 Ok(me.pid.nr_in(self.0.active_ns()))
             }
         };

@@ -30,11 +30,16 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 /// A thread exited while its group lives: the children it forked now belong to another
 /// live thread (what `__WNOTHREAD` waits see). Takes the group's `children` lock, then
 /// each child's siglock (rules 2-3); the children stay in the same group's list.
+///
+/// Also wakes the group's waiters under that lock: a waiter of `t` itself (blocked in
+/// wait on another OS thread) sees `exiting` and returns EINTR.
 pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
     let Some(heir) = alive_thread(&t.group) else {
+        t.group.wake_waiters();
         return;
     };
     let ch = t.group.children.lock();
+    t.group.wait_chldexit.notify_all();
     for c in &ch.list {
         let mut cs = c.0.group.sig.lock();
         if std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t)) {
@@ -80,7 +85,8 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
 }
 
 /// `forget_original_parent`: the last thread of `t`'s group exited; hand its children
-/// to the new reaper, re-notifying (and maybe reaping) those already zombies.
+/// to the new reaper, re-notifying (and maybe reaping) those already zombies, and wake
+/// the group's waiters (see [`pass_to_live_thread`]).
 ///
 /// Locks (the only place this crate holds two `children` locks, see THE LOCK ORDER in
 /// the crate docs): the dying group D's `children` lock, held throughout; D's list is
@@ -112,6 +118,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
         }
         let mut ch = g.children.lock();
         ch.closed = true;
+        g.wait_chldexit.notify_all();
         for c in &ch.list {
             if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE && claim(&c.0) {
                 post.release.push(c.0.clone());
@@ -122,6 +129,9 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
     }
     let mut mine = g.children.lock();
     mine.closed = true;
+    // A waiter of the exiting thread itself (blocked in wait on another OS thread)
+    // sees `exiting` and returns EINTR: woken here, under the lock it sleeps on.
+    g.wait_chldexit.notify_all();
     // Nothing to hand over: skip the reaper search (it has no side effects).
     if mine.list.is_empty() {
         return;

@@ -319,7 +319,8 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
 fn notify_parent_cldstop(t: &Arc<TaskInner>, _continued: bool) {
     let Ok(sys) = t.hot_sys() else { return };
     let _r = sys.as_deref().and_then(System::tasklist_read_hot);
-    t.with_parent_children(|parent| {
+    t.with_parent_children(|parent, st| {
+        drop(st);
         if let Some((p, _held)) = parent {
             {
                 let mut ps = p.group.sig.lock();

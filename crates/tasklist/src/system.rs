@@ -119,7 +119,7 @@ impl System {
                 let mut st = group.sig.lock();
                 st.leader = Arc::downgrade(&inner);
                 let own = tl.own_use(&mut st, &pid);
-                st.ids = Some(ProcessIds::new(own.clone(), own));
+                st.ids = Some(ProcessIds::new(own.clone(), own, &group));
             }
             *pid.task_slot().write() = Some(TaskInner::as_any_weak(&inner));
             root_ns.set_child_reaper(Some(TaskInner::as_any_weak(&inner)));

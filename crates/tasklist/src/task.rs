@@ -6,7 +6,9 @@
 
 use crate::pgrp::{PidUse, ProcessIds};
 use crate::signal::SigChld;
-use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Condvar, Mutex, Ordering, RwLock};
+use crate::sync::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, RwLock,
+};
 use crate::system::System;
 use std::any::Any;
 use std::fmt;
@@ -455,30 +457,33 @@ impl TaskInner {
     /// parent group's `children` lock): reads the parent, locks its children, re-reads
     /// and retries if a reparent moved this task in between. `f` gets the current
     /// parent thread and its group's children, or `None` when there is no parent (the
-    /// runtime init; a parent released).
+    /// runtime init; a parent released), and this group's siglock, still held from the
+    /// re-read (so a caller that needs this group's state under the parent's lock
+    /// pays no second round; it drops the guard before it takes another siglock).
     ///
     /// Takes one `children` lock and this group's siglock inside it (lock order rules
-    /// 2-3); the caller holds no `children` lock or siglock.
+    /// 2-4); the caller holds no `children` lock or siglock.
     pub(crate) fn with_parent_children<R>(
         &self,
-        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>) -> R,
+        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
     ) -> R {
         let mut parent = self.group.sig.lock().real_parent.upgrade();
         loop {
-            let Some(p) = parent else { return f(None) };
-            let mut ch = p.group.children.lock();
-            // The usual case, the same parent thread, needs no second `upgrade`.
-            let moved = {
-                let st = self.group.sig.lock();
-                (!std::ptr::eq(st.real_parent.as_ptr(), Arc::as_ptr(&p)))
-                    .then(|| st.real_parent.upgrade())
+            let Some(p) = parent else {
+                return f(None, self.group.sig.lock());
             };
-            match moved {
-                None => return f(Some((&p, &mut ch))),
-                Some(Some(n)) if Arc::ptr_eq(&n.group, &p.group) => {
-                    return f(Some((&n, &mut ch)));
+            let mut ch = p.group.children.lock();
+            let st = self.group.sig.lock();
+            // The usual case, the same parent thread, needs no second `upgrade`.
+            if std::ptr::eq(st.real_parent.as_ptr(), Arc::as_ptr(&p)) {
+                return f(Some((&p, &mut ch)), st);
+            }
+            match st.real_parent.upgrade() {
+                Some(n) if Arc::ptr_eq(&n.group, &p.group) => {
+                    return f(Some((&n, &mut ch)), st);
                 }
-                Some(now) => {
+                now => {
+                    drop(st);
                     drop(ch);
                     parent = now;
                 }
