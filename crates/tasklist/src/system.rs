@@ -43,7 +43,8 @@ impl Default for SystemConfig {
 /// Owns the pid map and root namespace, pidfs, the cgroup hierarchy, the named global
 /// `tasklist_lock`, and the runtime init (pid 1 of the root namespace, `child_reaper`
 /// of it, in the root cgroup). The init owns the task tree (parents hold children);
-/// tasks point back to the `System` weakly.
+/// the init points back to the `System` weakly, and other tasks reach it through the
+/// init.
 pub struct System {
     pub(crate) cfg: SystemConfig,
     pub(crate) map: Arc<PidMap>,
