@@ -66,14 +66,14 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     if t.runtime_dropped() {
         return;
     }
-    if t.group.runtime_init {
+    if t.group().runtime_init {
         tracing::warn!("exit_group of the runtime init ignored: it never exits");
         return;
     }
     let mut hooks = Vec::new();
     let mut bare = Vec::new();
     let status = {
-        let mut st = t.group.sig.lock();
+        let mut st = t.group().sig.lock();
         let status = *st.group_exit.get_or_insert(status);
         for th in ThreadGroup::live_threads(&st) {
             if Arc::ptr_eq(&th, t) {
@@ -103,7 +103,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// `do_exit`: this thread exits with `status` (the group exit status wins if the group
 /// is exiting). Idempotent.
 pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
-    if t.leader && t.group.runtime_init {
+    if t.leader && t.group().runtime_init {
         tracing::warn!("exit of the runtime init ignored: it never exits");
         return;
     }
@@ -116,14 +116,14 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     let hook = t.rare.lock().as_mut().and_then(|r| r.hook.take());
     drop(hook);
     let (group_dead, status) = {
-        let mut st = t.group.sig.lock();
+        let mut st = t.group().sig.lock();
         st.nr_live -= 1;
         let status = st.group_exit.unwrap_or(status);
         let dead = st.nr_live == 0;
         if dead {
             st.stopped = false;
-            t.group.stop_report.store(0, Ordering::Release);
-            t.group.cont_report.store(false, Ordering::Release);
+            t.group().stop_report.store(0, Ordering::Release);
+            t.group().cont_report.store(false, Ordering::Release);
         }
         (dead, status)
     };
@@ -218,7 +218,7 @@ pub(crate) fn publish_exit(
     t.exit_state
         .store(if autoreap { DEAD } else { ZOMBIE }, Ordering::Release);
     if let Some(p) = p {
-        p.group.wait_chldexit.notify_all();
+        p.group().wait_chldexit.notify_all();
     }
     autoreap
 }
@@ -236,9 +236,9 @@ pub(crate) fn do_notify_parent(
     signal: &mut ParentSignal,
 ) -> bool {
     let sig = t.exit_signal.load(Ordering::Acquire);
-    let mut autoreap = t.group.autoreap.load(Ordering::Acquire);
+    let mut autoreap = t.group().autoreap.load(Ordering::Acquire);
     let Some(p) = parent else { return true };
-    let mut ps = p.group.sig.lock();
+    let mut ps = p.group().sig.lock();
     if ps.zapping {
         // A dying namespace init reaps every child, whatever its exit signal
         // (`zap_pid_ns_processes` waits with `__WALL`).
@@ -300,7 +300,7 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
     let mut ids = DetachedIds::default();
     {
         let _tl = sys.and_then(System::tasklist_write_hot);
-        let g = &cur.group;
+        let g = cur.group();
         if cur.leader {
             // __unhash_process: detach_pid(PGID, SID, PID) and leave the parent's
             // children list, in one hold of the siglock inside the parent's lock.
@@ -393,7 +393,7 @@ fn make_reportable(l: &Arc<TaskInner>, signal: &mut ParentSignal) -> bool {
 
 /// The status a leader reports: the group exit code if the group exited as a whole.
 fn final_status(l: &TaskInner) -> WaitStatus {
-    l.group
+    l.group()
         .sig
         .lock()
         .group_exit
@@ -420,7 +420,7 @@ fn zap_pid_ns_processes(sys: &System, t: &Arc<TaskInner>) {
         ns.pids()
             .iter()
             .filter_map(|p| crate::task::pid_task(p))
-            .filter(|v| v.leader && !Arc::ptr_eq(&v.group, &leader.group))
+            .filter(|v| v.leader && !std::ptr::eq(v.group(), leader.group()))
             .collect()
     };
     for v in &victims {
@@ -448,7 +448,7 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
         }
         {
             // `zapping` is the claim: cleared once, by whoever finishes.
-            let mut st = l.group.sig.lock();
+            let mut st = l.group().sig.lock();
             if !st.zapping {
                 return true;
             }

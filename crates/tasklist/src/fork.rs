@@ -14,7 +14,7 @@
 //! pid. A failed fork leaves nothing behind.
 
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
-use crate::task::{GroupState, RUNNING, Task, TaskInner, ThreadGroup};
+use crate::task::{GroupHome, GroupState, RUNNING, Task, TaskInner, ThreadGroup};
 use std::sync::{Arc, Weak};
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
 use uproc_cgroup::Cgroup;
@@ -84,7 +84,7 @@ fn validate(
     if other_ns && (thread || f.contains(CloneFlags::NEWPID)) {
         return Err(Errno::EINVAL);
     }
-    if parent && t.group.sig.lock().unkillable {
+    if parent && t.group().sig.lock().unkillable {
         // Siblings of an init would be unreapable.
         return Err(Errno::EINVAL);
     }
@@ -169,7 +169,7 @@ impl Task {
         // cgroup_threadgroup_change_begin: a new thread joins this group, so the group's
         // migration must wait until the thread is linked (and the cgroup read below is
         // the group's current one).
-        let caller_group_guard = thread.then(|| me.group.threadgroup_rwsem.read());
+        let caller_group_guard = thread.then(|| me.group().threadgroup_rwsem.read());
         // 4. cgroup_can_fork
         let cg = match &args.cgroup {
             Some(c) => c.clone(),
@@ -197,14 +197,16 @@ impl Task {
         } else {
             args.exit_signal.map_or(Signal::CHLD.raw(), |s| s.raw())
         };
-        let group = if thread {
-            me.group.clone()
+        // A new process lives inside its leader's allocation; a thread reaches it
+        // through its leader.
+        let home = if thread {
+            GroupHome::Leader(TaskInner::group_owner(me))
         } else {
-            Arc::new(ThreadGroup::new(GroupState::new_process(false)))
+            GroupHome::Own(ThreadGroup::new(GroupState::new_process(false)))
         };
         let child = Arc::new_cyclic(|weak: &Weak<TaskInner>| TaskInner {
             pid: pid.clone(),
-            group,
+            home,
             leader: !thread,
             exit_state: AtomicU8::new(RUNNING),
             exit_code: AtomicI32::new(0),
@@ -221,7 +223,7 @@ impl Task {
         });
         // A new process can be named in `cgroup.procs` from the attach on: its own
         // group's migration waits for the link too.
-        let new_group_guard = (!thread).then(|| child.group.threadgroup_rwsem.read());
+        let new_group_guard = (!thread).then(|| child.group().threadgroup_rwsem.read());
         // 5. attach: fork's only `tasklist_lock` acquisition (`Linux*`; none under
         // `Scalable`).
         let attached = attach(hot.as_deref(), me, &child, thread, parent_flag, autoreap);
@@ -258,7 +260,7 @@ impl Task {
         drop(caller_group_guard);
         // wake_up_new_task: from here on signals act on it directly.
         let (fatal, status) = {
-            let st = child.group.sig.lock();
+            let st = child.group().sig.lock();
             child.started.store(true, Ordering::Release);
             (
                 child.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0,
@@ -332,7 +334,7 @@ fn attach(
         // `copy_process`: a group exit (which marks every thread under the siglock)
         // either came first (EINTR) or will see, and kill, the new thread.
         let leader = {
-            let mut st = me.group.sig.lock();
+            let mut st = me.group().sig.lock();
             if group_dying(me, &st) || st.nr_live == 0 {
                 return Err(Errno::EINTR);
             }
@@ -347,23 +349,23 @@ fn attach(
         return Ok(());
     }
     let mut rp = if parent_flag {
-        me.group.sig.lock().real_parent.upgrade()
+        me.group().sig.lock().real_parent.upgrade()
     } else {
         Some(me.clone())
     };
     loop {
         let p = rp.take().ok_or(Errno::EINVAL)?;
-        let mut ch = p.group.children.lock();
+        let mut ch = p.group().children.lock();
         // One siglock round for everything read from the caller's group.
         let (now_parent, ids, dying, my_sub) = {
-            let mut st = me.group.sig.lock();
+            let mut st = me.group().sig.lock();
             (
                 if parent_flag {
                     st.real_parent.upgrade()
                 } else {
                     None
                 },
-                crate::pgrp::ids_for_child(&mut st, &me.group),
+                crate::pgrp::ids_for_child(&mut st, me.group()),
                 group_dying(me, &st),
                 st.has_child_subreaper || st.is_subreaper,
             )
@@ -371,7 +373,7 @@ fn attach(
         if parent_flag
             && !now_parent
                 .as_ref()
-                .is_some_and(|n| Arc::ptr_eq(&n.group, &p.group))
+                .is_some_and(|n| std::ptr::eq(n.group(), p.group()))
         {
             // Reparented between the read and the lock: retry with the new parent.
             drop(ch);
@@ -386,14 +388,14 @@ fn attach(
         let ids = ids.ok_or(Errno::EINTR)?;
         let rp = now_parent.unwrap_or_else(|| p.clone());
         let has_sub = if parent_flag {
-            let ps = rp.group.sig.lock();
+            let ps = rp.group().sig.lock();
             ps.has_child_subreaper || ps.is_subreaper
         } else {
             my_sub
         };
         let init = child.pid.nr() == 1;
         {
-            let mut cs = child.group.sig.lock();
+            let mut cs = child.group().sig.lock();
             cs.leader = Arc::downgrade(child);
             cs.real_parent = Arc::downgrade(&rp);
             cs.ids = Some(ids);
@@ -403,7 +405,7 @@ fn attach(
         if init {
             child.pid.ns().set_child_reaper(Some(weak_any.clone()));
         }
-        child.group.autoreap.store(autoreap, Ordering::Release);
+        child.group().autoreap.store(autoreap, Ordering::Release);
         ch.list.push(Task::from_inner(child.clone()));
         *child.pid.task_slot().write() = Some(weak_any);
         return Ok(());

@@ -386,16 +386,16 @@ pub mod loom_model {
 }
 #[cfg(test)]
 mod size {
-    /// Every live task pays for its `TaskInner`, every process for its `ThreadGroup`
-    /// (each plus a 16-byte `Arc` header): growing them shows here first.
+    /// A process is one allocation of this crate: its leader's `TaskInner`, with the
+    /// `ThreadGroup` inline (plus a 16-byte `Arc` header). Growing it shows here first.
     #[test]
     fn task_and_group_stay_within_their_budget() {
         use crate::task::{TaskInner, ThreadGroup};
-        assert!(size_of::<TaskInner>() <= 88, "{}", size_of::<TaskInner>());
         assert!(
             size_of::<ThreadGroup>() <= 144,
             "{}",
             size_of::<ThreadGroup>()
         );
+        assert!(size_of::<TaskInner>() <= 224, "{}", size_of::<TaskInner>());
     }
 }

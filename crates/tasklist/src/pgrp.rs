@@ -297,17 +297,17 @@ impl Task {
                 if !target.leader {
                     return Err(Errno::EINVAL);
                 }
-                let same = Arc::ptr_eq(&target.group, &me.group);
+                let same = std::ptr::eq(target.group(), me.group());
                 let (t_parent, t_ids) = {
-                    let st = target.group.sig.lock();
+                    let st = target.group().sig.lock();
                     (
                         st.real_parent.upgrade(),
                         st.ids.clone().ok_or(Errno::ESRCH)?,
                     )
                 };
-                let my_ids = me.group.sig.lock().ids.clone().ok_or(Errno::ESRCH)?;
+                let my_ids = me.group().sig.lock().ids.clone().ok_or(Errno::ESRCH)?;
                 if !same {
-                    let is_child = t_parent.is_some_and(|p| Arc::ptr_eq(&p.group, &me.group));
+                    let is_child = t_parent.is_some_and(|p| std::ptr::eq(p.group(), me.group()));
                     if !is_child {
                         return Err(Errno::ESRCH);
                     }
@@ -329,7 +329,7 @@ impl Task {
                     }
                     Some(u)
                 };
-                let mut st = target.group.sig.lock();
+                let mut st = target.group().sig.lock();
                 // Re-read under the siglock that release takes: a target reaped since
                 // the first look is ESRCH, and nothing is changed.
                 let cur = st.ids.clone().ok_or(Errno::ESRCH)?;
@@ -343,7 +343,7 @@ impl Task {
                 old = st.ids.replace(ProcessIds::new(
                     new_pgrp,
                     cur.session.clone(),
-                    &target.group,
+                    target.group(),
                 ));
                 Ok(())
             })()
@@ -368,14 +368,16 @@ impl Task {
         let mut old = None;
         let result = {
             let mut tl = sys.tasklist_lock.write();
-            let mut st = me.group.sig.lock();
+            let mut st = me.group().sig.lock();
             if st.ids.is_none() || self.0.check_not_released().is_err() {
                 Err(Errno::ESRCH)
             } else if st.own_use.upgrade().is_some_and(|u| u.is_pgrp()) {
                 Err(Errno::EPERM)
             } else {
                 let own = tl.own_use(&mut st, &me.pid);
-                old = st.ids.replace(ProcessIds::new(own.clone(), own, &me.group));
+                old = st
+                    .ids
+                    .replace(ProcessIds::new(own.clone(), own, me.group()));
                 Ok(me.pid.nr_in(self.0.active_ns()))
             }
         };
@@ -388,13 +390,13 @@ impl Task {
     /// caller, in its namespace (0 if the group's pid is invisible there, or the
     /// process was reaped).
     pub fn getpgid(&self) -> i32 {
-        let p = self.0.group.sig.lock().pgrp();
+        let p = self.0.group().sig.lock().pgrp();
         p.map_or(0, |p| p.nr_in(self.0.active_ns()))
     }
 
     /// [getsid(2)](https://man7.org/linux/man-pages/man2/getsid.2.html) of the caller.
     pub fn getsid(&self) -> i32 {
-        let p = self.0.group.sig.lock().session();
+        let p = self.0.group().sig.lock().session();
         p.map_or(0, |p| p.nr_in(self.0.active_ns()))
     }
 }
@@ -407,7 +409,7 @@ fn pgrp_in_session(sys: &System, pgrp: &Arc<Pid>, session: &Arc<Pid>) -> bool {
         .iter()
         .filter_map(|p| pid_task(p))
         .any(|t| {
-            let st = t.group.sig.lock();
+            let st = t.group().sig.lock();
             t.leader
                 && st.ids.as_ref().is_some_and(|ids| {
                     Arc::ptr_eq(&ids.pgrp.pid, pgrp) && Arc::ptr_eq(&ids.session.pid, session)

@@ -34,14 +34,14 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 /// Also wakes the group's waiters under that lock: a waiter of `t` itself (blocked in
 /// wait on another OS thread) sees `exiting` and returns EINTR.
 pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
-    let Some(heir) = alive_thread(&t.group) else {
-        t.group.wake_waiters();
+    let Some(heir) = alive_thread(t.group()) else {
+        t.group().wake_waiters();
         return;
     };
-    let ch = t.group.children.lock();
-    t.group.wait_chldexit.notify_all();
+    let ch = t.group().children.lock();
+    t.group().wait_chldexit.notify_all();
     for c in &ch.list {
-        let mut cs = c.0.group.sig.lock();
+        let mut cs = c.0.group().sig.lock();
         if std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t)) {
             cs.real_parent = Arc::downgrade(&heir);
         }
@@ -52,7 +52,7 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
 /// may hold the dying group's `children` lock.
 fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
     let (has_sub, mut p) = {
-        let st = t.group.sig.lock();
+        let st = t.group().sig.lock();
         (st.has_child_subreaper, st.real_parent.upgrade())
     };
     let init = child_reaper(ns);
@@ -63,17 +63,17 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
                 break;
             }
             let (is_sub, next) = {
-                let st = r.group.sig.lock();
+                let st = r.group().sig.lock();
                 (st.is_subreaper, st.real_parent.upgrade())
             };
             if is_sub {
-                if let Some(live) = alive_thread(&r.group) {
+                if let Some(live) = alive_thread(r.group()) {
                     return Some(live);
                 }
             }
             if init
                 .as_ref()
-                .is_some_and(|i| Arc::ptr_eq(&i.group, &r.group))
+                .is_some_and(|i| std::ptr::eq(i.group(), r.group()))
             {
                 break;
             }
@@ -81,7 +81,7 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
         }
     }
     let init = init?;
-    Some(alive_thread(&init.group).unwrap_or(init))
+    Some(alive_thread(init.group()).unwrap_or(init))
 }
 
 /// `forget_original_parent`: the last thread of `t`'s group exited; hand its children
@@ -102,12 +102,12 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
 /// live thread any more, so it is skipped; a namespace init is the exception and keeps
 /// adopting (its orphans autoreap).
 pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
-    let g = &t.group;
+    let g = t.group();
     let ns = t.active_ns();
     // Only a nested namespace's init is handled apart (the root's init hands its
     // children on like anyone): for the root namespace, skip the reaper lookup (a
     // read lock and a `Weak::upgrade` on the namespace's shared cache lines).
-    let is_init = ns.level() > 0 && child_reaper(ns).is_some_and(|r| Arc::ptr_eq(&r.group, g));
+    let is_init = ns.level() > 0 && child_reaper(ns).is_some_and(|r| std::ptr::eq(r.group(), g));
     if is_init {
         // find_child_reaper -> zap_pid_ns_processes: the init keeps its children; they
         // autoreap from now on, and the zombies among them are reaped now.
@@ -141,22 +141,22 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
             debug_assert!(false, "every namespace has a child reaper");
             return;
         };
-        if Arc::ptr_eq(&reaper.group, g) {
+        if std::ptr::eq(reaper.group(), g) {
             return;
         }
         // D before R: R is an ancestor of D or its namespace's init.
-        let mut theirs = reaper.group.children.lock();
+        let mut theirs = reaper.group().children.lock();
         if theirs.closed && !is_child_reaper_of(&reaper, reaper.active_ns()) {
             drop(theirs);
             continue;
         }
-        let adopt_autoreap = reaper.group.reaps_orphans;
+        let adopt_autoreap = reaper.group().reaps_orphans;
         for c in mine.list.drain(..) {
-            c.0.group.sig.lock().real_parent = Arc::downgrade(&reaper);
+            c.0.group().sig.lock().real_parent = Arc::downgrade(&reaper);
             // reparent_leader: "We don't want people slaying init."
             c.0.exit_signal.store(Signal::CHLD.raw(), Ordering::Release);
             if adopt_autoreap {
-                c.0.group.autoreap.store(true, Ordering::Release);
+                c.0.group().autoreap.store(true, Ordering::Release);
             }
             tracing::debug!(
                 child = c.0.pid.numbers()[0].nr,
@@ -169,7 +169,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
             // parent. The new parent's waiters are woken below, once the list is
             // complete.
             if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE
-                && thread_group_empty(&c.0.group)
+                && thread_group_empty(c.0.group())
                 && do_notify_parent(&c.0, Some(&reaper), &mut none)
                 && claim(&c.0)
             {
@@ -181,12 +181,12 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
             );
             theirs.list.push(c);
         }
-        reaper.group.wait_chldexit.notify_all();
+        reaper.group().wait_chldexit.notify_all();
         return;
     }
 }
 
 /// Whether `t`'s group is the init of `ns`.
 fn is_child_reaper_of(t: &TaskInner, ns: &PidNamespace) -> bool {
-    child_reaper(ns).is_some_and(|r| Arc::ptr_eq(&r.group, &t.group))
+    child_reaper(ns).is_some_and(|r| std::ptr::eq(r.group(), t.group()))
 }

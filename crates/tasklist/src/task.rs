@@ -104,8 +104,9 @@ impl WeakTask {
 pub(crate) struct TaskInner {
     /// `thread_pid`: the pid attached as `PIDTYPE_PID`. Immutable.
     pub(crate) pid: Arc<Pid>,
-    /// The process this thread belongs to. Immutable.
-    pub(crate) group: Arc<ThreadGroup>,
+    /// Where the process this thread belongs to lives ([`TaskInner::group`]).
+    /// Immutable.
+    pub(crate) home: GroupHome,
     /// `thread_group_leader()`. Immutable.
     pub(crate) leader: bool,
     /// `exit_state`: RUNNING / ZOMBIE / DELAYED / DEAD. Written under the parent
@@ -140,6 +141,18 @@ pub(crate) struct TaskInner {
     pub(crate) pidfd: Option<PidFd>,
     /// `comm`. Own lock (leaf).
     pub(crate) name: Mutex<Comm>,
+}
+
+/// Where a thread's process lives: in its leader's allocation, so that a process is
+/// one allocation, not two.
+pub(crate) enum GroupHome {
+    /// A leader: the process itself, inline.
+    Own(ThreadGroup),
+    /// Another thread: its leader, which holds the group. Strong: the group lives as
+    /// long as any of its threads. (The leader holds the thread strongly in turn,
+    /// `Rare::threads`, until the thread is released; a runtime dropped with threads
+    /// still attached breaks those links in `System::drop`.)
+    Leader(Arc<TaskInner>),
 }
 
 /// The rarely used part of a task, under [`TaskInner::rare`].
@@ -348,6 +361,24 @@ impl ThreadGroup {
 }
 
 impl TaskInner {
+    /// The process this thread belongs to (`signal_struct` + `sighand_struct`).
+    #[inline]
+    pub(crate) fn group(&self) -> &ThreadGroup {
+        match &self.home {
+            GroupHome::Own(g) => g,
+            GroupHome::Leader(l) => l.group(),
+        }
+    }
+
+    /// The thread-group leader holding the group's allocation: `this` itself for a
+    /// leader.
+    pub(crate) fn group_owner(this: &Arc<TaskInner>) -> Arc<TaskInner> {
+        match &this.home {
+            GroupHome::Own(_) => this.clone(),
+            GroupHome::Leader(l) => l.clone(),
+        }
+    }
+
     /// The runtime, `None` once it was dropped. A slow-path call: it goes through the
     /// root namespace's `child_reaper` (the runtime init, never reaped while its
     /// runtime lives) and upgrades two weak references, so the fork/exit/reap path
@@ -422,7 +453,11 @@ impl TaskInner {
         if self.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0 {
             return true;
         }
-        self.group.sig.lock().shared_pending.contains(Signal::KILL)
+        self.group()
+            .sig
+            .lock()
+            .shared_pending
+            .contains(Signal::KILL)
     }
 
     /// The managed-mode signal hook, if one is installed.
@@ -467,19 +502,19 @@ impl TaskInner {
         &self,
         f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
     ) -> R {
-        let mut parent = self.group.sig.lock().real_parent.upgrade();
+        let mut parent = self.group().sig.lock().real_parent.upgrade();
         loop {
             let Some(p) = parent else {
-                return f(None, self.group.sig.lock());
+                return f(None, self.group().sig.lock());
             };
-            let mut ch = p.group.children.lock();
-            let st = self.group.sig.lock();
+            let mut ch = p.group().children.lock();
+            let st = self.group().sig.lock();
             // The usual case, the same parent thread, needs no second `upgrade`.
             if std::ptr::eq(st.real_parent.as_ptr(), Arc::as_ptr(&p)) {
                 return f(Some((&p, &mut ch)), st);
             }
             match st.real_parent.upgrade() {
-                Some(n) if Arc::ptr_eq(&n.group, &p.group) => {
+                Some(n) if std::ptr::eq(n.group(), p.group()) => {
                     return f(Some((&n, &mut ch)), st);
                 }
                 now => {
@@ -493,7 +528,7 @@ impl TaskInner {
 
     /// The group's leader task (itself for a leader).
     pub(crate) fn leader_task(&self) -> Option<Arc<TaskInner>> {
-        self.group.sig.lock().leader.upgrade()
+        self.group().sig.lock().leader.upgrade()
     }
 
     pub(crate) fn as_any_weak(this: &Arc<TaskInner>) -> Weak<dyn Any + Send + Sync> {
@@ -552,11 +587,11 @@ impl ThreadGroup {
 
 impl Attachable for Task {
     fn css_links(&self) -> Vec<Arc<CssLink>> {
-        self.0.group.css_links()
+        self.0.group().css_links()
     }
 
     fn with_threadgroup_locked(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
-        self.0.group.migrate(f)
+        self.0.group().migrate(f)
     }
 
     fn belongs_to(&self, h: &uproc_cgroup::Hierarchy) -> bool {
@@ -646,7 +681,7 @@ impl Task {
     /// itself when its leader is gone); `None` for the runtime's init or once the parent
     /// was released.
     pub fn parent(&self) -> Option<Task> {
-        let parent = self.0.group.sig.lock().real_parent.upgrade()?;
+        let parent = self.0.group().sig.lock().real_parent.upgrade()?;
         Some(Task(parent.leader_task().unwrap_or(parent)))
     }
 
@@ -656,7 +691,7 @@ impl Task {
             ZOMBIE | DELAYED => TaskState::Zombie,
             DEAD => TaskState::Dead,
             _ => {
-                if self.0.group.sig.lock().stopped {
+                if self.0.group().sig.lock().stopped {
                     TaskState::Stopped
                 } else {
                     TaskState::Running
@@ -734,29 +769,29 @@ impl Task {
     /// # References
     /// [prctl(2)](https://man7.org/linux/man-pages/man2/prctl.2.html) `PR_SET_CHILD_SUBREAPER`.
     pub fn set_child_subreaper(&self, on: bool) {
-        self.0.group.sig.lock().is_subreaper = on;
+        self.0.group().sig.lock().is_subreaper = on;
         if !on {
             return;
         }
         let Some(sys) = self.0.sys() else { return };
         // Slow path: tasklist_lock (read) keeps the tree still while it is walked.
         let _r = sys.tasklist_lock.read();
-        let mut stack: Vec<Task> = self.0.group.children.lock().list.clone();
+        let mut stack: Vec<Task> = self.0.group().children.lock().list.clone();
         while let Some(t) = stack.pop() {
-            let mut st = t.0.group.sig.lock();
+            let mut st = t.0.group().sig.lock();
             if st.has_child_subreaper {
                 continue;
             }
             st.has_child_subreaper = true;
             drop(st);
-            stack.extend(t.0.group.children.lock().list.iter().cloned());
+            stack.extend(t.0.group().children.lock().list.iter().cloned());
         }
     }
 
     /// The SIGCHLD disposition of this process: `Ignore` and `NoCldWait` make its
     /// children autoreap; `Ignore` also drops the SIGCHLD itself.
     pub fn set_sigchld(&self, d: SigChld) {
-        self.0.group.sig.lock().sigchld = d;
+        self.0.group().sig.lock().sigchld = d;
     }
 
     /// Grants or drops `CAP_CHECKPOINT_RESTORE`, which `set_tid` needs (EPERM without).
@@ -788,7 +823,7 @@ impl Task {
         let leader = self.0.leader_task().unwrap_or_else(|| self.0.clone());
         let ppid = self
             .0
-            .group
+            .group()
             .sig
             .lock()
             .real_parent
@@ -888,7 +923,7 @@ impl Task {
     /// number first, each once.
     pub fn pending_signals(&self) -> Vec<Signal> {
         let mut s = self.0.thread_pending();
-        for sig in self.0.group.sig.lock().shared_pending.iter() {
+        for sig in self.0.group().sig.lock().shared_pending.iter() {
             s.insert(sig);
         }
         s.iter().collect()
