@@ -60,23 +60,20 @@ pub(crate) fn thread_group_empty(g: &ThreadGroup) -> bool {
     g.sig.lock().threads.is_empty()
 }
 
-/// The runtime init's process never exits.
-fn is_runtime_init(sys: &System, t: &TaskInner) -> bool {
-    Arc::ptr_eq(&t.group, &sys.init.0.group)
-}
-
 /// `do_group_exit`: the whole thread group exits with `status`. Other managed threads
 /// get SIGKILL + their hook (`zap_other_threads`); other bare threads exit now.
 pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
-    let Some(sys) = t.sys() else { return };
-    if is_runtime_init(&sys, t) {
+    if t.runtime_dropped() {
+        return;
+    }
+    if t.group().runtime_init {
         tracing::warn!("exit_group of the runtime init ignored: it never exits");
         return;
     }
     let mut hooks = Vec::new();
     let mut bare = Vec::new();
     let status = {
-        let mut st = t.group.sig.lock();
+        let mut st = t.group().sig.lock();
         let status = *st.group_exit.get_or_insert(status);
         for th in ThreadGroup::live_threads(&st) {
             if Arc::ptr_eq(&th, t) {
@@ -106,11 +103,12 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// `do_exit`: this thread exits with `status` (the group exit status wins if the group
 /// is exiting). Idempotent.
 pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
-    let Some(sys) = t.sys() else { return };
-    if t.leader && is_runtime_init(&sys, t) {
+    if t.leader && t.group().runtime_init {
         tracing::warn!("exit of the runtime init ignored: it never exits");
         return;
     }
+    // ESRCH: the runtime was dropped (a handle that outlived it does nothing).
+    let Ok(hot) = t.hot_sys() else { return };
     if t.exiting.swap(true, Ordering::SeqCst) {
         return;
     }
@@ -118,14 +116,14 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     let hook = t.rare.lock().as_mut().and_then(|r| r.hook.take());
     drop(hook);
     let (group_dead, status) = {
-        let mut st = t.group.sig.lock();
+        let mut st = t.group().sig.lock();
         st.nr_live -= 1;
         let status = st.group_exit.unwrap_or(status);
         let dead = st.nr_live == 0;
         if dead {
             st.stopped = false;
-            t.group.stop_report.store(0, Ordering::Release);
-            t.group.cont_report.store(false, Ordering::Release);
+            t.group().stop_report.store(0, Ordering::Release);
+            t.group().cont_report.store(false, Ordering::Release);
         }
         (dead, status)
     };
@@ -134,9 +132,9 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     // cgroup_task_dead (css_set_lock #3). A task not linked yet (a no-op here) is
     // unlinked by post_fork when it sees `exiting`.
     t.css.task_dead();
-    exit_notify(&sys, t, group_dead, status);
-    // A waiter of this very thread (blocked in wait on another OS thread) returns.
-    t.group.wake_waiters();
+    // A waiter of this very thread (blocked in wait on another OS thread) returns:
+    // woken by the reparenting step, under the `children` lock it already takes.
+    exit_notify(hot.as_deref(), t, group_dead, status);
 }
 
 /// `exit_notify`: reparent the children, become a zombie (or autoreap), notify the
@@ -147,12 +145,12 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// exiting group's siglock for the delayed-leader decision), so a waiter, a reparent
 /// and a concurrent release of the group's last thread each see either all of it or
 /// none.
-fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitStatus) {
+fn exit_notify(sys: Option<&System>, t: &Arc<TaskInner>, group_dead: bool, status: WaitStatus) {
     let mut post = PostExit::default();
     {
-        let _tl = sys.tasklist_write_hot();
+        let _tl = sys.and_then(System::tasklist_write_hot);
         if group_dead {
-            reparent::forget_original_parent(sys, t, &mut post);
+            reparent::forget_original_parent(t, &mut post);
         } else {
             reparent::pass_to_live_thread(t);
         }
@@ -162,17 +160,15 @@ fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitS
             post.notify_self = true;
             post.release_self = true;
         } else {
-            t.with_parent_children(|parent| {
+            t.with_parent_children(|parent, st| {
                 // Rule 3: the group's siglock inside the parent's children lock. The
                 // release of the group's last thread checks for DELAYED under the same
                 // siglock: exactly one of the two makes the leader reportable.
-                let delayed = {
-                    let st = t.group.sig.lock();
-                    let delayed = post.zap || !st.threads.is_empty();
-                    let state = if delayed { DELAYED } else { ZOMBIE };
-                    t.exit_state.store(state, Ordering::Release);
-                    delayed
-                };
+                let delayed = post.zap || !st.threads.is_empty();
+                let state = if delayed { DELAYED } else { ZOMBIE };
+                t.exit_state.store(state, Ordering::Release);
+                // Rule 4: dropped before `publish_exit` takes the parent's siglock.
+                drop(st);
                 if !delayed {
                     post.notify_self = true;
                     post.release_self = publish_exit(t, parent, &mut post.exit_signal);
@@ -191,7 +187,9 @@ fn exit_notify(sys: &System, t: &Arc<TaskInner>, group_dead: bool, status: WaitS
         release_task(sys, t);
     }
     if post.zap {
-        zap_pid_ns_processes(sys, t);
+        if let Some(sys) = t.sys() {
+            zap_pid_ns_processes(&sys, t);
+        }
     }
 }
 
@@ -220,7 +218,7 @@ pub(crate) fn publish_exit(
     t.exit_state
         .store(if autoreap { DEAD } else { ZOMBIE }, Ordering::Release);
     if let Some(p) = p {
-        p.group.wait_chldexit.notify_all();
+        p.group().wait_chldexit.notify_all();
     }
     autoreap
 }
@@ -238,9 +236,9 @@ pub(crate) fn do_notify_parent(
     signal: &mut ParentSignal,
 ) -> bool {
     let sig = t.exit_signal.load(Ordering::Acquire);
-    let mut autoreap = t.group.autoreap.load(Ordering::Acquire);
+    let mut autoreap = t.group().autoreap.load(Ordering::Acquire);
     let Some(p) = parent else { return true };
-    let mut ps = p.group.sig.lock();
+    let mut ps = p.group().sig.lock();
     if ps.zapping {
         // A dying namespace init reaps every child, whatever its exit signal
         // (`zap_pid_ns_processes` waits with `__WALL`).
@@ -268,7 +266,10 @@ pub(crate) fn do_notify_parent(
 /// after the locks are dropped (`Linux70`, `Scalable`) or under `tasklist_lock`
 /// (`Linux618`). Then, if `t` was the last thread of a delayed zombie leader, notify
 /// (and maybe reap) that leader.
-pub(crate) fn release_task(sys: &System, t: &Arc<TaskInner>) {
+///
+/// `sys` is [`TaskInner::hot_sys`]'s answer: the runtime under `Linux*` (for
+/// `tasklist_lock`), `None` under `Scalable`.
+pub(crate) fn release_task(sys: Option<&System>, t: &Arc<TaskInner>) {
     let mut next = release_one(sys, t);
     while let Some(n) = next {
         next = release_one(sys, &n);
@@ -283,7 +284,7 @@ pub(crate) fn release_task(sys: &System, t: &Arc<TaskInner>) {
 /// thread leaves its group's thread list under the siglock, where it also decides
 /// whether it was the last thread of a delayed leader (rule 3: the siglock is dropped
 /// before the leader's parent's `children` lock is taken for the notification).
-fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
+fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
     let status = cur.exit_status();
     uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
@@ -298,13 +299,14 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
     let mut unlinked: Option<Task> = None;
     let mut ids = DetachedIds::default();
     {
-        let _tl = sys.tasklist_write_hot();
-        let g = &cur.group;
+        let _tl = sys.and_then(System::tasklist_write_hot);
+        let g = cur.group();
         if cur.leader {
-            // __unhash_process: detach_pid(PGID, SID, PID), then leave the parent's
-            // children list.
-            ids = detach_leader(&mut g.sig.lock(), &cur.pid, &mut free);
-            cur.with_parent_children(|parent| {
+            // __unhash_process: detach_pid(PGID, SID, PID) and leave the parent's
+            // children list, in one hold of the siglock inside the parent's lock.
+            cur.with_parent_children(|parent, mut st| {
+                ids = detach_leader(&mut st, &cur.pid, &mut free);
+                drop(st);
                 if let Some((_, ch)) = parent {
                     if let Some(i) = ch.list.iter().position(|c| Arc::ptr_eq(&c.0, cur)) {
                         unlinked = Some(ch.list.remove(i));
@@ -348,17 +350,33 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
                 }
             }
         }
-        free.free_if_locked_profile(sys.cfg.profile);
+        free.free_if_locked_profile(cur.pid.ns().map().profile());
     }
     free.free();
-    drop(ids);
+    let ids_may_free = ids.release();
     drop(unlinked);
     tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
     if let Some((l, status)) = notify_leader {
         send_exit_signal(&l, leader_signal);
         uproc_pidfs::do_notify_pidfd(&l.pid, status);
     }
-    sys.process_zaps();
+    // A freed number may have emptied a closed namespace (the reaper wakeup raised the
+    // runtime's re-check flag). `Linux*` look at the flag every time; `Scalable` only
+    // when a number can have woken a reaper, without reaching the runtime otherwise:
+    // `cur`'s own numbers, if one of its nested namespaces is closed (the free above
+    // read the same closed state before it woke the reaper), and a process-group or
+    // session id whose last use just went.
+    match sys {
+        Some(sys) => sys.process_zaps(),
+        None => {
+            let closed = cur.pid.numbers()[1..].iter().any(|u| !u.ns.is_adding());
+            if closed || ids_may_free {
+                if let Some(sys) = cur.sys() {
+                    sys.process_zaps();
+                }
+            }
+        }
+    }
     next
 }
 
@@ -367,12 +385,15 @@ fn release_one(sys: &System, cur: &Arc<TaskInner>) -> Option<Arc<TaskInner>> {
 /// it is the one to do this (and holds no lock of this crate but, under `Linux*`,
 /// `tasklist_lock`).
 fn make_reportable(l: &Arc<TaskInner>, signal: &mut ParentSignal) -> bool {
-    l.with_parent_children(|parent| publish_exit(l, parent, signal))
+    l.with_parent_children(|parent, st| {
+        drop(st);
+        publish_exit(l, parent, signal)
+    })
 }
 
 /// The status a leader reports: the group exit code if the group exited as a whole.
 fn final_status(l: &TaskInner) -> WaitStatus {
-    l.group
+    l.group()
         .sig
         .lock()
         .group_exit
@@ -399,7 +420,7 @@ fn zap_pid_ns_processes(sys: &System, t: &Arc<TaskInner>) {
         ns.pids()
             .iter()
             .filter_map(|p| crate::task::pid_task(p))
-            .filter(|v| v.leader && !Arc::ptr_eq(&v.group, &leader.group))
+            .filter(|v| v.leader && !std::ptr::eq(v.group(), leader.group()))
             .collect()
     };
     for v in &victims {
@@ -427,7 +448,7 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
         }
         {
             // `zapping` is the claim: cleared once, by whoever finishes.
-            let mut st = l.group.sig.lock();
+            let mut st = l.group().sig.lock();
             if !st.zapping {
                 return true;
             }
@@ -444,7 +465,8 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
     uproc_pidfs::do_notify_pidfd(&l.pid, status);
     if release {
-        release_task(sys, l);
+        let hot = sys.tasklist_on_hot_path.then_some(sys);
+        release_task(hot, l);
     }
     true
 }

@@ -14,7 +14,7 @@
 //! pid. A failed fork leaves nothing behind.
 
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
-use crate::task::{GroupState, RUNNING, Task, TaskInner, ThreadGroup};
+use crate::task::{GroupHome, GroupState, RUNNING, Task, TaskInner, ThreadGroup};
 use std::sync::{Arc, Weak};
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
 use uproc_cgroup::Cgroup;
@@ -84,7 +84,7 @@ fn validate(
     if other_ns && (thread || f.contains(CloneFlags::NEWPID)) {
         return Err(Errno::EINVAL);
     }
-    if parent && t.group.sig.lock().unkillable {
+    if parent && t.group().sig.lock().unkillable {
         // Siblings of an init would be unreapable.
         return Err(Errno::EINVAL);
     }
@@ -109,10 +109,12 @@ impl Task {
     /// `copy_process` in `kernel/fork.c`.
     pub fn fork(&self, args: &CloneArgs) -> Result<Task, Errno> {
         let me = &self.0;
-        let sys = me.sys().ok_or(Errno::ESRCH)?;
         if me.exiting.load(Ordering::Acquire) {
             return Err(Errno::ESRCH);
         }
+        // `Linux*`: the runtime, for `tasklist_lock`. `Scalable`: nothing (no count on
+        // the runtime every fork shares); the slow branches below fetch it themselves.
+        let hot = me.hot_sys()?;
         // 1. validate
         let changed_ns = validate(me, args)?;
         // The usual case borrows the active namespace: no refcount round trip on the
@@ -123,6 +125,7 @@ impl Task {
         let parent_flag = f.contains(CloneFlags::PARENT);
         let autoreap = f.contains(CloneFlags::AUTOREAP);
         if let Some(cg) = &args.cgroup {
+            let sys = me.sys().ok_or(Errno::ESRCH)?;
             if !Arc::ptr_eq(&cg.hierarchy(), &sys.cgroups) {
                 return Err(Errno::EINVAL);
             }
@@ -143,22 +146,30 @@ impl Task {
             // A number reserved and rolled back in a closed namespace may have hidden
             // its emptiness from the dead init's check: the rollback raised the
             // re-check flag, act on it (the ENOMEM race).
-            sys.process_zaps();
+            process_zaps_of(me);
         })?;
         // 3. CLONE_PIDFD
-        let pidfd = f.contains(CloneFlags::PIDFD).then(|| {
+        let pidfd = if f.contains(CloneFlags::PIDFD) {
             let fl = if thread {
                 PidfdFlags::THREAD
             } else {
                 PidfdFlags::empty()
             };
-            sys.pidfs
-                .pidfd_prepare_stale(me.active_ns(), pid.clone(), fl)
-        });
+            let Some(sys) = me.sys() else {
+                free_pid(&pid);
+                return Err(Errno::ESRCH);
+            };
+            Some(
+                sys.pidfs
+                    .pidfd_prepare_stale(me.active_ns(), pid.clone(), fl),
+            )
+        } else {
+            None
+        };
         // cgroup_threadgroup_change_begin: a new thread joins this group, so the group's
         // migration must wait until the thread is linked (and the cgroup read below is
         // the group's current one).
-        let caller_group_guard = thread.then(|| me.group.threadgroup_rwsem.read());
+        let caller_group_guard = thread.then(|| me.group().threadgroup_rwsem.read());
         // 4. cgroup_can_fork
         // Into the caller's own cgroup through its link: no cgroup handle made.
         let charge = match &args.cgroup {
@@ -174,7 +185,7 @@ impl Task {
                 }
                 drop(pidfd);
                 free_pid(&pid);
-                sys.process_zaps();
+                process_zaps_of(me);
                 return Err(e);
             }
         };
@@ -188,15 +199,16 @@ impl Task {
         } else {
             args.exit_signal.map_or(Signal::CHLD.raw(), |s| s.raw())
         };
-        let group = if thread {
-            me.group.clone()
+        // A new process lives inside its leader's allocation; a thread reaches it
+        // through its leader.
+        let home = if thread {
+            GroupHome::Leader(TaskInner::group_owner(me))
         } else {
-            Arc::new(ThreadGroup::new(GroupState::new_process(false)))
+            GroupHome::Own(ThreadGroup::new(GroupState::new_process(false)))
         };
         let child = Arc::new_cyclic(|weak: &Weak<TaskInner>| TaskInner {
-            sys: me.sys.clone(),
             pid: pid.clone(),
-            group,
+            home,
             leader: !thread,
             exit_state: AtomicU8::new(RUNNING),
             exit_code: AtomicI32::new(0),
@@ -213,10 +225,10 @@ impl Task {
         });
         // A new process can be named in `cgroup.procs` from the attach on: its own
         // group's migration waits for the link too.
-        let new_group_guard = (!thread).then(|| child.group.threadgroup_rwsem.read());
+        let new_group_guard = (!thread).then(|| child.group().threadgroup_rwsem.read());
         // 5. attach: fork's only `tasklist_lock` acquisition (`Linux*`; none under
         // `Scalable`).
-        let attached = attach(&sys, me, &child, thread, parent_flag, autoreap);
+        let attached = attach(hot.as_deref(), me, &child, thread, parent_flag, autoreap);
         if let Err(e) = attached {
             // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
             charge.cancel();
@@ -226,7 +238,7 @@ impl Task {
             free_pid(&pid);
             // The freed number may have been the last but the init's of a closed
             // namespace (the ENOMEM race).
-            sys.process_zaps();
+            process_zaps_of(me);
             return Err(e);
         }
         // Attached (`pid_task` finds it): a zap that closed the namespace since the
@@ -250,7 +262,7 @@ impl Task {
         drop(caller_group_guard);
         // wake_up_new_task: from here on signals act on it directly.
         let (fatal, status) = {
-            let st = child.group.sig.lock();
+            let st = child.group().sig.lock();
             child.started.store(true, Ordering::Release);
             (
                 child.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0,
@@ -270,6 +282,15 @@ impl Task {
             crate::exit::do_exit(&child, status);
         }
         Ok(Task::from_inner(child))
+    }
+}
+
+/// A failed fork freed a number: run the namespace-init checks it may have made due
+/// (slow path: it fetches the runtime).
+#[cold]
+fn process_zaps_of(me: &TaskInner) {
+    if let Some(sys) = me.sys() {
+        sys.process_zaps();
     }
 }
 
@@ -298,14 +319,14 @@ fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
 ///   `PR_SET_CHILD_SUBREAPER` walk (which reads the list after marking the parent)
 ///   either marks the new child or is seen by it.
 fn attach(
-    sys: &crate::system::System,
+    sys: Option<&crate::system::System>,
     me: &Arc<TaskInner>,
     child: &Arc<TaskInner>,
     thread: bool,
     parent_flag: bool,
     autoreap: bool,
 ) -> Result<(), Errno> {
-    let _tl = sys.tasklist_write_hot();
+    let _tl = sys.and_then(crate::system::System::tasklist_write_hot);
     if !child.pid.ns().is_adding() {
         return Err(Errno::ENOMEM);
     }
@@ -315,7 +336,7 @@ fn attach(
         // `copy_process`: a group exit (which marks every thread under the siglock)
         // either came first (EINTR) or will see, and kill, the new thread.
         let leader = {
-            let mut st = me.group.sig.lock();
+            let mut st = me.group().sig.lock();
             if group_dying(me, &st) || st.nr_live == 0 {
                 return Err(Errno::EINTR);
             }
@@ -330,23 +351,23 @@ fn attach(
         return Ok(());
     }
     let mut rp = if parent_flag {
-        me.group.sig.lock().real_parent.upgrade()
+        me.group().sig.lock().real_parent.upgrade()
     } else {
         Some(me.clone())
     };
     loop {
         let p = rp.take().ok_or(Errno::EINVAL)?;
-        let mut ch = p.group.children.lock();
+        let mut ch = p.group().children.lock();
         // One siglock round for everything read from the caller's group.
         let (now_parent, ids, dying, my_sub) = {
-            let st = me.group.sig.lock();
+            let mut st = me.group().sig.lock();
             (
                 if parent_flag {
                     st.real_parent.upgrade()
                 } else {
                     None
                 },
-                st.ids.clone(),
+                crate::pgrp::ids_for_child(&mut st, me.group()),
                 group_dying(me, &st),
                 st.has_child_subreaper || st.is_subreaper,
             )
@@ -354,7 +375,7 @@ fn attach(
         if parent_flag
             && !now_parent
                 .as_ref()
-                .is_some_and(|n| Arc::ptr_eq(&n.group, &p.group))
+                .is_some_and(|n| std::ptr::eq(n.group(), p.group()))
         {
             // Reparented between the read and the lock: retry with the new parent.
             drop(ch);
@@ -369,14 +390,14 @@ fn attach(
         let ids = ids.ok_or(Errno::EINTR)?;
         let rp = now_parent.unwrap_or_else(|| p.clone());
         let has_sub = if parent_flag {
-            let ps = rp.group.sig.lock();
+            let ps = rp.group().sig.lock();
             ps.has_child_subreaper || ps.is_subreaper
         } else {
             my_sub
         };
         let init = child.pid.nr() == 1;
         {
-            let mut cs = child.group.sig.lock();
+            let mut cs = child.group().sig.lock();
             cs.leader = Arc::downgrade(child);
             cs.real_parent = Arc::downgrade(&rp);
             cs.ids = Some(ids);
@@ -386,7 +407,7 @@ fn attach(
         if init {
             child.pid.ns().set_child_reaper(Some(weak_any.clone()));
         }
-        child.group.autoreap.store(autoreap, Ordering::Release);
+        child.group().autoreap.store(autoreap, Ordering::Release);
         ch.list.push(Task::from_inner(child.clone()));
         *child.pid.task_slot().write() = Some(weak_any);
         return Ok(());

@@ -9,7 +9,9 @@
 //! # Objects and who holds them
 //!
 //! - [`System`] (one per runtime, in an `Arc`) holds the runtime init, pid 1 of the root
-//!   namespace. Tasks point back to it weakly.
+//!   namespace. Only the init points back to it (weakly); every other task reaches it
+//!   through its root namespace's init, on slow paths only, so that the fork/exit/wait
+//!   path of `Scalable` takes no count on the one object every worker shares.
 //! - A process is a `ThreadGroup` (`signal_struct` + `sighand_struct`); each thread is a
 //!   `TaskInner` (`task_struct`) behind a [`Task`] handle. Every thread holds its group
 //!   strongly; the group holds its threads weakly; the group leader holds the other
@@ -380,5 +382,20 @@ pub mod loom_model {
                     .collect()
             }
         }
+    }
+}
+#[cfg(test)]
+mod size {
+    /// A process is one allocation of this crate: its leader's `TaskInner`, with the
+    /// `ThreadGroup` inline (plus a 16-byte `Arc` header). Growing it shows here first.
+    #[test]
+    fn task_and_group_stay_within_their_budget() {
+        use crate::task::{TaskInner, ThreadGroup};
+        assert!(
+            size_of::<ThreadGroup>() <= 144,
+            "{}",
+            size_of::<ThreadGroup>()
+        );
+        assert!(size_of::<TaskInner>() <= 224, "{}", size_of::<TaskInner>());
     }
 }

@@ -29,7 +29,7 @@
 
 use crate::sync::{AtomicU8, AtomicU32, Ordering};
 use crate::system::System;
-use crate::task::{GroupState, Task, TaskInner, pid_task};
+use crate::task::{GroupState, Task, TaskInner, ThreadGroup, pid_task};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Weak};
@@ -73,17 +73,52 @@ impl Drop for PidUse {
 }
 
 /// The process group and session of a process (`PIDTYPE_PGID`, `PIDTYPE_SID`),
-/// shared by every process forked with the same pair.
+/// shared by a process and the children it forked with the same pair.
 pub(crate) struct ProcessIds {
     pub(crate) pgrp: Arc<PidUse>,
     pub(crate) session: Arc<PidUse>,
+    /// The address of the thread group this object was made for (compared, never
+    /// dereferenced): the one process whose forks clone it (see [`ids_for_child`]).
+    owner: usize,
 }
 
 impl ProcessIds {
-    pub(crate) fn new(pgrp: Arc<PidUse>, session: Arc<PidUse>) -> Arc<ProcessIds> {
+    /// A pair for the process whose group is `owner`.
+    pub(crate) fn new(
+        pgrp: Arc<PidUse>,
+        session: Arc<PidUse>,
+        owner: &ThreadGroup,
+    ) -> Arc<ProcessIds> {
         pgrp.pgrp_pairs.fetch_add(1, Ordering::AcqRel);
-        Arc::new(ProcessIds { pgrp, session })
+        Arc::new(ProcessIds {
+            pgrp,
+            session,
+            owner: std::ptr::from_ref(owner) as usize,
+        })
     }
+}
+
+/// The pair a child of the process `group` (whose siglock is `st`) inherits at fork.
+///
+/// The children's reference counts are the usage counts, so whoever clones an
+/// `Arc<ProcessIds>` writes its line. Every process but the runtime init starts with
+/// its parent's object, which its siblings share: if those siblings forked from it
+/// directly, two parents forking in parallel (each its own children) would write one
+/// shared line per fork and per reap. So a process forks from an object of its own,
+/// made on its first fork (one allocation per forking process, not per child; the
+/// `PidUse` counts it bumps are written once per such process). A process whose
+/// object is already its own clones it. A reused group address can only make a
+/// process share an object where it could have made its own: the pair is the same.
+pub(crate) fn ids_for_child(st: &mut GroupState, group: &ThreadGroup) -> Option<Arc<ProcessIds>> {
+    let ids = st.ids.as_ref()?;
+    if ids.owner != std::ptr::from_ref(group) as usize {
+        // The old object still holds both `PidUse`s through the others that share it
+        // (or, if it was the last, the new object holds them): its drop frees no pid,
+        // so it may run here under the siglock.
+        let own = ProcessIds::new(ids.pgrp.clone(), ids.session.clone(), group);
+        st.ids = Some(own);
+    }
+    st.ids.clone()
 }
 
 impl Drop for ProcessIds {
@@ -97,8 +132,17 @@ impl Drop for ProcessIds {
 /// free a pid, which takes the pid allocator's lock).
 #[derive(Default)]
 pub(crate) struct DetachedIds {
-    _ids: Option<Arc<ProcessIds>>,
-    _own: Option<Arc<PidUse>>,
+    ids: Option<Arc<ProcessIds>>,
+    own: Option<Arc<PidUse>>,
+}
+
+impl DetachedIds {
+    /// Drops both; returns whether that may have freed a pid (the leader's own pid was
+    /// a process-group/session id, or this was the last process with its pair).
+    pub(crate) fn release(self) -> bool {
+        let last_pair = self.ids.and_then(Arc::into_inner).is_some();
+        last_pair || self.own.is_some()
+    }
 }
 
 /// `detach_pid` of `PIDTYPE_PGID`, `PIDTYPE_SID` and the leader's own pid, under its
@@ -115,8 +159,8 @@ pub(crate) fn detach_leader(
         None => free.push(pid.clone()),
     }
     DetachedIds {
-        _ids: st.ids.take(),
-        _own: own,
+        ids: st.ids.take(),
+        own,
     }
 }
 
@@ -253,17 +297,17 @@ impl Task {
                 if !target.leader {
                     return Err(Errno::EINVAL);
                 }
-                let same = Arc::ptr_eq(&target.group, &me.group);
+                let same = std::ptr::eq(target.group(), me.group());
                 let (t_parent, t_ids) = {
-                    let st = target.group.sig.lock();
+                    let st = target.group().sig.lock();
                     (
                         st.real_parent.upgrade(),
                         st.ids.clone().ok_or(Errno::ESRCH)?,
                     )
                 };
-                let my_ids = me.group.sig.lock().ids.clone().ok_or(Errno::ESRCH)?;
+                let my_ids = me.group().sig.lock().ids.clone().ok_or(Errno::ESRCH)?;
                 if !same {
-                    let is_child = t_parent.is_some_and(|p| Arc::ptr_eq(&p.group, &me.group));
+                    let is_child = t_parent.is_some_and(|p| std::ptr::eq(p.group(), me.group()));
                     if !is_child {
                         return Err(Errno::ESRCH);
                     }
@@ -285,7 +329,7 @@ impl Task {
                     }
                     Some(u)
                 };
-                let mut st = target.group.sig.lock();
+                let mut st = target.group().sig.lock();
                 // Re-read under the siglock that release takes: a target reaped since
                 // the first look is ESRCH, and nothing is changed.
                 let cur = st.ids.clone().ok_or(Errno::ESRCH)?;
@@ -296,9 +340,11 @@ impl Task {
                 if Arc::ptr_eq(&new_pgrp, &cur.pgrp) {
                     return Ok(());
                 }
-                old = st
-                    .ids
-                    .replace(ProcessIds::new(new_pgrp, cur.session.clone()));
+                old = st.ids.replace(ProcessIds::new(
+                    new_pgrp,
+                    cur.session.clone(),
+                    target.group(),
+                ));
                 Ok(())
             })()
         };
@@ -322,14 +368,16 @@ impl Task {
         let mut old = None;
         let result = {
             let mut tl = sys.tasklist_lock.write();
-            let mut st = me.group.sig.lock();
+            let mut st = me.group().sig.lock();
             if st.ids.is_none() || self.0.check_not_released().is_err() {
                 Err(Errno::ESRCH)
             } else if st.own_use.upgrade().is_some_and(|u| u.is_pgrp()) {
                 Err(Errno::EPERM)
             } else {
                 let own = tl.own_use(&mut st, &me.pid);
-                old = st.ids.replace(ProcessIds::new(own.clone(), own));
+                old = st
+                    .ids
+                    .replace(ProcessIds::new(own.clone(), own, me.group()));
                 Ok(me.pid.nr_in(self.0.active_ns()))
             }
         };
@@ -342,13 +390,13 @@ impl Task {
     /// caller, in its namespace (0 if the group's pid is invisible there, or the
     /// process was reaped).
     pub fn getpgid(&self) -> i32 {
-        let p = self.0.group.sig.lock().pgrp();
+        let p = self.0.group().sig.lock().pgrp();
         p.map_or(0, |p| p.nr_in(self.0.active_ns()))
     }
 
     /// [getsid(2)](https://man7.org/linux/man-pages/man2/getsid.2.html) of the caller.
     pub fn getsid(&self) -> i32 {
-        let p = self.0.group.sig.lock().session();
+        let p = self.0.group().sig.lock().session();
         p.map_or(0, |p| p.nr_in(self.0.active_ns()))
     }
 }
@@ -361,7 +409,7 @@ fn pgrp_in_session(sys: &System, pgrp: &Arc<Pid>, session: &Arc<Pid>) -> bool {
         .iter()
         .filter_map(|p| pid_task(p))
         .any(|t| {
-            let st = t.group.sig.lock();
+            let st = t.group().sig.lock();
             t.leader
                 && st.ids.as_ref().is_some_and(|ids| {
                     Arc::ptr_eq(&ids.pgrp.pid, pgrp) && Arc::ptr_eq(&ids.session.pid, session)

@@ -10,7 +10,6 @@
 use crate::exit::{PostExit, claim, do_notify_parent, thread_group_empty};
 use crate::signal::SigChld;
 use crate::sync::Ordering;
-use crate::system::System;
 use crate::task::{TaskInner, ThreadGroup, ZOMBIE};
 use std::sync::Arc;
 use uproc_abi::Signal;
@@ -31,13 +30,18 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 /// A thread exited while its group lives: the children it forked now belong to another
 /// live thread (what `__WNOTHREAD` waits see). Takes the group's `children` lock, then
 /// each child's siglock (rules 2-3); the children stay in the same group's list.
+///
+/// Also wakes the group's waiters under that lock: a waiter of `t` itself (blocked in
+/// wait on another OS thread) sees `exiting` and returns EINTR.
 pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
-    let Some(heir) = alive_thread(&t.group) else {
+    let Some(heir) = alive_thread(t.group()) else {
+        t.group().wake_waiters();
         return;
     };
-    let ch = t.group.children.lock();
+    let ch = t.group().children.lock();
+    t.group().wait_chldexit.notify_all();
     for c in &ch.list {
-        let mut cs = c.0.group.sig.lock();
+        let mut cs = c.0.group().sig.lock();
         if std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t)) {
             cs.real_parent = Arc::downgrade(&heir);
         }
@@ -48,7 +52,7 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
 /// may hold the dying group's `children` lock.
 fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
     let (has_sub, mut p) = {
-        let st = t.group.sig.lock();
+        let st = t.group().sig.lock();
         (st.has_child_subreaper, st.real_parent.upgrade())
     };
     let init = child_reaper(ns);
@@ -59,17 +63,17 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
                 break;
             }
             let (is_sub, next) = {
-                let st = r.group.sig.lock();
+                let st = r.group().sig.lock();
                 (st.is_subreaper, st.real_parent.upgrade())
             };
             if is_sub {
-                if let Some(live) = alive_thread(&r.group) {
+                if let Some(live) = alive_thread(r.group()) {
                     return Some(live);
                 }
             }
             if init
                 .as_ref()
-                .is_some_and(|i| Arc::ptr_eq(&i.group, &r.group))
+                .is_some_and(|i| std::ptr::eq(i.group(), r.group()))
             {
                 break;
             }
@@ -77,11 +81,12 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
         }
     }
     let init = init?;
-    Some(alive_thread(&init.group).unwrap_or(init))
+    Some(alive_thread(init.group()).unwrap_or(init))
 }
 
 /// `forget_original_parent`: the last thread of `t`'s group exited; hand its children
-/// to the new reaper, re-notifying (and maybe reaping) those already zombies.
+/// to the new reaper, re-notifying (and maybe reaping) those already zombies, and wake
+/// the group's waiters (see [`pass_to_live_thread`]).
 ///
 /// Locks (the only place this crate holds two `children` locks, see THE LOCK ORDER in
 /// the crate docs): the dying group D's `children` lock, held throughout; D's list is
@@ -96,13 +101,13 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
 /// dying too and has or will hand its children on), the search starts again: R has no
 /// live thread any more, so it is skipped; a namespace init is the exception and keeps
 /// adopting (its orphans autoreap).
-pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mut PostExit) {
-    let g = &t.group;
+pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
+    let g = t.group();
     let ns = t.active_ns();
     // Only a nested namespace's init is handled apart (the root's init hands its
     // children on like anyone): for the root namespace, skip the reaper lookup (a
     // read lock and a `Weak::upgrade` on the namespace's shared cache lines).
-    let is_init = ns.level() > 0 && child_reaper(ns).is_some_and(|r| Arc::ptr_eq(&r.group, g));
+    let is_init = ns.level() > 0 && child_reaper(ns).is_some_and(|r| std::ptr::eq(r.group(), g));
     if is_init {
         // find_child_reaper -> zap_pid_ns_processes: the init keeps its children; they
         // autoreap from now on, and the zombies among them are reaped now.
@@ -113,6 +118,7 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
         }
         let mut ch = g.children.lock();
         ch.closed = true;
+        g.wait_chldexit.notify_all();
         for c in &ch.list {
             if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE && claim(&c.0) {
                 post.release.push(c.0.clone());
@@ -123,6 +129,9 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
     }
     let mut mine = g.children.lock();
     mine.closed = true;
+    // A waiter of the exiting thread itself (blocked in wait on another OS thread)
+    // sees `exiting` and returns EINTR: woken here, under the lock it sleeps on.
+    g.wait_chldexit.notify_all();
     // Nothing to hand over: skip the reaper search (it has no side effects).
     if mine.list.is_empty() {
         return;
@@ -132,22 +141,22 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
             debug_assert!(false, "every namespace has a child reaper");
             return;
         };
-        if Arc::ptr_eq(&reaper.group, g) {
+        if std::ptr::eq(reaper.group(), g) {
             return;
         }
         // D before R: R is an ancestor of D or its namespace's init.
-        let mut theirs = reaper.group.children.lock();
+        let mut theirs = reaper.group().children.lock();
         if theirs.closed && !is_child_reaper_of(&reaper, reaper.active_ns()) {
             drop(theirs);
             continue;
         }
-        let adopt_autoreap = sys.cfg.reap_orphans && Arc::ptr_eq(&reaper.group, &sys.init.0.group);
+        let adopt_autoreap = reaper.group().reaps_orphans;
         for c in mine.list.drain(..) {
-            c.0.group.sig.lock().real_parent = Arc::downgrade(&reaper);
+            c.0.group().sig.lock().real_parent = Arc::downgrade(&reaper);
             // reparent_leader: "We don't want people slaying init."
             c.0.exit_signal.store(Signal::CHLD.raw(), Ordering::Release);
             if adopt_autoreap {
-                c.0.group.autoreap.store(true, Ordering::Release);
+                c.0.group().autoreap.store(true, Ordering::Release);
             }
             tracing::debug!(
                 child = c.0.pid.numbers()[0].nr,
@@ -160,7 +169,7 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
             // parent. The new parent's waiters are woken below, once the list is
             // complete.
             if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE
-                && thread_group_empty(&c.0.group)
+                && thread_group_empty(c.0.group())
                 && do_notify_parent(&c.0, Some(&reaper), &mut none)
                 && claim(&c.0)
             {
@@ -172,12 +181,12 @@ pub(crate) fn forget_original_parent(sys: &System, t: &Arc<TaskInner>, post: &mu
             );
             theirs.list.push(c);
         }
-        reaper.group.wait_chldexit.notify_all();
+        reaper.group().wait_chldexit.notify_all();
         return;
     }
 }
 
 /// Whether `t`'s group is the init of `ns`.
 fn is_child_reaper_of(t: &TaskInner, ns: &PidNamespace) -> bool {
-    child_reaper(ns).is_some_and(|r| Arc::ptr_eq(&r.group, &t.group))
+    child_reaper(ns).is_some_and(|r| std::ptr::eq(r.group(), t.group()))
 }

@@ -103,7 +103,7 @@ fn decide(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> 
         return Outcome::Nothing;
     }
     tracing::debug!(target_pid = t.pid.numbers()[0].nr, sig = sig.raw(), "kill");
-    let g = &t.group;
+    let g = t.group();
     {
         let mut st = g.sig.lock();
         if st.nr_live == 0 || st.group_exit.is_some() {
@@ -241,7 +241,7 @@ fn signal_groups(
         rounds += 1;
         // The groups marked last (a late child may itself have been forking).
         for (t, _) in &decided[barrier_from..] {
-            drop(t.group.children.lock());
+            drop(t.group().children.lock());
         }
         barrier_from = decided.len();
         let late: Vec<Arc<TaskInner>> = {
@@ -282,7 +282,7 @@ fn pending_fatal(st: &GroupState) -> Option<Signal> {
 /// thread; managed threads get their hook, bare ones exit now, threads still being
 /// forked exit when their fork completes.
 fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
-    let g = &t.group;
+    let g = t.group();
     let mut hooks = Vec::new();
     let mut bare = Vec::new();
     {
@@ -317,17 +317,18 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
 /// (with `real_parent` re-checked under it) keeps the parent from changing underneath;
 /// `Linux*` also take `tasklist_lock` (read) first, as Linux does (rule 1).
 fn notify_parent_cldstop(t: &Arc<TaskInner>, _continued: bool) {
-    let Some(sys) = t.sys() else { return };
-    let _r = sys.tasklist_read_hot();
-    t.with_parent_children(|parent| {
+    let Ok(sys) = t.hot_sys() else { return };
+    let _r = sys.as_deref().and_then(System::tasklist_read_hot);
+    t.with_parent_children(|parent, st| {
+        drop(st);
         if let Some((p, _held)) = parent {
             {
-                let mut ps = p.group.sig.lock();
+                let mut ps = p.group().sig.lock();
                 if ps.sigchld != SigChld::Ignore {
                     ps.shared_pending.insert(Signal::CHLD);
                 }
             }
-            p.group.wait_chldexit.notify_all();
+            p.group().wait_chldexit.notify_all();
         }
     });
 }
@@ -345,7 +346,7 @@ pub(crate) fn kill_pgrp(
             .pids()
             .iter()
             .filter_map(|p| pid_task(p))
-            .filter(|t| t.leader && t.group.sig.lock().in_pgrp(pgrp))
+            .filter(|t| t.leader && t.group().sig.lock().in_pgrp(pgrp))
             .collect()
     };
     signal_groups(sys, collect, sig, sender)
@@ -376,7 +377,7 @@ impl Task {
             return send_group(&t, sig, me);
         }
         if pid == 0 {
-            let pgrp = self.0.group.sig.lock().pgrp().ok_or(Errno::ESRCH)?;
+            let pgrp = self.0.group().sig.lock().pgrp().ok_or(Errno::ESRCH)?;
             return kill_pgrp(&sys, &pgrp, sig, me);
         }
         if pid == -1 {
@@ -385,7 +386,7 @@ impl Task {
                     .iter()
                     .filter(|p| p.nr_in(ns) > 1)
                     .filter_map(|p| pid_task(p))
-                    .filter(|t| t.leader && !Arc::ptr_eq(&t.group, &self.0.group))
+                    .filter(|t| t.leader && !std::ptr::eq(t.group(), self.0.group()))
                     .collect()
             };
             return signal_groups(&sys, collect, sig, me);
@@ -426,7 +427,7 @@ impl Task {
                 .fetch_and(!(1u64 << (n - 1)), Ordering::AcqRel);
             return Signal::new(n).ok();
         }
-        let mut st = self.0.group.sig.lock();
+        let mut st = self.0.group().sig.lock();
         let s = st.shared_pending.iter().next()?;
         st.shared_pending.remove(s);
         Some(s)

@@ -15,4 +15,4 @@ pub(crate) use loom::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, Ordering,
 };
 
-pub(crate) use parking_lot::{Condvar, Mutex, RwLock};
+pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};

@@ -5,7 +5,9 @@
 
 use crate::pgrp::{ProcessIds, TaskList};
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
-use crate::task::{Comm, GroupState, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task};
+use crate::task::{
+    Comm, GroupHome, GroupState, RUNNING, Rare, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task,
+};
 use std::fmt;
 use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::{LockStat, NamedRwLock};
@@ -41,7 +43,8 @@ impl Default for SystemConfig {
 /// Owns the pid map and root namespace, pidfs, the cgroup hierarchy, the named global
 /// `tasklist_lock`, and the runtime init (pid 1 of the root namespace, `child_reaper`
 /// of it, in the root cgroup). The init owns the task tree (parents hold children);
-/// tasks point back to the `System` weakly.
+/// the init points back to the `System` weakly, and other tasks reach it through the
+/// init.
 pub struct System {
     pub(crate) cfg: SystemConfig,
     pub(crate) map: Arc<PidMap>,
@@ -84,11 +87,11 @@ impl System {
         let pid = alloc_pid(&root_ns, &[], false)?;
         let charge = cgroups.root().can_fork()?;
         let sys = Arc::new_cyclic(|weak: &Weak<System>| {
-            let group = Arc::new(ThreadGroup::new(GroupState::new_process(true)));
+            let group =
+                ThreadGroup::with_role(GroupState::new_process(true), true, cfg.reap_orphans);
             let inner = Arc::new_cyclic(|me: &Weak<TaskInner>| TaskInner {
-                sys: weak.clone(),
                 pid: pid.clone(),
-                group: group.clone(),
+                home: GroupHome::Own(group),
                 leader: true,
                 exit_state: AtomicU8::new(RUNNING),
                 exit_code: AtomicI32::new(0),
@@ -99,7 +102,11 @@ impl System {
                 pending: AtomicU64::new(0),
                 // Root-like, as Linux's init: `set_tid` works out of the box.
                 cap_checkpoint_restore: AtomicBool::new(true),
-                rare: Mutex::new(None),
+                // The runtime's one strong-count-free way back from its tasks.
+                rare: Mutex::new(Some(Box::new(Rare {
+                    runtime: weak.clone(),
+                    ..Rare::default()
+                }))),
                 css: charge.prepare_link(me.clone()),
                 pidfd: None,
                 name: Mutex::new(Comm::new("init")),
@@ -107,10 +114,11 @@ impl System {
             let mut tl = TaskList::default();
             {
                 // The init leads the first session and process group (`init_struct_pid`).
+                let group = inner.group();
                 let mut st = group.sig.lock();
                 st.leader = Arc::downgrade(&inner);
                 let own = tl.own_use(&mut st, &pid);
-                st.ids = Some(ProcessIds::new(own.clone(), own));
+                st.ids = Some(ProcessIds::new(own.clone(), own, group));
             }
             *pid.task_slot().write() = Some(TaskInner::as_any_weak(&inner));
             root_ns.set_child_reaper(Some(TaskInner::as_any_weak(&inner)));
@@ -131,7 +139,7 @@ impl System {
                 pidfs: pidfs.clone(),
                 cgroups: cgroups.clone(),
                 tasklist_lock: NamedRwLock::new("tasklist_lock", tl),
-                tasklist_on_hot_path: matches!(cfg.profile, Profile::Linux618 | Profile::Linux70),
+                tasklist_on_hot_path: tasklist_on_hot_path(cfg.profile),
                 init: Task::from_inner(inner),
                 zap_check: AtomicBool::new(false),
                 zapping: Mutex::new(Vec::new()),
@@ -274,6 +282,12 @@ impl System {
     }
 }
 
+/// Whether the fork/exit/reap path of `profile` takes `tasklist_lock` (every profile
+/// but `Scalable`, which relies on the per-process locks alone).
+pub(crate) fn tasklist_on_hot_path(profile: Profile) -> bool {
+    matches!(profile, Profile::Linux618 | Profile::Linux70)
+}
+
 /// Dropping the last handle of a runtime frees everything it built. A namespace's idr
 /// holds its published pids and every pid holds its namespaces, so a pid still
 /// allocated (the init's, which is never reaped, a process-group id, or the pid of a
@@ -284,12 +298,21 @@ impl System {
 impl Drop for System {
     fn drop(&mut self) {
         // Every pid has a number in the root namespace, nested ones included.
+        let mut threads = Vec::new();
         for pid in self.root_ns.pids() {
+            // A thread holds its leader (the group lives there) and an attached thread
+            // is held by its leader: break that loop for threads never released.
+            if let Some(t) = pid_task(&pid) {
+                if let Some(r) = t.rare.lock().as_mut() {
+                    threads.append(&mut r.threads);
+                }
+            }
             if !pid.is_freed() {
                 *pid.task_slot().write() = None;
                 free_pid(&pid);
             }
         }
+        drop(threads);
         tracing::debug!(profile = %self.cfg.profile, "system dropped");
     }
 }
@@ -315,7 +338,7 @@ impl PidfdBackend for System {
             SignalScope::Thread => crate::signal::send_thread(&t, sig, None),
             SignalScope::ThreadGroup => crate::signal::send_group(&t, sig, None),
             SignalScope::ProcessGroup => {
-                let pgrp = t.group.sig.lock().pgrp().ok_or(Errno::ESRCH)?;
+                let pgrp = t.group().sig.lock().pgrp().ok_or(Errno::ESRCH)?;
                 crate::signal::kill_pgrp(self, &pgrp, sig, None)
             }
         }
@@ -324,7 +347,7 @@ impl PidfdBackend for System {
     fn task_ids(&self, pid: &Pid, viewer: &PidNamespace) -> Option<TaskIds> {
         let t = pid_task(pid)?;
         let leader = t.leader_task().unwrap_or_else(|| t.clone());
-        let parent = t.group.sig.lock().real_parent.upgrade();
+        let parent = t.group().sig.lock().real_parent.upgrade();
         let ppid = parent
             .map(|p| p.leader_task().unwrap_or(p).pid.nr_in(viewer))
             .unwrap_or(0);
@@ -339,11 +362,11 @@ impl PidfdBackend for System {
 
 impl TaskResolver for System {
     fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno> {
-        Ok(self.resolve(pid)?.group.css_links())
+        Ok(self.resolve(pid)?.group().css_links())
     }
 
     fn with_thread_group(&self, pid: i32, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
-        self.resolve(pid)?.group.migrate(f)
+        self.resolve(pid)?.group().migrate(f)
     }
 }
 

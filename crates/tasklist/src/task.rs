@@ -6,7 +6,9 @@
 
 use crate::pgrp::{PidUse, ProcessIds};
 use crate::signal::SigChld;
-use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Condvar, Mutex, Ordering, RwLock};
+use crate::sync::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, RwLock,
+};
 use crate::system::System;
 use std::any::Any;
 use std::fmt;
@@ -100,12 +102,11 @@ impl WeakTask {
 
 /// One thread.
 pub(crate) struct TaskInner {
-    /// The runtime. Weak: the runtime owns the task tree, not the other way round.
-    pub(crate) sys: Weak<System>,
     /// `thread_pid`: the pid attached as `PIDTYPE_PID`. Immutable.
     pub(crate) pid: Arc<Pid>,
-    /// The process this thread belongs to. Immutable.
-    pub(crate) group: Arc<ThreadGroup>,
+    /// Where the process this thread belongs to lives ([`TaskInner::group`]).
+    /// Immutable.
+    pub(crate) home: GroupHome,
     /// `thread_group_leader()`. Immutable.
     pub(crate) leader: bool,
     /// `exit_state`: RUNNING / ZOMBIE / DELAYED / DEAD. Written under the parent
@@ -142,6 +143,18 @@ pub(crate) struct TaskInner {
     pub(crate) name: Mutex<Comm>,
 }
 
+/// Where a thread's process lives: in its leader's allocation, so that a process is
+/// one allocation, not two.
+pub(crate) enum GroupHome {
+    /// A leader: the process itself, inline.
+    Own(ThreadGroup),
+    /// Another thread: its leader, which holds the group. Strong: the group lives as
+    /// long as any of its threads. (The leader holds the thread strongly in turn,
+    /// `Rare::threads`, until the thread is released; a runtime dropped with threads
+    /// still attached breaks those links in `System::drop`.)
+    Leader(Arc<TaskInner>),
+}
+
 /// The rarely used part of a task, under [`TaskInner::rare`].
 #[derive(Default)]
 pub(crate) struct Rare {
@@ -154,6 +167,11 @@ pub(crate) struct Rare {
     /// `nsproxy->pid_ns_for_children` once `unshare`/`setns` changed it; `None`: the
     /// active namespace (what every task starts with, so a fork stores nothing).
     pub(crate) ns_for_children: Option<Arc<PidNamespace>>,
+    /// The runtime init only: its [`System`] (weak: the runtime owns the task tree).
+    /// Every other task reaches the runtime through the init of its root namespace
+    /// ([`TaskInner::sys`]), on the slow paths only, so that no task holds a count on
+    /// the one object every fork of the runtime would share.
+    pub(crate) runtime: Weak<System>,
 }
 
 /// One process (thread group).
@@ -179,6 +197,11 @@ pub(crate) struct ThreadGroup {
     /// `signal->autoreap`: reaped at exit whatever the parent does (`CLONE_AUTOREAP`,
     /// or an orphan adopted by a runtime init with `reap_orphans`).
     pub(crate) autoreap: AtomicBool,
+    /// The runtime init's process (which never exits). Immutable.
+    pub(crate) runtime_init: bool,
+    /// The runtime init's process, built with `reap_orphans`: orphans reparented to it
+    /// autoreap. Immutable.
+    pub(crate) reaps_orphans: bool,
 }
 
 /// A process's threads other than its leader: boxed on the first one, so that a
@@ -295,7 +318,17 @@ impl GroupState {
 }
 
 impl ThreadGroup {
+    /// A new process (not the runtime init's).
     pub(crate) fn new(st: GroupState) -> ThreadGroup {
+        ThreadGroup::with_role(st, false, false)
+    }
+
+    /// A new process; `runtime_init` and `reaps_orphans` for the runtime init's.
+    pub(crate) fn with_role(
+        st: GroupState,
+        runtime_init: bool,
+        reaps_orphans: bool,
+    ) -> ThreadGroup {
         ThreadGroup {
             children: Mutex::new(Children {
                 list: Vec::new(),
@@ -307,6 +340,8 @@ impl ThreadGroup {
             stop_report: AtomicI32::new(0),
             cont_report: AtomicBool::new(false),
             autoreap: AtomicBool::new(false),
+            runtime_init,
+            reaps_orphans,
         }
     }
 
@@ -326,8 +361,58 @@ impl ThreadGroup {
 }
 
 impl TaskInner {
+    /// The process this thread belongs to (`signal_struct` + `sighand_struct`).
+    #[inline]
+    pub(crate) fn group(&self) -> &ThreadGroup {
+        match &self.home {
+            GroupHome::Own(g) => g,
+            GroupHome::Leader(l) => l.group(),
+        }
+    }
+
+    /// The thread-group leader holding the group's allocation: `this` itself for a
+    /// leader.
+    pub(crate) fn group_owner(this: &Arc<TaskInner>) -> Arc<TaskInner> {
+        match &this.home {
+            GroupHome::Own(_) => this.clone(),
+            GroupHome::Leader(l) => l.clone(),
+        }
+    }
+
+    /// The runtime, `None` once it was dropped. A slow-path call: it goes through the
+    /// root namespace's `child_reaper` (the runtime init, never reaped while its
+    /// runtime lives) and upgrades two weak references, so the fork/exit/reap path
+    /// of `Scalable` never calls it ([`TaskInner::hot_sys`]).
     pub(crate) fn sys(&self) -> Option<Arc<System>> {
-        self.sys.upgrade()
+        let init = crate::reparent::child_reaper(&self.pid.numbers()[0].ns)?;
+        let rare = init.rare.lock();
+        rare.as_ref()?.runtime.upgrade()
+    }
+
+    /// The runtime as the fork/exit/reap path needs it: under `Scalable` nothing
+    /// (`Ok(None)`: no reference count on a shared object is touched; the path
+    /// reaches every object it uses through the task itself); under `Linux*` the
+    /// [`System`] for its `tasklist_lock`. ESRCH once the runtime was dropped.
+    pub(crate) fn hot_sys(&self) -> Result<Option<Arc<System>>, Errno> {
+        if self.runtime_dropped() {
+            return Err(Errno::ESRCH);
+        }
+        if !crate::system::tasklist_on_hot_path(self.pid.ns().map().profile()) {
+            return Ok(None);
+        }
+        self.sys().map(Some).ok_or(Errno::ESRCH)
+    }
+
+    /// Whether this task's runtime was dropped, read without touching the runtime:
+    /// dropping a [`System`] frees every number it handed out, so a task whose pid is
+    /// freed although it was never released outlived its runtime. (`release_one`
+    /// sets `released` before it frees the pid, so a released task never reads as
+    /// dropped.) A runtime dropped during a call that passed this check is like one
+    /// dropped just after the call: every object the call touches is reached
+    /// through the caller's own task handle (its pid, namespaces, group, css link),
+    /// which keeps them alive.
+    pub(crate) fn runtime_dropped(&self) -> bool {
+        self.pid.is_freed() && !self.released.load(Ordering::Acquire)
     }
 
     /// ESRCH once this task was released (reaped): a reaped task makes no more system
@@ -368,7 +453,11 @@ impl TaskInner {
         if self.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0 {
             return true;
         }
-        self.group.sig.lock().shared_pending.contains(Signal::KILL)
+        self.group()
+            .sig
+            .lock()
+            .shared_pending
+            .contains(Signal::KILL)
     }
 
     /// The managed-mode signal hook, if one is installed.
@@ -403,30 +492,33 @@ impl TaskInner {
     /// parent group's `children` lock): reads the parent, locks its children, re-reads
     /// and retries if a reparent moved this task in between. `f` gets the current
     /// parent thread and its group's children, or `None` when there is no parent (the
-    /// runtime init; a parent released).
+    /// runtime init; a parent released), and this group's siglock, still held from the
+    /// re-read (so a caller that needs this group's state under the parent's lock
+    /// pays no second round; it drops the guard before it takes another siglock).
     ///
     /// Takes one `children` lock and this group's siglock inside it (lock order rules
-    /// 2-3); the caller holds no `children` lock or siglock.
+    /// 2-4); the caller holds no `children` lock or siglock.
     pub(crate) fn with_parent_children<R>(
         &self,
-        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>) -> R,
+        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
     ) -> R {
-        let mut parent = self.group.sig.lock().real_parent.upgrade();
+        let mut parent = self.group().sig.lock().real_parent.upgrade();
         loop {
-            let Some(p) = parent else { return f(None) };
-            let mut ch = p.group.children.lock();
-            // The usual case, the same parent thread, needs no second `upgrade`.
-            let moved = {
-                let st = self.group.sig.lock();
-                (!std::ptr::eq(st.real_parent.as_ptr(), Arc::as_ptr(&p)))
-                    .then(|| st.real_parent.upgrade())
+            let Some(p) = parent else {
+                return f(None, self.group().sig.lock());
             };
-            match moved {
-                None => return f(Some((&p, &mut ch))),
-                Some(Some(n)) if Arc::ptr_eq(&n.group, &p.group) => {
-                    return f(Some((&n, &mut ch)));
+            let mut ch = p.group().children.lock();
+            let st = self.group().sig.lock();
+            // The usual case, the same parent thread, needs no second `upgrade`.
+            if std::ptr::eq(st.real_parent.as_ptr(), Arc::as_ptr(&p)) {
+                return f(Some((&p, &mut ch)), st);
+            }
+            match st.real_parent.upgrade() {
+                Some(n) if std::ptr::eq(n.group(), p.group()) => {
+                    return f(Some((&n, &mut ch)), st);
                 }
-                Some(now) => {
+                now => {
+                    drop(st);
                     drop(ch);
                     parent = now;
                 }
@@ -436,7 +528,7 @@ impl TaskInner {
 
     /// The group's leader task (itself for a leader).
     pub(crate) fn leader_task(&self) -> Option<Arc<TaskInner>> {
-        self.group.sig.lock().leader.upgrade()
+        self.group().sig.lock().leader.upgrade()
     }
 
     pub(crate) fn as_any_weak(this: &Arc<TaskInner>) -> Weak<dyn Any + Send + Sync> {
@@ -495,11 +587,11 @@ impl ThreadGroup {
 
 impl Attachable for Task {
     fn css_links(&self) -> Vec<Arc<CssLink>> {
-        self.0.group.css_links()
+        self.0.group().css_links()
     }
 
     fn with_threadgroup_locked(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
-        self.0.group.migrate(f)
+        self.0.group().migrate(f)
     }
 
     fn belongs_to(&self, h: &uproc_cgroup::Hierarchy) -> bool {
@@ -589,7 +681,7 @@ impl Task {
     /// itself when its leader is gone); `None` for the runtime's init or once the parent
     /// was released.
     pub fn parent(&self) -> Option<Task> {
-        let parent = self.0.group.sig.lock().real_parent.upgrade()?;
+        let parent = self.0.group().sig.lock().real_parent.upgrade()?;
         Some(Task(parent.leader_task().unwrap_or(parent)))
     }
 
@@ -599,7 +691,7 @@ impl Task {
             ZOMBIE | DELAYED => TaskState::Zombie,
             DEAD => TaskState::Dead,
             _ => {
-                if self.0.group.sig.lock().stopped {
+                if self.0.group().sig.lock().stopped {
                     TaskState::Stopped
                 } else {
                     TaskState::Running
@@ -677,29 +769,29 @@ impl Task {
     /// # References
     /// [prctl(2)](https://man7.org/linux/man-pages/man2/prctl.2.html) `PR_SET_CHILD_SUBREAPER`.
     pub fn set_child_subreaper(&self, on: bool) {
-        self.0.group.sig.lock().is_subreaper = on;
+        self.0.group().sig.lock().is_subreaper = on;
         if !on {
             return;
         }
         let Some(sys) = self.0.sys() else { return };
         // Slow path: tasklist_lock (read) keeps the tree still while it is walked.
         let _r = sys.tasklist_lock.read();
-        let mut stack: Vec<Task> = self.0.group.children.lock().list.clone();
+        let mut stack: Vec<Task> = self.0.group().children.lock().list.clone();
         while let Some(t) = stack.pop() {
-            let mut st = t.0.group.sig.lock();
+            let mut st = t.0.group().sig.lock();
             if st.has_child_subreaper {
                 continue;
             }
             st.has_child_subreaper = true;
             drop(st);
-            stack.extend(t.0.group.children.lock().list.iter().cloned());
+            stack.extend(t.0.group().children.lock().list.iter().cloned());
         }
     }
 
     /// The SIGCHLD disposition of this process: `Ignore` and `NoCldWait` make its
     /// children autoreap; `Ignore` also drops the SIGCHLD itself.
     pub fn set_sigchld(&self, d: SigChld) {
-        self.0.group.sig.lock().sigchld = d;
+        self.0.group().sig.lock().sigchld = d;
     }
 
     /// Grants or drops `CAP_CHECKPOINT_RESTORE`, which `set_tid` needs (EPERM without).
@@ -731,7 +823,7 @@ impl Task {
         let leader = self.0.leader_task().unwrap_or_else(|| self.0.clone());
         let ppid = self
             .0
-            .group
+            .group()
             .sig
             .lock()
             .real_parent
@@ -765,7 +857,8 @@ impl Task {
     /// Whether the task belongs to runtime `sys` (its objects are EINVAL to another
     /// runtime's calls), in whatever state it is.
     pub fn belongs_to(&self, sys: &System) -> bool {
-        std::ptr::eq(self.0.sys.as_ptr(), sys)
+        // Every namespace of a runtime shares its pid map.
+        Arc::ptr_eq(self.0.pid.ns().map(), &sys.map)
     }
 
     /// The runtime the task belongs to; `None` once that [`System`] was dropped (a
@@ -830,7 +923,7 @@ impl Task {
     /// number first, each once.
     pub fn pending_signals(&self) -> Vec<Signal> {
         let mut s = self.0.thread_pending();
-        for sig in self.0.group.sig.lock().shared_pending.iter() {
+        for sig in self.0.group().sig.lock().shared_pending.iter() {
             s.insert(sig);
         }
         s.iter().collect()

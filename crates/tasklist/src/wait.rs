@@ -135,7 +135,7 @@ impl Task {
                     return Err(Errno::EINVAL);
                 }
                 if n == 0 {
-                    Target::Pgrp(self.0.group.sig.lock().pgrp().ok_or(Errno::ECHILD)?)
+                    Target::Pgrp(self.0.group().sig.lock().pgrp().ok_or(Errno::ECHILD)?)
                 } else {
                     Target::Pgrp(ns.find_pid(n).ok_or(Errno::ECHILD)?)
                 }
@@ -152,14 +152,15 @@ impl Task {
                 Target::Pid(fd.pid().clone())
             }
         };
-        let sys = self.0.sys().ok_or(Errno::ECHILD)?;
-        let g = &self.0.group;
+        // `Linux*`: the runtime for the reap's `tasklist_lock`; `Scalable`: nothing.
+        let sys = self.0.hot_sys().map_err(|_| Errno::ECHILD)?;
+        let g = self.0.group();
         let mut guard = g.children.lock();
         loop {
             match scan(&self.0, &guard.list, &target, opts) {
                 Scan::Reap(child, info) => {
                     drop(guard);
-                    release_task(&sys, &child);
+                    release_task(sys.as_deref(), &child);
                     return Ok(Some(info));
                 }
                 Scan::Report(info) => return Ok(Some(info)),
@@ -206,13 +207,13 @@ fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptio
                 }
             }
             Target::Pgrp(p) => {
-                if !ci.group.sig.lock().in_pgrp(p) {
+                if !ci.group().sig.lock().in_pgrp(p) {
                     continue;
                 }
             }
         }
         if opts.contains(WaitOptions::NOTHREAD)
-            && !std::ptr::eq(ci.group.sig.lock().real_parent.as_ptr(), Arc::as_ptr(me))
+            && !std::ptr::eq(ci.group().sig.lock().real_parent.as_ptr(), Arc::as_ptr(me))
         {
             continue;
         }
@@ -251,9 +252,9 @@ fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptio
                 if opts.contains(WaitOptions::STOPPED) {
                     let nowait = opts.contains(WaitOptions::NOWAIT);
                     let sig = if nowait {
-                        ci.group.stop_report.load(Ordering::Acquire)
+                        ci.group().stop_report.load(Ordering::Acquire)
                     } else {
-                        ci.group.stop_report.swap(0, Ordering::AcqRel)
+                        ci.group().stop_report.swap(0, Ordering::AcqRel)
                     };
                     if let Ok(sig) = Signal::new(sig) {
                         if !sig.is_probe() {
@@ -269,9 +270,9 @@ fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptio
                 if opts.contains(WaitOptions::CONTINUED) {
                     let nowait = opts.contains(WaitOptions::NOWAIT);
                     let cont = if nowait {
-                        ci.group.cont_report.load(Ordering::Acquire)
+                        ci.group().cont_report.load(Ordering::Acquire)
                     } else {
-                        ci.group.cont_report.swap(false, Ordering::AcqRel)
+                        ci.group().cont_report.swap(false, Ordering::AcqRel)
                     };
                     if cont {
                         return Scan::Report(WaitInfo {
