@@ -154,7 +154,13 @@ impl Tracker {
     /// `Child::wait`. See the module docs: sleeps on this pid's own wait queue until
     /// the task exits, then reaps it (or reports it, if it is no longer ours).
     fn wait_blocking(&self) -> Result<WaitStatus, Errno> {
+        // While the job has not reported the exit, the task is (almost always) still
+        // running: sleep first instead of scanning the parent's children for a zombie
+        // that is not there yet. The sleep returns at once if the task did exit.
         let mut exited = false;
+        if !self.latch.is_exited() && self.status.get().is_none() {
+            exited = self.pidfd.wait_readable(Duration::MAX);
+        }
         loop {
             match self.try_reap()? {
                 Reap::Done(s) => return Ok(s),
