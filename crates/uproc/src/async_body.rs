@@ -35,9 +35,17 @@ use uproc_abi::Errno;
 /// Polls an async body under uproc's rules: `current()` set while it is polled, dropped
 /// (in place: `Pin::set`) at its next poll after `SIGKILL`, panics contained.
 ///
-/// The kill flag learns the task's waker once (tokio gives a task one waker for its
-/// life; a different one is registered again), so a poll costs one waker comparison
-/// and one atomic load on top of the body's own poll: no lock, no allocation.
+/// The kill flag learns the task's waker only when the body returns `Pending` (a body
+/// that completes in its first poll never touches the waker slot), and only once
+/// (tokio gives a task one waker for its life; a different one is registered again).
+/// So a poll costs one atomic load on top of the body's own poll, plus one waker
+/// comparison when the body parks: no lock, no allocation.
+///
+/// A kill that lands before the waker is registered is caught by the load after the
+/// registration: `raise` sets the flag before it takes the slot's lock, so either that
+/// load sees the flag or `raise` finds the waker (the pairing of [`KillFlag::register`]).
+///
+/// [`KillFlag::register`]: crate::spawn::KillFlag::register
 fn poll_managed<Fut: Future<Output = i32>>(
     tcx: &TaskCx,
     span: &tracing::Span,
@@ -46,10 +54,6 @@ fn poll_managed<Fut: Future<Output = i32>>(
     cx: &mut Context<'_>,
 ) -> Poll<Outcome> {
     let kill = &tcx.tracker().kill;
-    if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-        kill.register(cx.waker());
-        *registered = Some(cx.waker().clone());
-    }
     if kill.is_killed() {
         // SIGKILL: drop the body here, at the await point it is parked on.
         fut.set(None);
@@ -58,12 +62,26 @@ fn poll_managed<Fut: Future<Output = i32>>(
     let Some(body) = fut.as_mut().as_pin_mut() else {
         return Poll::Ready(Outcome::Killed);
     };
-    let _span = span.enter();
-    let _enter = cx::enter(tcx);
-    let outcome = match catch_unwind(AssertUnwindSafe(|| body.poll(cx))) {
-        Ok(Poll::Pending) => return Poll::Pending,
-        Ok(Poll::Ready(code)) => Outcome::Code(code),
-        Err(p) => Outcome::from_unwind(tcx.task(), p),
+    let outcome = {
+        let _span = span.enter();
+        let _enter = cx::enter(tcx);
+        match catch_unwind(AssertUnwindSafe(|| body.poll(cx))) {
+            Ok(Poll::Pending) => None,
+            Ok(Poll::Ready(code)) => Some(Outcome::Code(code)),
+            Err(p) => Some(Outcome::from_unwind(tcx.task(), p)),
+        }
+    };
+    let Some(outcome) = outcome else {
+        if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            kill.register(cx.waker());
+            *registered = Some(cx.waker().clone());
+            if kill.is_killed() {
+                // Killed while the body ran, before the hook could find this waker:
+                // come back at once to drop it.
+                cx.waker().wake_by_ref();
+            }
+        }
+        return Poll::Pending;
     };
     fut.set(None);
     Poll::Ready(outcome)
@@ -167,7 +185,12 @@ impl Runtime {
     {
         #[cfg(feature = "tokio")]
         if let Some(handle) = self.executor_tokio_handle() {
-            return crate::tokio::spawn_in_place(handle, self, s, body);
+            return crate::tokio::spawn_in_place(
+                crate::tokio::CallerRuntime::Handle(handle),
+                self,
+                s,
+                body,
+            );
         }
         let executor = self.executor();
         if executor.runs_futures() {
@@ -176,8 +199,8 @@ impl Runtime {
             return Ok(child);
         }
         #[cfg(feature = "tokio")]
-        if let Ok(handle) = ::tokio::runtime::Handle::try_current() {
-            return crate::tokio::spawn_in_place(&handle, self, s, body);
+        if let Some(on) = crate::tokio::CallerRuntime::find() {
+            return crate::tokio::spawn_in_place(on, self, s, body);
         }
         Err(Errno::EINVAL)
     }

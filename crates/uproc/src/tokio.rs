@@ -85,11 +85,36 @@ impl Executor for TokioExecutor {
     }
 }
 
+/// The tokio runtime an async body is spawned on.
+pub(crate) enum CallerRuntime<'a> {
+    /// The executor's runtime, or the one the calling thread is in (a handle clone).
+    Handle(&'a Handle),
+    /// The runtime of the tokio task that calls `spawn_async`: spawned through
+    /// `tokio::spawn`, which reaches the runtime through the thread's context, with no
+    /// handle clone (two atomic read-modify-writes on a line every worker shares).
+    CurrentTask,
+    /// Out of any task but inside a runtime's context (`block_on`, a runtime's own
+    /// threads): a handle of it.
+    Entered(Handle),
+}
+
+impl CallerRuntime<'static> {
+    /// The runtime of the calling thread, if any. A tokio task is only ever polled by
+    /// its runtime, which has entered its context on the polling thread, so inside one
+    /// (`tokio::task::try_id` is `Some`) `tokio::spawn` finds that runtime.
+    pub(crate) fn find() -> Option<CallerRuntime<'static>> {
+        if ::tokio::task::try_id().is_some() {
+            return Some(CallerRuntime::CurrentTask);
+        }
+        Handle::try_current().ok().map(CallerRuntime::Entered)
+    }
+}
+
 /// `spawn_async` on a tokio runtime: the body's future lives in place in the tokio
 /// task (no box), which is why tokio gets this path rather than
 /// [`Executor::execute_async`].
 pub(crate) fn spawn_in_place<F, Fut>(
-    handle: &Handle,
+    on: CallerRuntime<'_>,
     rt: &Runtime,
     s: Spawn,
     body: F,
@@ -101,6 +126,10 @@ where
     let (child, job) = launch(rt, s)?.into_async_job(body);
     // The job's guard ends the task as killed if tokio drops this task unfinished
     // (runtime shutdown).
-    drop(handle.spawn(job));
+    drop(match on {
+        CallerRuntime::Handle(handle) => handle.spawn(job),
+        CallerRuntime::CurrentTask => ::tokio::spawn(job),
+        CallerRuntime::Entered(handle) => handle.spawn(job),
+    });
     Ok(child)
 }

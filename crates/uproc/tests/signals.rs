@@ -149,6 +149,51 @@ fn sigkill_drops_an_async_body_at_its_next_await_point() {
     );
 }
 
+/// Runs `body` as an async task of a fresh runtime (it gets the runtime's init and its
+/// context), calls `after_spawn` with init and the child, then awaits the child (at
+/// most a minute: a lost wake-up fails instead of hanging).
+#[cfg(feature = "tokio")]
+fn await_async_body<Fut>(
+    body: impl FnOnce(uproc::Task, uproc::TaskCx) -> Fut + Send + 'static,
+    after_spawn: impl FnOnce(&uproc::Task, &uproc::Child),
+) -> uproc::WaitStatus
+where
+    Fut: std::future::Future<Output = i32> + Send + 'static,
+{
+    let t = common::tokio_rt();
+    let rt = common::builder().build().unwrap();
+    let init = rt.init();
+    t.block_on(async move {
+        let for_body = init.clone();
+        let child = rt
+            .spawn_async(Spawn::new(), move |cx| body(for_body, cx))
+            .unwrap();
+        after_spawn(&init, &child);
+        let limit = std::time::Duration::from_secs(60);
+        tokio::time::timeout(limit, child)
+            .await
+            .expect("the child ends: no wake-up is lost")
+    })
+    .unwrap()
+}
+
+/// A SIGKILL that lands while the body's first poll runs, before the body parks for
+/// the first time, still drops the body: the waker the kill flag learns after that poll
+/// is checked against the flag, so the kill is not lost.
+#[cfg(feature = "tokio")]
+fn sigkill_during_the_first_poll_drops_an_async_body_that_then_parks() {
+    let st = await_async_body(
+        |init, cx| async move {
+            // Kill this task from inside its first poll, then park forever.
+            init.kill(init.pid_of(cx.task()), Signal::KILL).unwrap();
+            std::future::pending::<()>().await;
+            0
+        },
+        |_, _| {},
+    );
+    assert_eq!(st.signaled(), Some(Signal::KILL));
+}
+
 #[cfg(feature = "tokio")]
 fn a_panicking_async_body_ends_killed_by_sigabrt() {
     let t = common::tokio_rt();
@@ -170,23 +215,15 @@ fn a_panicking_async_body_ends_killed_by_sigabrt() {
 
 #[cfg(feature = "tokio")]
 fn an_async_body_sees_sigterm_through_signal_pending() {
-    let t = common::tokio_rt();
-    let rt = common::builder().build().unwrap();
-    let init = rt.init();
-    let st = t
-        .block_on(async move {
-            let child = rt
-                .spawn_async(Spawn::new(), |cx| async move {
-                    while cx.signal_pending().is_none() {
-                        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                    }
-                    0
-                })
-                .unwrap();
-            init.kill(child.pid(), Signal::TERM).unwrap();
-            child.await
-        })
-        .unwrap();
+    let st = await_async_body(
+        |_, cx| async move {
+            while cx.signal_pending().is_none() {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            0
+        },
+        |init, child| init.kill(child.pid(), Signal::TERM).unwrap(),
+    );
     assert_eq!(
         st.signaled(),
         Some(Signal::TERM),
@@ -201,6 +238,8 @@ every_profile!(
     kill_after_reap_is_esrch,
     #[cfg(feature = "tokio")]
     sigkill_drops_an_async_body_at_its_next_await_point,
+    #[cfg(feature = "tokio")]
+    sigkill_during_the_first_poll_drops_an_async_body_that_then_parks,
     #[cfg(feature = "tokio")]
     a_panicking_async_body_ends_killed_by_sigabrt,
     #[cfg(feature = "tokio")]
