@@ -99,25 +99,41 @@ pub fn alloc_pid(
         return Err(Errno::EINVAL);
     }
     // Snapshot pid_max and validate set_tid without the lock. A root-namespace pid (the
-    // common case) needs one level: no array, no chain walk.
-    let mut pid_max = [0i32; MAX_PID_NS_LEVEL as usize + 1];
-    let valid = if levels == 1 {
-        check_level(ns, set_tid.first().copied(), cap_checkpoint_restore).map(|max| {
-            pid_max[0] = max;
-        })
-    } else {
-        chain(ns).enumerate().try_for_each(|(i, level_ns)| {
-            pid_max[i] = check_level(level_ns, set_tid.get(i).copied(), cap_checkpoint_restore)?;
-            Ok(())
-        })
-    };
-    if let Err(e) = valid {
-        if ns.map().profile() == Profile::Linux618 {
-            // 6.18's `out_free` took pidmap_lock even with nothing to roll back.
-            drop(ns.map().pidmap_lock.lock());
+    // common case) needs one level: no 33-entry array, no chain walk.
+    let one: [i32; 1];
+    let many: [i32; MAX_PID_NS_LEVEL as usize + 1];
+    let checked = if levels == 1 {
+        match check_level(ns, set_tid.first().copied(), cap_checkpoint_restore) {
+            Ok(max) => {
+                one = [max];
+                Ok(&one[..])
+            }
+            Err(e) => Err(e),
         }
-        return Err(e);
-    }
+    } else {
+        let mut buf = [0i32; MAX_PID_NS_LEVEL as usize + 1];
+        let valid = chain(ns).enumerate().try_for_each(|(i, level_ns)| {
+            buf[i] = check_level(level_ns, set_tid.get(i).copied(), cap_checkpoint_restore)?;
+            Ok(())
+        });
+        match valid {
+            Ok(()) => {
+                many = buf;
+                Ok(&many[..])
+            }
+            Err(e) => Err(e),
+        }
+    };
+    let pid_max = match checked {
+        Ok(pid_max) => pid_max,
+        Err(e) => {
+            if ns.map().profile() == Profile::Linux618 {
+                // 6.18's `out_free` took pidmap_lock even with nothing to roll back.
+                drop(ns.map().pidmap_lock.lock());
+            }
+            return Err(e);
+        }
+    };
     // The object is built before the lock; its numbers are filled in while it is still
     // private to this call.
     // A root-namespace pid keeps its one number inline: the `Pid` is the only
@@ -140,9 +156,9 @@ pub fn alloc_pid(
 
     let map = ns.map();
     match map.profile() {
-        Profile::Linux618 => alloc_two_phase(ns, set_tid, &pid_max, &mut pid)?,
-        Profile::Linux70 => alloc_one_phase(ns, set_tid, &pid_max, &mut pid)?,
-        Profile::Scalable => alloc_scalable(ns, set_tid, &pid_max, &mut pid)?,
+        Profile::Linux618 => alloc_two_phase(ns, set_tid, pid_max, &mut pid)?,
+        Profile::Linux70 => alloc_one_phase(ns, set_tid, pid_max, &mut pid)?,
+        Profile::Scalable => alloc_scalable(ns, set_tid, pid_max, &mut pid)?,
     }
     if map.profile() != Profile::Linux618 {
         if let Some(hooks) = map.pidfs.get() {

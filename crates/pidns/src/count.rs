@@ -4,17 +4,29 @@
 //!
 //! ```text
 //!   shard[0] (128-byte line)  shard[1]  ...  shard[SHARDS-1]     adding (read-mostly)
-//!     +1 fork, -1 free by       threads         threads          cleared once, by
-//!     the threads mapped here   mapped here     mapped here      disable_pid_allocation
-//!   pid_allocated = sum of every shard (exact at rest; read on the closing path only)
+//!     added:   +1 per fork      threads         threads          cleared once, by
+//!     removed: +1 per free      mapped here     mapped here      disable_pid_allocation
+//!   pid_allocated = sum(added) - sum(removed), removals read first
+//!                   (exact at rest; read on the closing path only)
 //! ```
 //!
 //! A thread counts its forks and frees in its own shard (threads are spread over the
 //! shards round-robin, so two workers never write one line while there are no more
 //! threads than shards); the sum is read only where Linux reads `pid_allocated` for a
 //! decision: the dead init's "is my namespace empty" check and the wakeup a free owes
-//! it. A shard is a signed number: a pid forked on one thread and freed on another
-//! leaves +1 in one shard and -1 in the other.
+//! it. A pid forked on one thread and freed on another is added in one shard and
+//! removed in the other.
+//!
+//! # Why two monotonic counters per shard, removals read first
+//!
+//! One signed counter per shard would let a sum read shard A before a fork's +1 landed
+//! there and shard B after the same pid's -1 (its parent reaped it on another thread):
+//! one pid fewer than the namespace ever held, enough for a dead init to finish its zap
+//! while a task still lives (`tests/loom_count.rs` shows it). Here a free counts its
+//! removal with `Release`, and a sum reads every removal counter (`Acquire`) before any
+//! add counter: a removal it sees synchronises with the free, whose pid's add
+//! happened-before it, so that add is seen too. A sum may run ahead (an add seen, its
+//! removal not yet) but never behind: a dead init may check once more, never too early.
 //!
 //! # The handshake with the closing path (memory orderings)
 //!
@@ -43,16 +55,20 @@
 //! Each side costs one uncontended read-modify-write of a line its thread owns and one
 //! fence: no write to a line another worker writes.
 
-use crate::sync::{AtomicBool, AtomicI64, Ordering, fence, thread_local};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, fence, thread_local};
 use std::cell::Cell;
 use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 
 /// Shards of a namespace's count (a power of two); threads beyond this share shards.
 pub(crate) const SHARDS: usize = if cfg!(loom) { 2 } else { 16 };
 
-/// One shard, alone on its cache line pair (adjacent-line prefetch included).
+/// One shard, alone on its cache line pair (adjacent-line prefetch included): the pids
+/// its threads counted in and out, both only ever growing.
 #[repr(align(128))]
-struct Shard(AtomicI64);
+struct Shard {
+    added: AtomicU64,
+    removed: AtomicU64,
+}
 
 /// Round-robin shard assignment for new threads.
 static NEXT_SHARD: StdAtomicUsize = StdAtomicUsize::new(0);
@@ -98,13 +114,18 @@ impl AllocCount {
     /// Zero pids, accepting new ones.
     pub(crate) fn new() -> AllocCount {
         AllocCount {
-            shards: (0..SHARDS).map(|_| Shard(AtomicI64::new(0))).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Shard {
+                    added: AtomicU64::new(0),
+                    removed: AtomicU64::new(0),
+                })
+                .collect(),
             adding: AtomicBool::new(true),
         }
     }
 
-    fn shard(&self) -> &AtomicI64 {
-        &self.shards[my_shard()].0
+    fn shard(&self) -> &Shard {
+        &self.shards[my_shard()]
     }
 
     /// Counts one pid in without the check (an outer level of a nested pid: Linux
@@ -112,7 +133,7 @@ impl AllocCount {
     /// [`add`](Self::add) of the same fork, whose fence orders it.
     #[inline]
     pub(crate) fn add_unchecked(&self) {
-        self.shard().fetch_add(1, Ordering::Relaxed);
+        self.shard().added.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts one pid in, after its slots were published: true if the namespace still
@@ -120,7 +141,7 @@ impl AllocCount {
     /// [`sub`](Self::sub) included).
     #[inline]
     pub(crate) fn add(&self) -> bool {
-        self.shard().fetch_add(1, Ordering::Relaxed);
+        self.shard().added.fetch_add(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         self.adding.load(Ordering::Relaxed)
     }
@@ -129,7 +150,8 @@ impl AllocCount {
     /// down to 2 or 1 pids, so its dead init must re-check "is my namespace empty".
     #[inline]
     pub(crate) fn sub(&self) -> bool {
-        self.shard().fetch_sub(1, Ordering::Relaxed);
+        // Release: a sum that sees this removal sees the pid's add (module essay).
+        self.shard().removed.fetch_add(1, Ordering::Release);
         fence(Ordering::SeqCst);
         if self.adding.load(Ordering::Relaxed) {
             return false;
@@ -155,13 +177,21 @@ impl AllocCount {
         self.adding.load(Ordering::Acquire)
     }
 
-    /// `pid_allocated` without the flag: the sum of every shard. Exact at rest; while
-    /// forks and frees run on other threads it may be off by the ones in flight.
+    /// `pid_allocated` without the flag: every shard's adds minus every shard's
+    /// removals. Exact at rest; while forks and frees run on other threads it may count
+    /// pids whose removal is in flight, never fewer pids than there are.
     pub(crate) fn sum(&self) -> i64 {
-        self.shards
+        let removed: u64 = self
+            .shards
             .iter()
-            .map(|s| s.0.load(Ordering::Acquire))
-            .sum()
+            .map(|s| s.removed.load(Ordering::Acquire))
+            .sum();
+        let added: u64 = self
+            .shards
+            .iter()
+            .map(|s| s.added.load(Ordering::Acquire))
+            .sum();
+        added.wrapping_sub(removed) as i64
     }
 }
 

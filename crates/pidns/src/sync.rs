@@ -7,11 +7,11 @@
 //! modelled: its locks are `parking_lot`'s and it has no lock-free part of its own.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering, fence};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering, fence};
 #[cfg(loom)]
 pub(crate) use loom::thread_local;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering, fence};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering, fence};
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 

@@ -123,3 +123,40 @@ fn failed_nested_fork_counts_every_level_out() {
         assert_eq!(inner.allocated(), usize::from(ok));
     });
 }
+
+/// A pid counted on one thread's shard is handed to another thread (as a child is
+/// reaped by its parent elsewhere) and counted out on that thread's shard while a third
+/// thread sums: the sum may run ahead (an add seen, its removal not yet) but never
+/// behind. A sum that saw the removal without the add would read one pid fewer than
+/// ever existed and let a dead init finish its zap while a task still lives.
+#[test]
+fn sum_never_sees_a_removal_without_its_add() {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc as StdArc;
+    loom::model(|| {
+        set_thread_shard(0);
+        let pool = Pool::new(pool_max(), 2);
+        assert!(pool.count_add()); // a task that stays: the count never drops below 1
+        let handed = StdArc::new(loom::sync::Arc::new(AtomicBool::new(false)));
+        let (p1, h1) = (pool.clone(), handed.clone());
+        let forker = thread::spawn(move || {
+            set_thread_shard(1);
+            p1.count_add_unchecked();
+            h1.store(true, Ordering::Release);
+        });
+        let (p2, h2) = (pool.clone(), handed.clone());
+        let reaper = thread::spawn(move || {
+            set_thread_shard(0);
+            if h2.load(Ordering::Acquire) {
+                p2.count_sub();
+            }
+        });
+        let seen = pool.allocated();
+        assert!(
+            seen >= 1,
+            "a sum below every count the namespace had: {seen}"
+        );
+        forker.join().unwrap();
+        reaper.join().unwrap();
+    });
+}
