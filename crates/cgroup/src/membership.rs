@@ -346,6 +346,9 @@ impl Cgroup {
                 }
                 drop((src_set, dest_set));
                 st.anchor = dest_anchor.clone();
+                // The anchor its next children would have joined in the old cgroup:
+                // kept, it would hold that cgroup in memory after its rmdir.
+                st.children = None;
                 link.current_id.store(dest.id, Ordering::Relaxed);
                 moved += 1;
             }
