@@ -188,6 +188,14 @@ impl Node {
         Ancestors(Some(self))
     }
 
+    /// Whether a task here is charged to any pids level: every cgroup but the root
+    /// (which keeps no counter) has one. The fast test before walking
+    /// [`pids_levels`](Node::pids_levels).
+    #[inline]
+    pub(crate) fn is_charged_to(&self) -> bool {
+        self.pids.is_some()
+    }
+
     /// The pids counters of this node and its ancestors below the root.
     pub(crate) fn pids_levels(&self) -> impl Iterator<Item = &PidsCounter> + Clone {
         self.ancestors().filter_map(|n| n.pids.as_ref())

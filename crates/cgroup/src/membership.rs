@@ -196,7 +196,13 @@ fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
         node.nr_forking.fetch_add(1, Ordering::AcqRel);
         node.kill_seq.load(Ordering::Relaxed)
     };
-    if let Err(level) = pids::try_charge(node.pids_levels()) {
+    // The root has no pids level (and no cgroup below it lacks one): nothing to charge.
+    let charged = if node.is_charged_to() {
+        pids::try_charge(node.pids_levels())
+    } else {
+        Ok(())
+    };
+    if let Err(level) = charged {
         leave_gate(&anchor);
         cg.pids_event(level);
         return Err(Errno::EAGAIN);
@@ -340,6 +346,9 @@ impl Cgroup {
                 }
                 drop((src_set, dest_set));
                 st.anchor = dest_anchor.clone();
+                // The anchor its next children would have joined in the old cgroup:
+                // kept, it would hold that cgroup in memory after its rmdir.
+                st.children = None;
                 link.current_id.store(dest.id, Ordering::Relaxed);
                 moved += 1;
             }
@@ -446,7 +455,10 @@ impl ForkCharge {
         if !std::mem::replace(&mut self.armed, false) {
             return;
         }
-        pids::uncharge(self.anchor.cg.node.pids_levels());
+        let node = &self.anchor.cg.node;
+        if node.is_charged_to() {
+            pids::uncharge(node.pids_levels());
+        }
         leave_gate(&self.anchor);
     }
 
@@ -665,7 +677,10 @@ impl CssLink {
         }
         // Uncharged under the state lock (plain atomics, no lock taken): no clone of
         // the cgroup handle just to release it after.
-        pids::uncharge(st.anchor.cg.node.pids_levels());
+        let node = &st.anchor.cg.node;
+        if node.is_charged_to() {
+            pids::uncharge(node.pids_levels());
+        }
     }
 
     /// Whether the task is linked (between post_fork and task_dead).

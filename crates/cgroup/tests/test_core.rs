@@ -596,3 +596,29 @@ fn children_of_two_parents_are_listed_in_fork_order() {
         a.rmdir().unwrap();
     });
 }
+
+/// A parent that forked in `a` and moved to `b` does not keep `a` in memory: once its
+/// child is reaped and `a` removed and dropped, `a` is freed (the parent's anchor for
+/// its children in `a` went with the move).
+#[test]
+fn a_moved_parent_does_not_keep_its_old_cgroup_alive() {
+    for_each_profile(|p| {
+        let h = hier(p);
+        let (a, b) = (h.root().mkdir("a").unwrap(), h.root().mkdir("b").unwrap());
+        let parent = fork(&a, 1).unwrap();
+        let child = fork_child(&parent, 2).unwrap();
+        b.attach(&parent.link()).unwrap();
+        child.exit_and_reap();
+        drop(child);
+        a.rmdir().unwrap();
+        let weak_a = a.downgrade();
+        drop(a);
+        assert!(weak_a.upgrade().is_none(), "{p:?}: a freed");
+        // The parent forks in its new cgroup.
+        let next = fork_child(&parent, 3).unwrap();
+        assert_eq!(next.link().cgroup(), b);
+        next.exit_and_reap();
+        parent.exit_and_reap();
+        assert_eq!(b.pids_current(), 0);
+    });
+}

@@ -333,8 +333,11 @@ pub(crate) fn try_charge<'a, I>(levels: I) -> Result<(), usize>
 where
     I: Iterator<Item = &'a PidsCounter> + Clone,
 {
-    let shard = credit_shard();
-    try_charge_on(levels, shard)
+    // The root keeps no counter: a fork into it looks up no shard.
+    if levels.clone().next().is_none() {
+        return Ok(());
+    }
+    try_charge_on(levels, credit_shard())
 }
 
 /// [`try_charge`] with the credit shard named (the loom model's threads share one OS
@@ -359,7 +362,10 @@ pub(crate) fn uncharge<'a, I>(levels: I)
 where
     I: Iterator<Item = &'a PidsCounter>,
 {
-    uncharge_on(levels, credit_shard());
+    let mut levels = levels.peekable();
+    if levels.peek().is_some() {
+        uncharge_on(levels, credit_shard());
+    }
 }
 
 /// [`uncharge`] with the credit shard named.
