@@ -241,6 +241,51 @@ pub mod loom_model {
     /// - a reparented zombie is re-notified to the new parent;
     /// - a waiter scans and claims under its own list's lock; a fork attaches under
     ///   the parent's list lock unless it is closed.
+    /// The namespace-init re-check after a reap under `Scalable`
+    /// (`exit::in_closed_namespace`) against the namespace's closing
+    /// (`zap_pid_ns_processes`, then its own count in `try_finish_zap`): the reaper of
+    /// a pid skips the runtime's re-check unless, after a fence, it sees the namespace
+    /// closed; then the closer's count, after its own fence, must see the free.
+    pub mod zap_check {
+        use crate::sync::{AtomicBool, AtomicU32, Ordering, fence};
+
+        /// One nested namespace: its init's pid and one other.
+        #[derive(Debug)]
+        pub struct Namespace {
+            /// `PidNamespace::adding`.
+            adding: AtomicBool,
+            /// `nr_allocated`.
+            pids: AtomicU32,
+        }
+
+        impl Default for Namespace {
+            fn default() -> Self {
+                Namespace {
+                    adding: AtomicBool::new(true),
+                    pids: AtomicU32::new(2),
+                }
+            }
+        }
+
+        impl Namespace {
+            /// The init's death: `disable_pid_allocation`, the fence, then the count
+            /// its re-check reads.
+            pub fn zap(&self) -> u32 {
+                self.adding.store(false, Ordering::Release);
+                fence(Ordering::SeqCst);
+                self.pids.load(Ordering::Acquire)
+            }
+
+            /// The reap of the other pid: `free_pid`, then `in_closed_namespace`.
+            /// Returns whether the reaper runs the re-check.
+            pub fn reap(&self) -> bool {
+                self.pids.fetch_sub(1, Ordering::AcqRel);
+                fence(Ordering::SeqCst);
+                !self.adding.load(Ordering::Acquire)
+            }
+        }
+    }
+
     pub mod family {
         use crate::sync::{AtomicU8, AtomicU32, Ordering};
         use loom::sync::Mutex;
