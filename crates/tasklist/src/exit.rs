@@ -362,15 +362,11 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
     }
     // A freed number may have emptied a closed namespace (the reaper wakeup raised the
     // runtime's re-check flag). `Linux*` look at the flag every time; `Scalable` only
-    // when a number can have woken a reaper, without reaching the runtime otherwise:
-    // `cur`'s own numbers, if one of its nested namespaces is closed (the free above
-    // read the same closed state before it woke the reaper), and a process-group or
-    // session id whose last use just went.
+    // when a number can have woken a reaper, without reaching the runtime otherwise.
     match sys {
         Some(sys) => sys.process_zaps(),
         None => {
-            let closed = cur.pid.numbers()[1..].iter().any(|u| !u.ns.is_adding());
-            if closed || ids_may_free {
+            if ids_may_free || in_closed_namespace(&cur.pid) {
                 if let Some(sys) = cur.sys() {
                     sys.process_zaps();
                 }
@@ -378,6 +374,24 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
         }
     }
     next
+}
+
+/// Whether a namespace of `pid` below the root is closed (its init died), read after
+/// `pid` was freed: then the free may have emptied it, and the reaper's re-check must
+/// run. A pid of the root namespace alone (the usual reap) answers at once.
+///
+/// The closing side (`zap_pid_ns_processes`) clears `adding`, fences (`SeqCst`), and
+/// only then counts the namespace's pids (`try_finish_zap`); this side freed the pid,
+/// fences, and reads `adding`. With a fence on each side, either this load sees the
+/// namespace closed (and the re-check runs here), or the closer's count sees this free
+/// (and it finishes itself): never neither. The model is `tests/loom_zap_check.rs`.
+pub(crate) fn in_closed_namespace(pid: &uproc_pidns::Pid) -> bool {
+    let nested = &pid.numbers()[1..];
+    if nested.is_empty() {
+        return false;
+    }
+    crate::sync::fence(Ordering::SeqCst);
+    nested.iter().any(|u| !u.ns.is_adding())
 }
 
 /// A delayed leader `l` becomes reportable ([`publish_exit`] under its parent group's

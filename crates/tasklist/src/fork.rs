@@ -208,6 +208,7 @@ impl Task {
         };
         let child = Arc::new_cyclic(|weak: &Weak<TaskInner>| TaskInner {
             pid: pid.clone(),
+            locked_runtime: hot.as_ref().map_or_else(Weak::new, Arc::downgrade),
             home,
             leader: !thread,
             exit_state: AtomicU8::new(RUNNING),

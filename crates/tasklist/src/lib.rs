@@ -13,13 +13,15 @@
 //!   through its root namespace's init, on slow paths only, so that the fork/exit/wait
 //!   path of `Scalable` takes no count on the one object every worker shares.
 //! - A process is a `ThreadGroup` (`signal_struct` + `sighand_struct`); each thread is a
-//!   `TaskInner` (`task_struct`) behind a [`Task`] handle. Every thread holds its group
-//!   strongly; the group holds its threads weakly; the group leader holds the other
-//!   threads strongly (it is released last).
+//!   `TaskInner` (`task_struct`) behind a [`Task`] handle. The group lives inside its
+//!   leader's `TaskInner` (a process is one allocation); every other thread holds its
+//!   leader strongly and reaches the group through it; the group holds its threads
+//!   weakly; the leader holds the other threads strongly until each is released (it
+//!   is released last), and `System::drop` cuts that link for threads never released.
 //! - A parent's group holds its children (child group leaders) strongly in its
-//!   `children` list; a child holds its parent (`real_parent`) weakly. So there is no
-//!   `Arc` cycle: once reaped (detached from its parent's list, its pid slot cleared) a
-//!   task is freed as soon as the last user handle goes.
+//!   `children` list; a child holds its parent (`real_parent`) weakly. So once reaped
+//!   (detached from its parent's list, its pid slot cleared, a thread taken off its
+//!   leader's list) a task is freed as soon as the last user handle goes.
 //! - A namespace's idr holds its published [`Pid`]s and each `Pid` holds its
 //!   namespaces: that loop is cut by `free_pid`. Dropping the `System` frees every
 //!   number still allocated, so the last handle of a runtime frees everything.
@@ -241,6 +243,51 @@ pub mod loom_model {
     /// - a reparented zombie is re-notified to the new parent;
     /// - a waiter scans and claims under its own list's lock; a fork attaches under
     ///   the parent's list lock unless it is closed.
+    /// The namespace-init re-check after a reap under `Scalable`
+    /// (`exit::in_closed_namespace`) against the namespace's closing
+    /// (`zap_pid_ns_processes`, then its own count in `try_finish_zap`): the reaper of
+    /// a pid skips the runtime's re-check unless, after a fence, it sees the namespace
+    /// closed; then the closer's count, after its own fence, must see the free.
+    pub mod zap_check {
+        use crate::sync::{AtomicBool, AtomicU32, Ordering, fence};
+
+        /// One nested namespace: its init's pid and one other.
+        #[derive(Debug)]
+        pub struct Namespace {
+            /// `PidNamespace::adding`.
+            adding: AtomicBool,
+            /// `nr_allocated`.
+            pids: AtomicU32,
+        }
+
+        impl Default for Namespace {
+            fn default() -> Self {
+                Namespace {
+                    adding: AtomicBool::new(true),
+                    pids: AtomicU32::new(2),
+                }
+            }
+        }
+
+        impl Namespace {
+            /// The init's death: `disable_pid_allocation`, the fence, then the count
+            /// its re-check reads.
+            pub fn zap(&self) -> u32 {
+                self.adding.store(false, Ordering::Release);
+                fence(Ordering::SeqCst);
+                self.pids.load(Ordering::Acquire)
+            }
+
+            /// The reap of the other pid: `free_pid`, then `in_closed_namespace`.
+            /// Returns whether the reaper runs the re-check.
+            pub fn reap(&self) -> bool {
+                self.pids.fetch_sub(1, Ordering::AcqRel);
+                fence(Ordering::SeqCst);
+                !self.adding.load(Ordering::Acquire)
+            }
+        }
+    }
+
     pub mod family {
         use crate::sync::{AtomicU8, AtomicU32, Ordering};
         use loom::sync::Mutex;
@@ -396,6 +443,7 @@ mod size {
             "{}",
             size_of::<ThreadGroup>()
         );
-        assert!(size_of::<TaskInner>() <= 224, "{}", size_of::<TaskInner>());
+        // 232 + the 16-byte header + malloc's 8 fill one 256-byte chunk.
+        assert!(size_of::<TaskInner>() <= 232, "{}", size_of::<TaskInner>());
     }
 }

@@ -7,12 +7,12 @@
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, Ordering,
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, Ordering, fence,
 };
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, Ordering,
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, Ordering, fence,
 };
 
 pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};

@@ -91,6 +91,11 @@ impl System {
                 ThreadGroup::with_role(GroupState::new_process(true), true, cfg.reap_orphans);
             let inner = Arc::new_cyclic(|me: &Weak<TaskInner>| TaskInner {
                 pid: pid.clone(),
+                locked_runtime: if tasklist_on_hot_path(cfg.profile) {
+                    weak.clone()
+                } else {
+                    Weak::new()
+                },
                 home: GroupHome::Own(group),
                 leader: true,
                 exit_state: AtomicU8::new(RUNNING),

@@ -104,6 +104,10 @@ impl WeakTask {
 pub(crate) struct TaskInner {
     /// `thread_pid`: the pid attached as `PIDTYPE_PID`. Immutable.
     pub(crate) pid: Arc<Pid>,
+    /// `Linux*` only: the runtime, for the `tasklist_lock` of the fork/exit/reap path
+    /// ([`TaskInner::hot_sys`]). `Scalable`: `Weak::new()`, which counts on nothing
+    /// (the path needs nothing of the runtime there). Immutable.
+    pub(crate) locked_runtime: Weak<System>,
     /// Where the process this thread belongs to lives ([`TaskInner::group`]).
     /// Immutable.
     pub(crate) home: GroupHome,
@@ -400,7 +404,7 @@ impl TaskInner {
         if !crate::system::tasklist_on_hot_path(self.pid.ns().map().profile()) {
             return Ok(None);
         }
-        self.sys().map(Some).ok_or(Errno::ESRCH)
+        self.locked_runtime.upgrade().map(Some).ok_or(Errno::ESRCH)
     }
 
     /// Whether this task's runtime was dropped, read without touching the runtime:

@@ -1,0 +1,27 @@
+//! Loom model of the namespace-init re-check after a reap under `Scalable`: the reap of
+//! a namespace's last pid but its init's, racing the init's death, skips the runtime's
+//! re-check only when it does not see the namespace closed, and then the init's own
+//! re-check counts the pid as freed: one of the two always sees the namespace empty.
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p uproc-tasklist --test loom_zap_check --release`.
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use uproc_tasklist::loom_model::zap_check::Namespace;
+
+#[test]
+fn a_reap_that_skips_the_recheck_is_counted_by_the_dying_init() {
+    loom::model(|| {
+        let ns = Arc::new(Namespace::default());
+        let z = {
+            let ns = ns.clone();
+            thread::spawn(move || ns.zap())
+        };
+        let reaper_rechecks = ns.reap();
+        let init_counts = z.join().unwrap();
+        assert!(
+            reaper_rechecks || init_counts == 1,
+            "the reaper skipped the re-check and the init counted {init_counts} pids"
+        );
+    });
+}
