@@ -60,7 +60,7 @@ impl Managed<'_> {
     /// either that load sees the flag or `raise` finds the waker (the pairing of
     /// [`KillFlag::register`]).
     ///
-    /// [`KillFlag::register`]: crate::spawn::KillFlag::register
+    /// [`KillFlag::register`]: crate::kill::KillFlag::register
     fn poll<Fut: Future<Output = i32>>(
         &mut self,
         mut fut: Pin<&mut Option<Fut>>,
