@@ -6,20 +6,13 @@
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p uproc --test loom_kill --release`.
 #![cfg(loom)]
 
+mod loom_common;
+
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
-use std::task::{Wake, Waker};
+use loom_common::CountWake;
 use uproc::Signal;
 use uproc::loom_model::KillFlag;
-
-struct CountWake(AtomicUsize);
-
-impl Wake for CountWake {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 #[test]
 fn a_kill_racing_the_registration_is_seen_or_wakes_the_job() {
@@ -28,12 +21,12 @@ fn a_kill_racing_the_registration_is_seen_or_wakes_the_job() {
         let hook = flag.clone();
         let signal = thread::spawn(move || hook.raise(Signal::KILL));
         // The job, after a poll that returned Pending.
-        let count = std::sync::Arc::new(CountWake(AtomicUsize::new(0)));
-        flag.register(&Waker::from(count.clone()));
+        let (count, waker) = CountWake::new();
+        flag.register(&waker);
         let seen = flag.is_killed();
         signal.join().unwrap();
         assert!(
-            seen || count.0.load(Ordering::SeqCst) == 1,
+            seen || count.wakes() == 1,
             "the job missed the kill: it saw no flag and was not woken"
         );
         assert!(flag.is_killed(), "the flag stays set");
@@ -45,12 +38,12 @@ fn other_signals_neither_set_the_flag_nor_wake() {
     loom::model(|| {
         let flag = Arc::new(KillFlag::default());
         let hook = flag.clone();
-        let count = std::sync::Arc::new(CountWake(AtomicUsize::new(0)));
-        flag.register(&Waker::from(count.clone()));
+        let (count, waker) = CountWake::new();
+        flag.register(&waker);
         thread::spawn(move || hook.raise(Signal::TERM))
             .join()
             .unwrap();
         assert!(!flag.is_killed());
-        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        assert_eq!(count.wakes(), 0);
     });
 }
