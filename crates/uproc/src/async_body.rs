@@ -32,59 +32,78 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 use uproc_abi::Errno;
 
-/// Polls an async body under uproc's rules: `current()` set while it is polled, dropped
-/// (in place: `Pin::set`) at its next poll after `SIGKILL`, panics contained.
-///
-/// The kill flag learns the task's waker only when the body returns `Pending` (a body
-/// that completes in its first poll never touches the waker slot), and only once
-/// (tokio gives a task one waker for its life; a different one is registered again).
-/// So a poll costs one atomic load on top of the body's own poll, plus one waker
-/// comparison when the body parks: no lock, no allocation.
-///
-/// A kill that lands before the waker is registered is caught by the load after the
-/// registration: `raise` sets the flag before it takes the slot's lock, so either that
-/// load sees the flag or `raise` finds the waker (the pairing of [`KillFlag::register`]).
-///
-/// [`KillFlag::register`]: crate::spawn::KillFlag::register
-fn poll_managed<Fut: Future<Output = i32>>(
-    tcx: &TaskCx,
-    span: &tracing::Span,
-    mut fut: Pin<&mut Option<Fut>>,
-    registered: &mut Option<Waker>,
-    cx: &mut Context<'_>,
-) -> Poll<Outcome> {
-    let kill = &tcx.tracker().kill;
-    if kill.is_killed() {
-        // SIGKILL: drop the body here, at the await point it is parked on.
-        fut.set(None);
-        return Poll::Ready(Outcome::Killed);
-    }
-    let Some(body) = fut.as_mut().as_pin_mut() else {
-        return Poll::Ready(Outcome::Killed);
-    };
-    let outcome = {
-        let _span = span.enter();
-        let _enter = cx::enter(tcx);
-        match catch_unwind(AssertUnwindSafe(|| body.poll(cx))) {
-            Ok(Poll::Pending) => None,
-            Ok(Poll::Ready(code)) => Some(Outcome::Code(code)),
-            Err(p) => Some(Outcome::from_unwind(tcx.task(), p)),
+/// What the job keeps between polls of the body, besides the body itself. One struct
+/// so that the polling closure captures two references, not four: the job is moved
+/// several times on its way into a tokio task, and each move copies it.
+struct Managed<'a> {
+    tcx: &'a TaskCx,
+    /// The `uproc::task` span, boxed only when a subscriber wants it: a disabled span
+    /// is still a 40-byte value every move would copy.
+    span: Option<Box<tracing::Span>>,
+    /// The waker the kill flag knows, once the body has parked.
+    registered: Option<Waker>,
+}
+
+impl Managed<'_> {
+    /// Polls an async body under uproc's rules: `current()` set while it is polled,
+    /// dropped (in place: `Pin::set`) at its next poll after `SIGKILL`, panics
+    /// contained.
+    ///
+    /// The kill flag learns the task's waker only when the body returns `Pending` (a
+    /// body that completes in its first poll never touches the waker slot), and only
+    /// once (tokio gives a task one waker for its life; a different one is registered
+    /// again). So a poll costs one atomic load on top of the body's own poll, plus one
+    /// waker comparison when the body parks: no lock, no allocation.
+    ///
+    /// A kill that lands before the waker is registered is caught by the load after
+    /// the registration: `raise` sets the flag before it takes the slot's lock, so
+    /// either that load sees the flag or `raise` finds the waker (the pairing of
+    /// [`KillFlag::register`]).
+    ///
+    /// [`KillFlag::register`]: crate::kill::KillFlag::register
+    fn poll<Fut: Future<Output = i32>>(
+        &mut self,
+        mut fut: Pin<&mut Option<Fut>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Outcome> {
+        let tcx = self.tcx;
+        let kill = &tcx.tracker().kill;
+        if kill.is_killed() {
+            // SIGKILL: drop the body here, at the await point it is parked on.
+            fut.set(None);
+            return Poll::Ready(Outcome::Killed);
         }
-    };
-    let Some(outcome) = outcome else {
-        if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            kill.register(cx.waker());
-            *registered = Some(cx.waker().clone());
-            if kill.is_killed() {
-                // Killed while the body ran, before the hook could find this waker:
-                // come back at once to drop it.
-                cx.waker().wake_by_ref();
+        let Some(body) = fut.as_mut().as_pin_mut() else {
+            return Poll::Ready(Outcome::Killed);
+        };
+        let outcome = {
+            let _span = self.span.as_deref().map(tracing::Span::enter);
+            let _enter = cx::enter(tcx);
+            match catch_unwind(AssertUnwindSafe(|| body.poll(cx))) {
+                Ok(Poll::Pending) => None,
+                Ok(Poll::Ready(code)) => Some(Outcome::Code(code)),
+                Err(p) => Some(Outcome::from_unwind(tcx.task(), p)),
             }
-        }
-        return Poll::Pending;
-    };
-    fut.set(None);
-    Poll::Ready(outcome)
+        };
+        let Some(outcome) = outcome else {
+            if !self
+                .registered
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+            {
+                kill.register(cx.waker());
+                self.registered = Some(cx.waker().clone());
+                if kill.is_killed() {
+                    // Killed while the body ran, before the hook could find this
+                    // waker: come back at once to drop it.
+                    cx.waker().wake_by_ref();
+                }
+            }
+            return Poll::Pending;
+        };
+        fut.set(None);
+        Poll::Ready(outcome)
+    }
 }
 
 /// Builds the body's future (with `current()` set, in case `body` reads it eagerly)
@@ -97,17 +116,22 @@ where
     if !may_start(tcx.task()) {
         return Outcome::NotRun;
     }
-    let span = task_span(tcx.task());
+    let mut managed = Managed {
+        tcx,
+        span: Some(task_span(tcx.task()))
+            .filter(|s| !s.is_disabled())
+            .map(Box::new),
+        registered: None,
+    };
     let fut = {
-        let _span = span.enter();
+        let _span = managed.span.as_deref().map(tracing::Span::enter);
         let _enter = cx::enter(tcx);
         catch_unwind(AssertUnwindSafe(|| body(tcx.clone())))
     };
     match fut {
         Ok(fut) => {
             let mut fut = pin!(Some(fut));
-            let mut registered = None;
-            poll_fn(|cx| poll_managed(tcx, &span, fut.as_mut(), &mut registered, cx)).await
+            poll_fn(|cx| managed.poll(fut.as_mut(), cx)).await
         }
         Err(p) => Outcome::from_unwind(tcx.task(), p),
     }

@@ -137,10 +137,20 @@ pub fn register_coroutine_hooks(hooks: &'static dyn CoroutineHooks) {
 }
 
 /// The hooks of the coroutine the caller runs in, if it runs in one.
+///
+/// Asked around every body and every poll of an async body: inlined, so that a
+/// process with no coroutine runtime registered pays one load for it.
+#[inline]
 pub(crate) fn active() -> Option<&'static dyn CoroutineHooks> {
     if !ANY.load(Ordering::Acquire) {
         return None;
     }
+    active_registered()
+}
+
+/// [`active`] once some coroutine runtime is registered: asks each one.
+#[cold]
+fn active_registered() -> Option<&'static dyn CoroutineHooks> {
     REGISTRY.read().iter().copied().find(|h| h.in_coroutine())
 }
 

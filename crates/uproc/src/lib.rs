@@ -240,6 +240,7 @@ mod child_set;
 mod coroutine;
 mod cx;
 mod executor;
+mod kill;
 mod latch;
 pub mod ps;
 mod runtime;
@@ -247,6 +248,7 @@ mod runtime;
 #[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
 pub mod smol;
 mod spawn;
+mod status;
 mod sync;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
@@ -286,5 +288,7 @@ pub mod lockstat {
 #[doc(hidden)]
 pub mod loom_model {
     pub use crate::child_set::{MemberWaker, Ready};
+    pub use crate::kill::KillFlag;
     pub use crate::latch::ExitLatch;
+    pub use crate::status::StatusSlot;
 }

@@ -13,11 +13,8 @@ use crate::child::{Child, Tracker};
 use crate::coroutine;
 use crate::cx::{self, ExitRequest, TaskCx, fatal_pending};
 use crate::runtime::Runtime;
-use parking_lot::Mutex;
 use std::any::Any;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::Waker;
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
 use uproc_cgroup::Cgroup;
 use uproc_tasklist::{CloneArgs, Task};
@@ -98,39 +95,6 @@ impl Spawn {
             self.parent = Some(t.clone());
         }
         self
-    }
-}
-
-/// The signal hook's side of a task: set when `SIGKILL` arrives, wakes an async body.
-#[derive(Debug, Default)]
-pub(crate) struct KillFlag {
-    killed: AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl KillFlag {
-    /// Called by the task list's signal hook, outside every task-list lock.
-    fn raise(&self, sig: Signal) {
-        if sig == Signal::KILL {
-            self.killed.store(true, Ordering::Release);
-            let w = self.waker.lock().take();
-            if let Some(w) = w {
-                w.wake();
-            }
-        }
-    }
-
-    /// Whether `SIGKILL` came.
-    pub(crate) fn is_killed(&self) -> bool {
-        self.killed.load(Ordering::Acquire)
-    }
-
-    /// Stores the waker to wake on `SIGKILL` (replacing any older one). The caller
-    /// checks [`is_killed`](KillFlag::is_killed) after: `raise` sets the flag before it
-    /// takes the slot's lock, so a kill is either seen by that check or wakes this waker.
-    pub(crate) fn register(&self, w: &Waker) {
-        let old = self.waker.lock().replace(w.clone());
-        drop(old); // outside the lock: dropping a waker may run foreign code
     }
 }
 

@@ -1,11 +1,12 @@
 //! The synchronisation primitives of the facade's lock-free protocols
-//! ([`ExitLatch`](crate::latch::ExitLatch), the `ChildSet` ready queue), swapped for
+//! ([`ExitLatch`](crate::latch::ExitLatch), [`KillFlag`](crate::kill::KillFlag),
+//! [`StatusSlot`](crate::status::StatusSlot), the `ChildSet` ready queue), swapped for
 //! loom's under `cfg(loom)` so they can be model-checked (`tests/loom_*.rs`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 /// A mutex with parking_lot's shape (`lock()` returns the guard) on both backends.
 #[derive(Debug, Default)]

@@ -5,10 +5,11 @@
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p uproc --test loom_latch --release`.
 #![cfg(loom)]
 
+mod loom_common;
+
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
-use std::task::{Wake, Waker};
+use loom_common::CountWake;
 use uproc::loom_model::ExitLatch;
 
 #[test]
@@ -26,14 +27,6 @@ fn detached_task_is_reaped_exactly_once() {
     });
 }
 
-struct CountWake(AtomicUsize);
-
-impl Wake for CountWake {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 #[test]
 fn awaiting_future_sees_exit_or_is_woken() {
     loom::model(|| {
@@ -42,12 +35,11 @@ fn awaiting_future_sees_exit_or_is_woken() {
         let job = thread::spawn(move || {
             assert!(!l2.exit(), "nobody detached");
         });
-        let count = std::sync::Arc::new(CountWake(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        let (count, waker) = CountWake::new();
         let ready = latch.exited_or_register(&waker);
         job.join().unwrap();
         assert!(
-            ready || count.0.load(Ordering::SeqCst) == 1,
+            ready || count.wakes() == 1,
             "a registered future that did not see the exit must have been woken"
         );
     });

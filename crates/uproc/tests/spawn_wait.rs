@@ -252,6 +252,60 @@ fn spawn_async_without_a_tokio_runtime_fails_with_einval_before_forking() {
     assert_eq!(rt.ps().len(), 1, "nothing was forked");
 }
 
+/// With an executor that runs no futures, `spawn_async` runs the body on the tokio
+/// runtime of the caller wherever the caller is in it: inside a task (multi-thread and
+/// current-thread runtimes), in `block_on` outside any task, and in a `spawn_blocking`
+/// closure; and it never spawns on a runtime the caller has left.
+#[cfg(feature = "tokio")]
+fn spawn_async_finds_the_callers_tokio_runtime_from_a_task_block_on_and_spawn_blocking() {
+    let rt = common::builder().build().unwrap();
+    let spawn_pid = |rt: &Runtime| {
+        rt.spawn_async(Spawn::new(), |cx| async move {
+            tokio::task::yield_now().await;
+            cx.pid()
+        })
+        .unwrap()
+    };
+    let check = |st: uproc::WaitStatus, pid: i32| assert_eq!(st.exited(), Some(pid & 0xff));
+    let multi = common::tokio_rt();
+    let current = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for t in [&multi, &current] {
+        // Outside any task, in block_on.
+        let child = t.block_on(async { spawn_pid(&rt) });
+        let pid = child.pid();
+        check(
+            t.block_on(std::future::IntoFuture::into_future(child))
+                .unwrap(),
+            pid,
+        );
+        // Inside a task.
+        let rt2 = rt.clone();
+        let (st, pid) = t
+            .block_on(t.spawn(async move {
+                let child = spawn_pid(&rt2);
+                let pid = child.pid();
+                (child.await.unwrap(), pid)
+            }))
+            .unwrap();
+        check(st, pid);
+    }
+    // In a blocking closure of the multi-thread runtime.
+    let rt2 = rt.clone();
+    let child = multi
+        .block_on(async move { tokio::task::spawn_blocking(move || spawn_pid(&rt2)).await })
+        .unwrap();
+    let pid = child.pid();
+    check(child.wait().unwrap(), pid);
+    // Out of every runtime again: nothing to run a future on.
+    assert_eq!(
+        rt.spawn_async(Spawn::new(), |_| async { 0 }).unwrap_err(),
+        Errno::EINVAL
+    );
+    assert_eq!(rt.ps().len(), 1, "every child was reaped");
+}
+
 fn runtime_is_a_cheap_handle_compared_by_identity() {
     let a = common::builder().build().unwrap();
     let b = common::builder().build().unwrap();
@@ -297,5 +351,7 @@ every_profile!(
     builder_rejects_a_bad_pid_max_with_einval,
     #[cfg(feature = "tokio")]
     spawn_async_without_a_tokio_runtime_fails_with_einval_before_forking,
+    #[cfg(feature = "tokio")]
+    spawn_async_finds_the_callers_tokio_runtime_from_a_task_block_on_and_spawn_blocking,
     runtime_is_a_cheap_handle_compared_by_identity,
 );
