@@ -281,7 +281,13 @@ impl Pidfs {
         if flags.bits() & !allowed != 0 {
             return Err(Errno::EINVAL);
         }
-        let pid = self.find_by_ino(handle.ino()).ok_or(Errno::ESTALE)?;
+        // `Scalable` indexes every pid that ever had a pidfd, the only ones a handle can
+        // open: a miss is ESTALE without walking the live pids.
+        let pid = match self.profile {
+            Profile::Scalable => self.index.find(handle.ino()),
+            Profile::Linux618 | Profile::Linux70 => self.find_by_ino(handle.ino()),
+        }
+        .ok_or(Errno::ESTALE)?;
         let state = PidState::get_existing(&pid).ok_or(Errno::ESTALE)?;
         {
             let inner = state.inner.lock();

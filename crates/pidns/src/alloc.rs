@@ -509,12 +509,23 @@ fn alloc_scalable(
 /// (to this thread's free batch), count it out of the level's shard. Bit `i` of the
 /// result: wake the reaper of level `i`'s namespace.
 fn free_scalable(pid: &Pid) -> u64 {
-    let mut wake = 0;
-    for (i, up) in pid.numbers().iter().enumerate() {
+    if let [up] = pid.numbers() {
         let pool = pool_of(&up.ns);
         pool.unpublish(up.nr);
         pool.release(up.nr);
-        if pool.count.sub() {
+        return u64::from(pool.count.sub());
+    }
+    for up in pid.numbers() {
+        let pool = pool_of(&up.ns);
+        pool.unpublish(up.nr);
+        pool.release(up.nr);
+        pool.count.sub_unfenced();
+    }
+    // One fence orders every level's removal before every level's `adding` read.
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let mut wake = 0;
+    for (i, up) in pid.numbers().iter().enumerate() {
+        if pool_of(&up.ns).count.owes_wakeup() {
             wake |= 1 << i;
         }
     }

@@ -150,9 +150,24 @@ impl AllocCount {
     /// down to 2 or 1 pids, so its dead init must re-check "is my namespace empty".
     #[inline]
     pub(crate) fn sub(&self) -> bool {
+        self.sub_unfenced();
+        fence(Ordering::SeqCst);
+        self.owes_wakeup()
+    }
+
+    /// [`sub`](Self::sub)'s removal alone, for a free of several levels: the caller
+    /// counts every level out, fences once, then asks each level
+    /// [`owes_wakeup`](Self::owes_wakeup) (one fence orders every removal before it).
+    #[inline]
+    pub(crate) fn sub_unfenced(&self) {
         // Release: a sum that sees this removal sees the pid's add (module essay).
         self.shard().removed.fetch_add(1, Ordering::Release);
-        fence(Ordering::SeqCst);
+    }
+
+    /// After a removal and a `SeqCst` fence: true when the namespace is closed and down
+    /// to 2 or 1 pids.
+    #[inline]
+    pub(crate) fn owes_wakeup(&self) -> bool {
         if self.adding.load(Ordering::Relaxed) {
             return false;
         }

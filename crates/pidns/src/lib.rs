@@ -160,6 +160,16 @@ pub mod loom_model {
             self.0.count.sub()
         }
 
+        /// A free's removal of one level, before the one fence of a multi-level free.
+        pub fn count_sub_unfenced(&self) {
+            self.0.count.sub_unfenced()
+        }
+
+        /// After the removals and a `SeqCst` fence: true if the dead init must be woken.
+        pub fn owes_wakeup(&self) -> bool {
+            self.0.count.owes_wakeup()
+        }
+
         /// `disable_pid_allocation`.
         pub fn close(&self) {
             self.0.count.close()

@@ -160,3 +160,31 @@ fn sum_never_sees_a_removal_without_its_add() {
         reaper.join().unwrap();
     });
 }
+
+/// A nested pid is freed (both levels counted out, then one fence, then each level's
+/// check, as `free_pid` does) while the outer namespace closes: the outer closer's own
+/// count sees the removal, or the free owes the outer init its wakeup.
+#[test]
+fn multi_level_free_with_one_fence_is_seen_by_the_closer_or_wakes_it() {
+    loom::model(|| {
+        set_thread_shard(0);
+        let outer = Pool::new(pool_max(), 2);
+        let inner = Pool::new(pool_max(), 2);
+        assert!(outer.count_add()); // the outer init
+        outer.count_add_unchecked(); // the nested pid's outer level
+        assert!(inner.count_add()); // and its own level
+        let (o2, i2) = (outer.clone(), inner.clone());
+        let t = thread::spawn(move || {
+            set_thread_shard(1);
+            i2.count_sub_unfenced();
+            o2.count_sub_unfenced();
+            loom::sync::atomic::fence(loom::sync::atomic::Ordering::SeqCst);
+            let _ = i2.owes_wakeup();
+            o2.owes_wakeup()
+        });
+        outer.close();
+        let seen = outer.allocated();
+        let woke = t.join().unwrap();
+        assert!(seen == 1 || woke, "the outer init would sleep forever");
+    });
+}
