@@ -418,10 +418,10 @@ fn reserve_pooled(ns: &PidNamespace, tid: Option<i32>, pid_max: i32) -> Result<i
 
 /// `Scalable`: every level's number from its own pool (no shared lock), then publish
 /// every level's slot, then count the pid in each level's sharded count; the innermost
-/// level's [`add`](crate::count::AllocCount::add) fences and checks `PIDNS_ADDING`.
+/// level's [`add`](crate::count::AllocCount::add) checks `PIDNS_ADDING`.
 ///
 /// Publishing before the check is what orders a fork against
-/// `disable_pid_allocation` without a lock (`count.rs`): either this fork's fence comes
+/// `disable_pid_allocation` without a lock (`count.rs`): either this fork's count comes
 /// first (and its publish is seen by whatever walks the namespace after the close), or
 /// it sees the namespace closed and undoes everything with ENOMEM. In that second case
 /// a concurrent `find_pid` may briefly have seen the pid; it has no task attached, so
@@ -491,7 +491,7 @@ fn alloc_scalable(
     for up in pid.numbers() {
         pool_of(&up.ns).publish(up.nr, Arc::clone(pid));
     }
-    // Outer levels first, so the innermost level's fence orders their counts too.
+    // Outer levels first: counted before the innermost level's flag is read.
     let outer = levels - 1;
     for up in &pid.numbers()[..outer] {
         pool_of(&up.ns).count.add_unchecked();
@@ -515,14 +515,13 @@ fn free_scalable(pid: &Pid) -> u64 {
         pool.release(up.nr);
         return u64::from(pool.count.sub());
     }
+    // Every level counted out before any level's `adding` is read (`count.rs`).
     for up in pid.numbers() {
         let pool = pool_of(&up.ns);
         pool.unpublish(up.nr);
         pool.release(up.nr);
-        pool.count.sub_unfenced();
+        pool.count.sub_only();
     }
-    // One fence orders every level's removal before every level's `adding` read.
-    std::sync::atomic::fence(Ordering::SeqCst);
     let mut wake = 0;
     for (i, up) in pid.numbers().iter().enumerate() {
         if pool_of(&up.ns).count.owes_wakeup() {

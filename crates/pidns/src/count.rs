@@ -17,45 +17,57 @@
 //! it. A pid forked on one thread and freed on another is added in one shard and
 //! removed in the other.
 //!
+//! # The handshake with the closing path (memory orderings)
+//!
+//! Linux keeps the count and the flag in one word changed under `pidmap_lock`, so a
+//! fork either counts itself before the close or sees the close. Here each side writes
+//! its own location and then reads the other's, every access `SeqCst` (a Dekker
+//! handshake: all `SeqCst` operations fall in one total order, and a `SeqCst` load
+//! reads the last `SeqCst` write before it in that order):
+//!
+//! - fork ([`add`](AllocCount::add)): publish the slots, `shard.added += 1`, read
+//!   `adding`. If it reads the namespace open, its increment precedes the closer's
+//!   store in the order, so the closer's reads after it (the count, then the slot walk
+//!   that kills the namespace's tasks, which the count read synchronises with) see this
+//!   fork. If it reads it closed it undoes itself with ENOMEM.
+//! - free ([`sub`](AllocCount::sub)): `shard.removed += 1`, read `adding`; in a closed
+//!   namespace, sum every shard and owe the reaper a wakeup when the sum is 1 or 2
+//!   (`case 2: case 1: wake_up_process`). Of the frees racing each other, the one
+//!   whose increment comes last in the order sees every other's, so the wakeup Linux
+//!   gives on the last decrement is never lost (an earlier free may wake it too: the
+//!   reaper re-checks, an extra wakeup costs nothing). A free that reads the namespace
+//!   still open came before the closer's store, whose own count read sees the removal.
+//!   A free of several levels counts every level out, then reads every level's flag.
+//! - close ([`close`](AllocCount::close)): clear `adding`, then read the sum once, so
+//!   that any thread that later synchronises with the closer (the zap list's mutex)
+//!   reads a count no older than the one the order guarantees the closer.
+//!
+//! On x86 a `SeqCst` read-modify-write is the `lock`ed instruction a relaxed one is
+//! anyway and a `SeqCst` load a plain load: the handshake costs no fence (an earlier
+//! version put a `SeqCst` fence after each increment: two `mfence`s per life cycle).
+//! loom models `SeqCst` accesses as acquire/release only, so under `cfg(loom)` the
+//! same order is made explicit with a `SeqCst` fence between each side's write and
+//! read (`loom_order`), which is what the models check.
+//!
+//! Each side costs one uncontended read-modify-write of a line its thread owns: no
+//! write to a line another worker writes.
+//!
 //! # Why two monotonic counters per shard, removals read first
 //!
 //! One signed counter per shard would let a sum read shard A before a fork's +1 landed
 //! there and shard B after the same pid's -1 (its parent reaped it on another thread):
 //! one pid fewer than the namespace ever held, enough for a dead init to finish its zap
 //! while a task still lives (`tests/loom_count.rs` shows it). Here a free counts its
-//! removal with `Release`, and a sum reads every removal counter (`Acquire`) before any
-//! add counter: a removal it sees synchronises with the free, whose pid's add
+//! removal with (at least) `Release`, and a sum reads every removal counter (at least
+//! `Acquire`) before any add counter: a removal it sees synchronises with the free,
+//! whose pid's add
 //! happened-before it, so that add is seen too. A sum may run ahead (an add seen, its
 //! removal not yet) but never behind: a dead init may check once more, never too early.
 //!
-//! # The handshake with the closing path (memory orderings)
-//!
-//! Linux keeps the count and the flag in one word changed under `pidmap_lock`, so a
-//! fork either counts itself before the close or sees the close. Here each side writes
-//! its own location and then reads the other's, with a `SeqCst` fence between (a
-//! Dekker handshake):
-//!
-//! - fork ([`add`](AllocCount::add)): publish the slots, `shard += 1`, fence, read
-//!   `adding`. If it reads the namespace open, its fence precedes the closer's in the
-//!   fences' single order, so everything the closer reads after its fence (the slot
-//!   walk that kills the namespace's tasks, the count) sees this fork. If it reads it
-//!   closed it undoes itself with ENOMEM.
-//! - free ([`sub`](AllocCount::sub)): `shard -= 1`, fence, read `adding`; in a closed
-//!   namespace, sum every shard and owe the reaper a wakeup when the sum is 1 or 2
-//!   (`case 2: case 1: wake_up_process`). Of the frees racing each other, the one
-//!   whose fence comes last in that order sees every other's decrement, so the
-//!   wakeup Linux gives on the last decrement is never lost (an earlier free may wake
-//!   it too: the reaper re-checks, an extra wakeup costs nothing). A free that reads
-//!   the namespace still open has its fence before the closer's, whose own count read
-//!   after the close sees the decrement.
-//! - close ([`close`](AllocCount::close)): clear `adding`, fence, read the sum once, so
-//!   that any thread that later synchronises with the closer (the zap list's mutex)
-//!   reads a count no older than the one the fences guarantee the closer.
-//!
-//! Each side costs one uncontended read-modify-write of a line its thread owns and one
-//! fence: no write to a line another worker writes.
 
-use crate::sync::{AtomicBool, AtomicU64, Ordering, fence, thread_local};
+#[cfg(loom)]
+use crate::sync::fence;
+use crate::sync::{AtomicBool, AtomicU64, Ordering, thread_local};
 use std::cell::Cell;
 use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 
@@ -104,6 +116,14 @@ fn my_shard() -> usize {
         .unwrap_or(0)
 }
 
+/// Under loom only: the `SeqCst` fence that stands for the single order of `SeqCst`
+/// accesses, which loom does not model (see the module essay).
+#[inline]
+fn loom_order() {
+    #[cfg(loom)]
+    fence(Ordering::SeqCst);
+}
+
 /// `pid_allocated` + `PIDNS_ADDING` of one `Scalable` namespace.
 pub(crate) struct AllocCount {
     shards: Box<[Shard]>,
@@ -129,11 +149,11 @@ impl AllocCount {
     }
 
     /// Counts one pid in without the check (an outer level of a nested pid: Linux
-    /// checks `PIDNS_ADDING` of the innermost namespace only). Must be followed by an
-    /// [`add`](Self::add) of the same fork, whose fence orders it.
+    /// checks `PIDNS_ADDING` of the innermost namespace only), before the innermost
+    /// level's [`add`](Self::add).
     #[inline]
     pub(crate) fn add_unchecked(&self) {
-        self.shard().added.fetch_add(1, Ordering::Relaxed);
+        self.shard().added.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Counts one pid in, after its slots were published: true if the namespace still
@@ -141,34 +161,34 @@ impl AllocCount {
     /// [`sub`](Self::sub) included).
     #[inline]
     pub(crate) fn add(&self) -> bool {
-        self.shard().added.fetch_add(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        self.adding.load(Ordering::Relaxed)
+        self.shard().added.fetch_add(1, Ordering::SeqCst);
+        loom_order();
+        self.adding.load(Ordering::SeqCst)
     }
 
     /// Counts one pid out (`--pid_allocated`): true when the namespace is closed and
     /// down to 2 or 1 pids, so its dead init must re-check "is my namespace empty".
     #[inline]
     pub(crate) fn sub(&self) -> bool {
-        self.sub_unfenced();
-        fence(Ordering::SeqCst);
+        self.sub_only();
         self.owes_wakeup()
     }
 
     /// [`sub`](Self::sub)'s removal alone, for a free of several levels: the caller
-    /// counts every level out, fences once, then asks each level
-    /// [`owes_wakeup`](Self::owes_wakeup) (one fence orders every removal before it).
+    /// counts every level out, then asks each level [`owes_wakeup`](Self::owes_wakeup).
     #[inline]
-    pub(crate) fn sub_unfenced(&self) {
-        // Release: a sum that sees this removal sees the pid's add (module essay).
-        self.shard().removed.fetch_add(1, Ordering::Release);
+    pub(crate) fn sub_only(&self) {
+        // At least Release: a sum that sees this removal sees the pid's add (module
+        // essay); SeqCst for the handshake with the close.
+        self.shard().removed.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// After a removal and a `SeqCst` fence: true when the namespace is closed and down
-    /// to 2 or 1 pids.
+    /// After this thread's removals: true when the namespace is closed and down to 2
+    /// or 1 pids.
     #[inline]
     pub(crate) fn owes_wakeup(&self) -> bool {
-        if self.adding.load(Ordering::Relaxed) {
+        loom_order();
+        if self.adding.load(Ordering::SeqCst) {
             return false;
         }
         self.sub_closed()
@@ -181,9 +201,9 @@ impl AllocCount {
 
     /// `disable_pid_allocation`: no fork counts itself in after this returns.
     pub(crate) fn close(&self) {
-        self.adding.store(false, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        // Read once after the fence: see the module essay.
+        self.adding.store(false, Ordering::SeqCst);
+        loom_order();
+        // Read once after the store: see the module essay.
         let _ = self.sum();
     }
 
@@ -199,12 +219,12 @@ impl AllocCount {
         let removed: u64 = self
             .shards
             .iter()
-            .map(|s| s.removed.load(Ordering::Acquire))
+            .map(|s| s.removed.load(Ordering::SeqCst))
             .sum();
         let added: u64 = self
             .shards
             .iter()
-            .map(|s| s.added.load(Ordering::Acquire))
+            .map(|s| s.added.load(Ordering::SeqCst))
             .sum();
         added.wrapping_sub(removed) as i64
     }

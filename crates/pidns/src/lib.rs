@@ -31,7 +31,7 @@
 //! | `Scalable`: a number's lookup slot | its own word-sized `RwLock`, by the number's owner | `find_pid`, the same lock |
 //! | `Scalable`: the free-number FIFO and fresh cursor | the namespace's pool lock (counted, `pidns_pool_lock`), once per batch | the same |
 //! | `Scalable`: `pid_allocated` | the forking or freeing thread's shard of the count (a line no other worker writes) | the closing path sums the shards |
-//! | `Scalable`: `PIDNS_ADDING` | cleared once by `disable_pid_allocation`, then a fence | every fork, after its own fence |
+//! | `Scalable`: `PIDNS_ADDING` | cleared once by `disable_pid_allocation` (`SeqCst`) | every fork and free, after its own count (`SeqCst`) |
 //!
 //! The per-namespace state lock nests inside `pidmap_lock` and is never held while
 //! calling out of this crate, except that `Linux618` calls pidfs's hooks with
@@ -160,12 +160,12 @@ pub mod loom_model {
             self.0.count.sub()
         }
 
-        /// A free's removal of one level, before the one fence of a multi-level free.
-        pub fn count_sub_unfenced(&self) {
-            self.0.count.sub_unfenced()
+        /// A free's removal of one level, before a multi-level free reads the flags.
+        pub fn count_sub_only(&self) {
+            self.0.count.sub_only()
         }
 
-        /// After the removals and a `SeqCst` fence: true if the dead init must be woken.
+        /// After this thread's removals: true if the dead init must be woken.
         pub fn owes_wakeup(&self) -> bool {
             self.0.count.owes_wakeup()
         }

@@ -312,8 +312,9 @@ impl PidNamespace {
     /// `disable_pid_allocation`: the init died; `alloc_pid` here fails with ENOMEM.
     ///
     /// `Scalable` clears the namespace's `PIDNS_ADDING` flag without `pidmap_lock`,
-    /// then a fence: every `alloc_pid` that saw the flag set had published its pid
-    /// and fenced before, so a walk of [`pids`](Self::pids) after this returns sees it.
+    /// (`SeqCst`, then a read of its count): every `alloc_pid` that saw the flag set had
+    /// published and counted its pid before, so a walk of [`pids`](Self::pids) after
+    /// this returns sees it.
     pub fn disable_pid_allocation(&self) {
         if let Some(pool) = &self.pool {
             pool.count.close();

@@ -47,7 +47,7 @@
 //! (`slot = None`, done before the release) happens-before the new owner's publish.
 //! The slot itself is `arc-swap` (a lookup pins the object it loaded, so a concurrent
 //! clear cannot free it under the reader). See `count.rs` for how the count's
-//! fences order a publish against `disable_pid_allocation`.
+//! `SeqCst` accesses order a publish against `disable_pid_allocation`.
 //!
 //! # Reuse distance
 //!

@@ -11,7 +11,7 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering, f
 #[cfg(loom)]
 pub(crate) use loom::thread_local;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering, fence};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 

@@ -1,5 +1,5 @@
 //! Loom models of the `Scalable` allocation count: per-thread shards of
-//! `pid_allocated` and the `PIDNS_ADDING` flag, whose fences order a fork against the
+//! `pid_allocated` and the `PIDNS_ADDING` flag, whose `SeqCst` accesses order a fork against the
 //! closing of its namespace and a free against the dead init's emptiness check. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p uproc-pidns --test loom_count --release`.
 #![cfg(loom)]
@@ -7,7 +7,7 @@
 use loom::thread;
 use uproc_pidns::loom_model::{Pool, set_thread_shard};
 
-/// `alloc_pid`'s tail in `Scalable`: publish, count in (fence, flag check), or undo.
+/// `alloc_pid`'s tail in `Scalable`: publish, count in (then the flag check), or undo.
 fn fork(pool: &Pool, value: u32) -> Result<i32, bool> {
     let nr = pool.alloc(pool_max()).expect("free numbers");
     pool.publish(nr, value);
@@ -161,11 +161,11 @@ fn sum_never_sees_a_removal_without_its_add() {
     });
 }
 
-/// A nested pid is freed (both levels counted out, then one fence, then each level's
-/// check, as `free_pid` does) while the outer namespace closes: the outer closer's own
+/// A nested pid is freed (both levels counted out, then each level's check, as
+/// `free_pid` does) while the outer namespace closes: the outer closer's own
 /// count sees the removal, or the free owes the outer init its wakeup.
 #[test]
-fn multi_level_free_with_one_fence_is_seen_by_the_closer_or_wakes_it() {
+fn multi_level_free_is_seen_by_the_closer_or_wakes_it() {
     loom::model(|| {
         set_thread_shard(0);
         let outer = Pool::new(pool_max(), 2);
@@ -176,9 +176,8 @@ fn multi_level_free_with_one_fence_is_seen_by_the_closer_or_wakes_it() {
         let (o2, i2) = (outer.clone(), inner.clone());
         let t = thread::spawn(move || {
             set_thread_shard(1);
-            i2.count_sub_unfenced();
-            o2.count_sub_unfenced();
-            loom::sync::atomic::fence(loom::sync::atomic::Ordering::SeqCst);
+            i2.count_sub_only();
+            o2.count_sub_only();
             let _ = i2.owes_wakeup();
             o2.owes_wakeup()
         });
