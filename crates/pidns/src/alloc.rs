@@ -139,10 +139,10 @@ pub fn alloc_pid(
     // A root-namespace pid keeps its one number inline: the `Pid` is the only
     // allocation. Deeper pids box theirs, outermost first.
     let numbers = if levels == 1 {
-        Numbers::One(Upid {
+        Numbers::One(std::mem::ManuallyDrop::new(Upid {
             nr: 0,
-            ns: Arc::clone(ns),
-        })
+            ns: ns.get_for_pid(),
+        }))
     } else {
         let mut v = Vec::with_capacity(levels);
         v.extend(chain(ns).map(|n| Upid {

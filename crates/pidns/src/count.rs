@@ -102,7 +102,7 @@ pub(crate) fn set_my_shard(i: usize) {
     MY_SHARD.with(|s| s.set(i % SHARDS));
 }
 
-fn my_shard() -> usize {
+pub(crate) fn my_shard() -> usize {
     MY_SHARD
         .try_with(|s| {
             let mut i = s.get();

@@ -62,7 +62,11 @@
 //! waits behind every free number in the shared pool ([`PidNamespace::pool_len`]), and
 //! EAGAIN means every number below `pid_max` is in use (other threads' batches are
 //! drained first). See `IMPLEMENTATION.md`.
-#![forbid(unsafe_code)]
+//!
+//! The crate's only `unsafe` is in the per-thread credits of a root namespace's
+//! reference count (`Scalable`: [`PidNamespace::pid_ref_credits`]): raw strong-count
+//! operations on the namespace's own `Arc`, each with its safety argument.
+#![deny(unsafe_code)]
 
 mod alloc;
 mod count;
@@ -70,11 +74,13 @@ mod idr;
 mod namespace;
 mod pid;
 mod pool;
+mod ref_credits;
 mod sync;
 
 pub use alloc::{alloc_pid, free_pid};
 pub use namespace::{PidMap, PidNamespace, PidfsHooks, ReaperWakeup};
 pub use pid::{Attachment, Pid, Upid};
+pub use ref_credits::PidRefCredits;
 pub use uproc_abi::Profile;
 
 /// Numbers below this are not reused once the cursor has passed it (`RESERVED_PIDS`).
@@ -183,6 +189,59 @@ pub mod loom_model {
         /// Every published value, ascending by number (the zap walk).
         pub fn published(&self) -> Vec<u32> {
             self.0.published().into_iter().map(|v| *v).collect()
+        }
+    }
+
+    /// A root namespace's reference-count credits over a model strong count (loom
+    /// cannot run `Arc`'s real count through raw pointers): `get`/`put` do what
+    /// `alloc_pid` and a `Pid`'s drop do to the namespace's count.
+    #[derive(Clone)]
+    pub struct Credits(Arc<(crate::ref_credits::RefCredits, crate::sync::AtomicU64)>);
+
+    impl Credits {
+        /// Closed credits over a strong count of `strong`.
+        pub fn new(strong: u64) -> Credits {
+            Credits(Arc::new((
+                crate::ref_credits::RefCredits::new(),
+                crate::sync::AtomicU64::new(strong),
+            )))
+        }
+
+        /// Opens them (the runtime's guard).
+        pub fn open(&self) -> bool {
+            self.0.0.open()
+        }
+
+        /// `get_pid_ns`: one more count owned by the caller.
+        pub fn get(&self) {
+            let strong = &self.0.1;
+            let ord = crate::sync::Ordering::AcqRel;
+            self.0.0.acquire(
+                |n| {
+                    strong.fetch_add(n, ord);
+                },
+                |n| {
+                    assert!(strong.fetch_sub(n, ord) > n, "the count reached zero");
+                },
+            );
+        }
+
+        /// `put_pid_ns`: the caller's count goes to a credit or off the count.
+        pub fn put(&self) {
+            if !self.0.0.try_give() {
+                assert!(self.0.1.fetch_sub(1, crate::sync::Ordering::AcqRel) > 0);
+            }
+        }
+
+        /// The guard's drop: the credits go back off the count.
+        pub fn close(&self) {
+            let n = self.0.0.close();
+            assert!(self.0.1.fetch_sub(n, crate::sync::Ordering::AcqRel) >= n);
+        }
+
+        /// The strong count now.
+        pub fn strong(&self) -> u64 {
+            self.0.1.load(crate::sync::Ordering::Acquire)
         }
     }
 }

@@ -4,6 +4,7 @@
 use crate::idr::Idr;
 use crate::pid::{Attachment, Pid};
 use crate::pool::{MAX_BATCH, NumberPool, PoolLockStats};
+use crate::ref_credits::{PidRefCredits, RefCredits};
 use crate::{MAX_PID_NS_LEVEL, PID_MAX_LIMIT, PID_MAX_MIN};
 use parking_lot::RwLock;
 use std::any::Any;
@@ -158,6 +159,10 @@ pub struct PidNamespace {
     /// `Scalable` only: the number pool, per-thread batches and lookup slots that
     /// replace the idr (which stays empty).
     pub(crate) pool: Option<Arc<NumberPool<Pid>>>,
+    /// `Scalable` root namespaces only: per-thread credits of this namespace's strong
+    /// count, which root-level pids take and give back instead of cloning and dropping
+    /// the `Arc` (see [`pid_ref_credits`](Self::pid_ref_credits)).
+    ref_credits: Option<RefCredits>,
 }
 
 static NEXT_NS_ID: AtomicU64 = AtomicU64::new(1);
@@ -183,6 +188,7 @@ impl PidNamespace {
             reaper: RwLock::new(None),
             pool: (map.profile() == Profile::Scalable)
                 .then(|| NumberPool::new(PID_MAX_LIMIT, MAX_BATCH, &map.pool_locks)),
+            ref_credits: (map.profile() == Profile::Scalable && level == 0).then(RefCredits::new),
             map,
         })
     }
@@ -196,6 +202,69 @@ impl PidNamespace {
         roots.push(Arc::downgrade(&root));
         drop(roots);
         Ok(root)
+    }
+
+    /// Opens per-thread credits of this namespace's reference count for its root-level
+    /// pids (`Scalable` root namespaces; `None` otherwise, or if a guard is open
+    /// already). While the guard lives, `alloc_pid` and the drop of a `Pid` take and
+    /// give back the pid's reference to the namespace (Linux: `get_pid_ns` /
+    /// `put_pid_ns`) on a line of the calling thread's own, instead of the strong count
+    /// every fork shares. Dropping the guard gives the credits back: the namespace is
+    /// then freed, as with plain `Arc`s, when its last reference goes.
+    pub fn pid_ref_credits(self: &Arc<Self>) -> Option<PidRefCredits> {
+        let credits = self.ref_credits.as_ref()?;
+        if credits.open() {
+            Some(PidRefCredits::new(self.clone()))
+        } else {
+            // Another guard owns them; undo nothing (its shards stay as they were).
+            None
+        }
+    }
+
+    /// The guard's drop: closes the shards and puts their credits back.
+    #[allow(unsafe_code)]
+    pub(crate) fn close_ref_credits(self: &Arc<Self>) {
+        let Some(credits) = &self.ref_credits else {
+            return;
+        };
+        for _ in 0..credits.close() {
+            // SAFETY: each credit is a strong count of this namespace that the closed
+            // shard handed to us; `self` is another one (the guard's), so the count
+            // stays above zero and the pointer valid during the loop.
+            unsafe { Arc::decrement_strong_count(Arc::as_ptr(self)) };
+        }
+    }
+
+    /// `get_pid_ns` for a new root-level `Pid`: a strong reference to this namespace,
+    /// from this thread's credits when they are open.
+    #[allow(unsafe_code)]
+    #[inline]
+    pub(crate) fn get_for_pid(self: &Arc<Self>) -> Arc<Self> {
+        let Some(credits) = &self.ref_credits else {
+            return Arc::clone(self);
+        };
+        let ptr = Arc::as_ptr(self);
+        credits.acquire(
+            // SAFETY: `self` is a live `Arc`, so the count is at least one.
+            |n| (0..n).for_each(|_| unsafe { Arc::increment_strong_count(ptr) }),
+            // SAFETY: the caller owns these `n` counts and `self` is one more: the
+            // count stays above zero.
+            |n| (0..n).for_each(|_| unsafe { Arc::decrement_strong_count(ptr) }),
+        );
+        // SAFETY: we own one strong count of this namespace (a credit taken, or the
+        // last of the burst above); `from_raw` turns it into the `Arc` that carries it,
+        // with the pointer `Arc::as_ptr` gave.
+        unsafe { Arc::from_raw(Arc::as_ptr(self)) }
+    }
+
+    /// `put_pid_ns` for a dropped root-level `Pid`: its reference goes to this
+    /// thread's credits when they are open and not full, else it is dropped plainly.
+    #[inline]
+    pub(crate) fn put_for_pid(this: Arc<Self>) {
+        if this.ref_credits.as_ref().is_some_and(RefCredits::try_give) {
+            // The strong count now belongs to the shard: not decremented.
+            std::mem::forget(this);
+        }
     }
 
     /// `create_pid_namespace`: a child namespace. Level 33 and deeper fail with ENOSPC.

@@ -4,6 +4,7 @@ use crate::PidNamespace;
 use parking_lot::RwLock;
 use std::any::Any;
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -52,8 +53,10 @@ pub struct Pid {
 /// A pid's numbers: inline for a root-namespace pid (the common case, so `alloc_pid`
 /// allocates only the `Pid` itself), boxed for a pid of a nested namespace.
 pub(crate) enum Numbers {
-    /// Level 0: the only number.
-    One(Upid),
+    /// Level 0: the only number. Its namespace reference is taken with
+    /// `PidNamespace::get_for_pid` and given back by `Pid`'s drop (per-thread credits
+    /// under `Scalable`), hence the `ManuallyDrop`.
+    One(ManuallyDrop<Upid>),
     /// Levels 1..=32: outermost first.
     Many(Box<[Upid]>),
 }
@@ -61,15 +64,31 @@ pub(crate) enum Numbers {
 impl Numbers {
     fn as_slice(&self) -> &[Upid] {
         match self {
-            Numbers::One(u) => std::slice::from_ref(u),
+            Numbers::One(u) => std::slice::from_ref(&**u),
             Numbers::Many(b) => b,
         }
     }
 
     fn as_mut_slice(&mut self) -> &mut [Upid] {
         match self {
-            Numbers::One(u) => std::slice::from_mut(u),
+            Numbers::One(u) => std::slice::from_mut(&mut **u),
             Numbers::Many(b) => b,
+        }
+    }
+}
+
+impl Drop for Pid {
+    /// `put_pid`'s `put_pid_ns` for a root-level pid: the namespace reference goes
+    /// back through [`PidNamespace::put_for_pid`] (a per-thread credit under
+    /// `Scalable`). Deeper pids drop their boxed numbers plainly.
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        if let Numbers::One(u) = &mut self.numbers {
+            // SAFETY: `u` is taken exactly once, here, in the `Pid`'s drop; nothing
+            // reads `self.numbers` afterwards, and the `ManuallyDrop` keeps the field's
+            // own drop from running on the moved-out value.
+            let up = unsafe { ManuallyDrop::take(u) };
+            PidNamespace::put_for_pid(up.ns);
         }
     }
 }

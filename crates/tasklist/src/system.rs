@@ -14,7 +14,7 @@ use uproc_abi::lockstat::{LockStat, NamedRwLock};
 use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
 use uproc_cgroup::{Cgroup, CssLink, Hierarchy, MigrateFn, TaskResolver};
 use uproc_pidfs::{FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds};
-use uproc_pidns::{Pid, PidMap, PidNamespace, alloc_pid, free_pid};
+use uproc_pidns::{Pid, PidMap, PidNamespace, PidRefCredits, alloc_pid, free_pid};
 
 /// How a [`System`] is built.
 #[derive(Clone, Debug)]
@@ -64,6 +64,10 @@ pub struct System {
     pub(crate) zap_check: AtomicBool,
     /// Namespace inits waiting for their namespace to empty (`zap_pid_ns_processes`).
     pub(crate) zapping: Mutex<Vec<Task>>,
+    /// `Scalable`: the per-thread credits of the root namespace's reference count,
+    /// which its pids take at fork and give back when dropped. Dropped with the
+    /// runtime, after `drop` freed every pid: the credits go back to the count.
+    _pid_ref_credits: Option<PidRefCredits>,
 }
 
 impl fmt::Debug for System {
@@ -148,6 +152,7 @@ impl System {
                 init: Task::from_inner(inner),
                 zap_check: AtomicBool::new(false),
                 zapping: Mutex::new(Vec::new()),
+                _pid_ref_credits: root_ns.pid_ref_credits(),
             }
         });
         let _killed = charge.post_fork_link(&sys.init.0.css);
