@@ -79,7 +79,7 @@ impl Numbers {
 
 impl Drop for Pid {
     /// `put_pid`'s `put_pid_ns` for a root-level pid: the namespace reference goes
-    /// back through [`PidNamespace::put_for_pid`] (a per-thread credit under
+    /// back through `PidNamespace::put_for_pid` (a per-thread credit under
     /// `Scalable`). Deeper pids drop their boxed numbers plainly.
     #[allow(unsafe_code)]
     fn drop(&mut self) {
