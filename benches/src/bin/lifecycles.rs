@@ -18,7 +18,7 @@ fn main() {
     let profile: Option<Profile> = args.next().and_then(|p| p.parse().ok());
     let n: Option<u64> = args.next().and_then(|n| n.parse().ok());
     let (Some(profile), Some(n)) = (profile, n) else {
-        eprintln!("usage: lifecycles linux618|linux70|scalable N [SAMPLE_ONE_IN]");
+        eprintln!("usage: lifecycles linux618|linux70|scalable N");
         std::process::exit(2);
     };
     // One parent in the root namespace, plain forks: what `threadspawn` runs per worker.
