@@ -425,7 +425,16 @@ fn reserve_pooled(ns: &PidNamespace, tid: Option<i32>, pid_max: i32) -> Result<i
 /// never needs `Arc::get_mut`; on EAGAIN/EINVAL nothing was built.
 fn alloc_scalable_root(ns: &Arc<PidNamespace>) -> Result<Arc<Pid>, Errno> {
     let pool = pool_of(ns);
-    let nr = reserve_pooled(ns, None, ns.pid_max())?;
+    let pid_max = ns.pid_max();
+    let nr = if ns.has_child_reaper() {
+        // With an init there is no init-first rule: the batch's next number or EAGAIN.
+        pool.alloc(pid_max).ok_or_else(|| {
+            tracing::debug!(level = 0, pid_max, "alloc_pid: namespace full");
+            Errno::EAGAIN
+        })?
+    } else {
+        reserve_pooled(ns, None, pid_max)?
+    };
     let pid = Arc::new(Pid::new(Numbers::One(std::mem::ManuallyDrop::new(Upid {
         nr,
         ns: ns.get_for_pid(),

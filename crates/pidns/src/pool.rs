@@ -202,7 +202,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
 
     /// The chunk holding `nr`: one acquire load once it exists (every call on the fork
     /// and free paths), the allocation out of line.
-    #[inline]
+    #[inline(always)]
     fn chunk(&self, nr: i32) -> &Chunk<T> {
         let cell = &self.chunks[nr as usize / CHUNK];
         match cell.get() {
@@ -264,7 +264,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
 
     /// `free_pid`'s half for one level: clears `nr`'s slot, then gives the number
     /// back, with one chunk lookup for both.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn unpublish_release(self: &Arc<Self>, nr: i32) {
         let chunk = self.chunk(nr);
         let i = nr as usize % CHUNK;
@@ -279,7 +279,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     }
 
     /// [`release`](Self::release) with the number's state byte already looked up.
-    #[inline]
+    #[inline(always)]
     fn release_state(self: &Arc<Self>, st: &AtomicU8, nr: i32) {
         let mut cur = st.load(Ordering::Relaxed);
         let push = loop {
@@ -342,7 +342,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
 
     /// A number `< pid_max` for a new pid, in pool order; `None` when every number
     /// below `pid_max` is in use (other threads' cached numbers included).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn alloc(self: &Arc<Self>, pid_max: i32) -> Option<i32> {
         let pid_max = pid_max.min(self.limit);
         // The common case, inline: this thread's last-used entry is this pool's and its
@@ -505,7 +505,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     }
 
     /// Publishes `value` under `nr`, which the caller owns.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn publish(&self, nr: i32, value: Arc<T>) {
         self.chunk(nr).slot[nr as usize % CHUNK].store(Some(value));
     }
