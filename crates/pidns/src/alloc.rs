@@ -94,6 +94,9 @@ pub fn alloc_pid(
     set_tid: &[i32],
     cap_checkpoint_restore: bool,
 ) -> Result<Arc<Pid>, Errno> {
+    if set_tid.is_empty() && ns.parent().is_none() && ns.map().profile() == Profile::Scalable {
+        return alloc_scalable_root(ns);
+    }
     let levels = ns.level() as usize + 1;
     if set_tid.len() > levels {
         return Err(Errno::EINVAL);
@@ -416,6 +419,43 @@ fn reserve_pooled(ns: &PidNamespace, tid: Option<i32>, pid_max: i32) -> Result<i
     Ok(nr)
 }
 
+/// `Scalable`, a root-namespace pid without `set_tid` (the common fork): nothing to
+/// validate, one level, so no `pid_max` array, no chain walk, no rollback list. The
+/// number is reserved before the `Pid` is built, so it goes in with its number and
+/// never needs `Arc::get_mut`; on EAGAIN/EINVAL nothing was built.
+fn alloc_scalable_root(ns: &Arc<PidNamespace>) -> Result<Arc<Pid>, Errno> {
+    let pool = pool_of(ns);
+    let pid_max = ns.pid_max();
+    let nr = if ns.has_child_reaper() {
+        // With an init there is no init-first rule: the batch's next number or EAGAIN.
+        pool.alloc(pid_max).ok_or_else(|| {
+            tracing::debug!(level = 0, pid_max, "alloc_pid: namespace full");
+            Errno::EAGAIN
+        })?
+    } else {
+        reserve_pooled(ns, None, pid_max)?
+    };
+    let pid = Arc::new(Pid::new(Numbers::One(std::mem::ManuallyDrop::new(Upid {
+        nr,
+        ns: ns.get_for_pid(),
+    }))));
+    pool.publish(nr, Arc::clone(&pid));
+    if !pool.count.add() {
+        pool.unpublish_release(nr);
+        let wake = u64::from(pool.count.sub());
+        wake_reapers(ns.map(), chain(ns), wake);
+        return Err(Errno::ENOMEM);
+    }
+    if let Some(hooks) = ns.map().pidfs.get() {
+        if let Err(e) = hooks.add_pid(&pid) {
+            // Already public: tear down like any pid.
+            free_pid(&pid);
+            return Err(e);
+        }
+    }
+    Ok(pid)
+}
+
 /// `Scalable`: every level's number from its own pool (no shared lock), then publish
 /// every level's slot, then count the pid in each level's sharded count; the innermost
 /// level's [`add`](crate::count::AllocCount::add) checks `PIDNS_ADDING`.
@@ -441,8 +481,7 @@ fn alloc_scalable(
         let pool = pool_of(ns);
         pool.publish(nr, Arc::clone(pid));
         if !pool.count.add() {
-            pool.unpublish(nr);
-            pool.release(nr);
+            pool.unpublish_release(nr);
             let wake = u64::from(pool.count.sub());
             wake_reapers(ns.map(), chain(ns), wake);
             return Err(Errno::ENOMEM);
@@ -511,15 +550,13 @@ fn alloc_scalable(
 fn free_scalable(pid: &Pid) -> u64 {
     if let [up] = pid.numbers() {
         let pool = pool_of(&up.ns);
-        pool.unpublish(up.nr);
-        pool.release(up.nr);
+        pool.unpublish_release(up.nr);
         return u64::from(pool.count.sub());
     }
     // Every level counted out before any level's `adding` is read (`count.rs`).
     for up in pid.numbers() {
         let pool = pool_of(&up.ns);
-        pool.unpublish(up.nr);
-        pool.release(up.nr);
+        pool.unpublish_release(up.nr);
         pool.count.sub_only();
     }
     let mut wake = 0;

@@ -141,9 +141,9 @@ pub mod loom_model {
             self.0.publish(nr, Arc::new(v))
         }
 
-        /// Clears `nr`'s slot.
-        pub fn unpublish(&self, nr: i32) {
-            self.0.unpublish(nr)
+        /// `free_pid`'s step for one level: clear the slot, then release the number.
+        pub fn unpublish_release(&self, nr: i32) {
+            self.0.unpublish_release(nr)
         }
 
         /// `find_pid`'s lock-free read.

@@ -92,6 +92,7 @@ impl PidMap {
     }
 
     /// The lock profile.
+    #[inline]
     pub fn profile(&self) -> Profile {
         self.profile
     }
@@ -292,21 +293,25 @@ impl PidNamespace {
     }
 
     /// Depth: 0 for the root namespace.
+    #[inline]
     pub fn level(&self) -> u32 {
         self.level
     }
 
     /// The parent namespace.
+    #[inline]
     pub fn parent(&self) -> Option<&Arc<PidNamespace>> {
         self.parent.as_ref()
     }
 
     /// The runtime-wide map (profile, `pidmap_lock`).
+    #[inline]
     pub fn map(&self) -> &Arc<PidMap> {
         &self.map
     }
 
     /// `/proc/sys/kernel/pid_max` of this namespace: numbers are `< pid_max`.
+    #[inline]
     pub fn pid_max(&self) -> i32 {
         self.pid_max.load(Ordering::Relaxed)
     }
@@ -417,6 +422,7 @@ impl PidNamespace {
     }
 
     /// Whether an init was ever installed (`ns->child_reaper != NULL`).
+    #[inline]
     pub fn has_child_reaper(&self) -> bool {
         self.has_reaper.load(Ordering::Acquire)
     }

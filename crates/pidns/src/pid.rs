@@ -62,6 +62,7 @@ pub(crate) enum Numbers {
 }
 
 impl Numbers {
+    #[inline]
     fn as_slice(&self) -> &[Upid] {
         match self {
             Numbers::One(u) => std::slice::from_ref(&**u),
@@ -106,25 +107,30 @@ impl Pid {
     }
 
     /// Every level's number, outermost (the root namespace, index 0) to innermost.
+    #[inline]
     pub fn numbers(&self) -> &[Upid] {
         self.numbers.as_slice()
     }
 
     /// The depth of the innermost namespace (`pid->level`).
+    #[inline]
     pub fn level(&self) -> u32 {
         (self.numbers().len() - 1) as u32
     }
 
     /// The number in the innermost namespace.
+    #[inline]
     pub fn nr(&self) -> i32 {
         self.innermost().nr
     }
 
     /// The innermost namespace (the one the pid was allocated in).
+    #[inline]
     pub fn ns(&self) -> &Arc<PidNamespace> {
         &self.innermost().ns
     }
 
+    #[inline]
     fn innermost(&self) -> &Upid {
         match &self.numbers {
             Numbers::One(u) => u,
@@ -134,6 +140,7 @@ impl Pid {
 
     /// `pid_nr_ns`: the number as `ns` sees it, 0 where invisible (a sibling branch or a
     /// deeper namespace).
+    #[inline]
     pub fn nr_in(&self, ns: &PidNamespace) -> i32 {
         let level = ns.level() as usize;
         match self.numbers().get(level) {
@@ -160,6 +167,7 @@ impl Pid {
     }
 
     /// The pidfs inode number (0 until published).
+    #[inline]
     pub fn ino(&self) -> u64 {
         self.ino.load(Ordering::Acquire)
     }
@@ -176,6 +184,7 @@ impl Pid {
     }
 
     /// Whether [`free_pid`](crate::free_pid) has returned the numbers.
+    #[inline]
     pub fn is_freed(&self) -> bool {
         self.freed.load(Ordering::Acquire)
     }
@@ -185,12 +194,14 @@ impl Pid {
     }
 
     /// pidfs's per-pid state, created when first needed.
+    #[inline]
     pub fn pidfs_slot(&self) -> &OnceLock<Attachment> {
         &self.pidfs
     }
 
     /// The task attached as `PIDTYPE_PID`, owned by tasklist (which writes it under its
     /// tasklist lock and downcasts on read).
+    #[inline]
     pub fn task_slot(&self) -> &RwLock<Option<Weak<dyn Any + Send + Sync>>> {
         &self.task
     }
@@ -198,6 +209,7 @@ impl Pid {
     /// pidfs's per-pid flag bits (`PIDFS_PID_DEAD` and the like), owned and interpreted
     /// by pidfs; 0 for a new pid. A flag word next to the slot lets pidfs mark a pid
     /// reaped with one atomic instruction instead of installing a marker in the slot.
+    #[inline]
     pub fn pidfs_flags(&self) -> &AtomicU8 {
         &self.pidfs_flags
     }

@@ -200,10 +200,23 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         })
     }
 
+    /// The chunk holding `nr`: one acquire load once it exists (every call on the fork
+    /// and free paths), the allocation out of line.
+    #[inline(always)]
     fn chunk(&self, nr: i32) -> &Chunk<T> {
-        self.chunks[nr as usize / CHUNK].get_or_init(Chunk::new)
+        let cell = &self.chunks[nr as usize / CHUNK];
+        match cell.get() {
+            Some(chunk) => chunk,
+            None => Self::chunk_init(cell),
+        }
     }
 
+    #[cold]
+    fn chunk_init(cell: &OnceLock<Box<Chunk<T>>>) -> &Chunk<T> {
+        cell.get_or_init(Chunk::new)
+    }
+
+    #[inline]
     fn state(&self, nr: i32) -> &AtomicU8 {
         &self.chunk(nr).state[nr as usize % CHUNK]
     }
@@ -249,10 +262,25 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         false
     }
 
-    /// Gives back a number the caller owns (free, or a failed fork's rollback). The
-    /// caller cleared the slot first.
+    /// `free_pid`'s half for one level: clears `nr`'s slot, then gives the number
+    /// back, with one chunk lookup for both.
+    #[inline(always)]
+    pub(crate) fn unpublish_release(self: &Arc<Self>, nr: i32) {
+        let chunk = self.chunk(nr);
+        let i = nr as usize % CHUNK;
+        chunk.slot[i].store(None);
+        self.release_state(&chunk.state[i], nr);
+    }
+
+    /// Gives back a number the caller owns (a failed fork's rollback). The caller
+    /// cleared the slot first, if it was published.
     pub(crate) fn release(self: &Arc<Self>, nr: i32) {
-        let st = self.state(nr);
+        self.release_state(self.state(nr), nr);
+    }
+
+    /// [`release`](Self::release) with the number's state byte already looked up.
+    #[inline(always)]
+    fn release_state(self: &Arc<Self>, st: &AtomicU8, nr: i32) {
         let mut cur = st.load(Ordering::Relaxed);
         let push = loop {
             debug_assert!(cur & OWNED != 0, "releasing a free number");
@@ -269,6 +297,31 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         if !push {
             return;
         }
+        // The common case, inline: room in this thread's last-used entry, this pool's.
+        let pushed = CACHES.try_with(|c| {
+            let mut c = c.borrow_mut();
+            let last = c.last;
+            let batch = self.batch;
+            match c.entries.get_mut(last) {
+                Some(e) if e.id == self.id && e.free_len < batch => {
+                    e.free[e.free_len] = nr;
+                    e.free_len += 1;
+                    true
+                }
+                _ => false,
+            }
+        });
+        if !matches!(pushed, Ok(true)) {
+            self.push_free_slow(nr);
+        }
+    }
+
+    /// [`release_state`](Self::release_state)'s general path: a full free batch goes
+    /// to the pool first, another pool's entry is looked up or created, or, with no
+    /// thread cache, the number goes straight to the pool.
+    #[cold]
+    #[inline(never)]
+    fn push_free_slow(self: &Arc<Self>, nr: i32) {
         // The new entry goes to the back of the FIFO through this thread's free batch.
         let cached = CACHES.try_with(|c| {
             let mut c = c.borrow_mut();
@@ -289,8 +342,37 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
 
     /// A number `< pid_max` for a new pid, in pool order; `None` when every number
     /// below `pid_max` is in use (other threads' cached numbers included).
+    #[inline(always)]
     pub(crate) fn alloc(self: &Arc<Self>, pid_max: i32) -> Option<i32> {
         let pid_max = pid_max.min(self.limit);
+        // The common case, inline: this thread's last-used entry is this pool's and its
+        // batch's next number is below `pid_max` and free. Anything else (an empty
+        // batch, a lowered `pid_max`, a stale entry, another pool's entry) takes the
+        // general path, which sees the same batch state.
+        let fast = CACHES.try_with(|c| {
+            let mut c = c.borrow_mut();
+            let last = c.last;
+            let e = c.entries.get_mut(last).filter(|e| e.id == self.id)?;
+            let nr = *e.alloc[..e.len].get(e.head)?;
+            if nr >= pid_max {
+                return None;
+            }
+            e.head += 1;
+            // A stale entry is consumed (dropped) either way; the general path goes on
+            // with the next one.
+            self.take_entry(nr).then_some(nr)
+        });
+        match fast {
+            Ok(Some(nr)) => Some(nr),
+            _ => self.alloc_slow(pid_max),
+        }
+    }
+
+    /// [`alloc`](Self::alloc)'s general path: refills, evictions, a lowered
+    /// `pid_max`, stale entries, no thread cache, the exhaustion scan.
+    #[cold]
+    #[inline(never)]
+    fn alloc_slow(self: &Arc<Self>, pid_max: i32) -> Option<i32> {
         let cached = CACHES.try_with(|c| {
             let mut c = c.borrow_mut();
             let e = self.entry(&mut c);
@@ -423,15 +505,9 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     }
 
     /// Publishes `value` under `nr`, which the caller owns.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn publish(&self, nr: i32, value: Arc<T>) {
         self.chunk(nr).slot[nr as usize % CHUNK].store(Some(value));
-    }
-
-    /// Clears `nr`'s slot (before releasing the number).
-    #[inline]
-    pub(crate) fn unpublish(&self, nr: i32) {
-        self.chunk(nr).slot[nr as usize % CHUNK].store(None);
     }
 
     /// Every published object, ascending by number.

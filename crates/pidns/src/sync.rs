@@ -54,7 +54,7 @@ impl<T> Slot<T> {
     }
 
     /// Publishes `value` (or clears the slot with `None`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn store(&self, value: Option<Arc<T>>) {
         #[cfg(not(loom))]
         {

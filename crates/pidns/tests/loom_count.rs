@@ -14,8 +14,7 @@ fn fork(pool: &Pool, value: u32) -> Result<i32, bool> {
     if pool.count_add() {
         return Ok(nr);
     }
-    pool.unpublish(nr);
-    pool.release(nr);
+    pool.unpublish_release(nr);
     Err(pool.count_sub())
 }
 

@@ -73,8 +73,7 @@ fn publish_lookup_remove_across_reuse() {
             assert!(matches!(v, None | Some(10) | Some(20)), "{v:?}");
             v
         });
-        pool.unpublish(nr);
-        pool.release(nr);
+        pool.unpublish_release(nr);
         let again = pool.alloc(2).expect("released");
         assert_eq!(again, 1);
         pool.publish(again, 20);
