@@ -284,6 +284,7 @@ impl GroupState {
     /// The state of a new process: one live thread, no process group or session until
     /// attach inherits the parent's, default SIGCHLD disposition. `unkillable` is
     /// `SIGNAL_UNKILLABLE` (the runtime's init).
+    #[inline(always)]
     pub(crate) fn new_process(unkillable: bool) -> GroupState {
         GroupState {
             leader: Weak::new(),
@@ -323,11 +324,13 @@ impl GroupState {
 
 impl ThreadGroup {
     /// A new process (not the runtime init's).
+    #[inline(always)]
     pub(crate) fn new(st: GroupState) -> ThreadGroup {
         ThreadGroup::with_role(st, false, false)
     }
 
     /// A new process; `runtime_init` and `reaps_orphans` for the runtime init's.
+    #[inline(always)]
     pub(crate) fn with_role(
         st: GroupState,
         runtime_init: bool,
