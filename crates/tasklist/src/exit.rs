@@ -17,7 +17,7 @@
 use crate::pgrp::{DetachedIds, FreeList, detach_leader};
 use crate::reparent;
 use crate::signal::SigChld;
-use crate::sync::Ordering;
+use crate::sync::{MutexGuard, Ordering};
 use crate::system::System;
 use crate::task::{Children, DEAD, DELAYED, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE};
 use std::sync::Arc;
@@ -273,6 +273,54 @@ pub(crate) fn release_task(sys: Option<&System>, t: &Arc<TaskInner>) {
     let mut next = release_one(sys, t);
     while let Some(n) = next {
         next = release_one(sys, &n);
+    }
+}
+
+/// `release_task` of a child that the waiter claimed on its own group's list, the
+/// `Scalable` reap (no `tasklist_lock` to take first, which would have to come before
+/// the `children` lock): the waiter still holds that list's lock (`ch`) from its scan,
+/// so the child is known to be on it (a child moves between lists only under the lock
+/// of the one it leaves) and leaves it in the same hold. Saves
+/// [`TaskInner::with_parent_children`]'s parent lookup and lock rounds, which the
+/// usual reap needs to find and lock the list again.
+///
+/// The unlink comes before the pidfs exit record and the pids uncharge here (after
+/// them in [`release_one`]): those may wake pidfd pollers, which must not run under a
+/// `children` lock. The order is not observable: a task detached from its process
+/// group is ESRCH to `setpgid`/`setsid` (`ids` is `None`), its pid no longer finds it,
+/// and the number is freed after all of it, as before.
+pub(crate) fn release_claimed_child(cur: &Arc<TaskInner>, mut ch: MutexGuard<'_, Children>) {
+    debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
+    debug_assert!(cur.leader, "a children list holds thread-group leaders");
+    let mut free = FreeList::default();
+    // __unhash_process: detach_pid(PGID, SID, PID) under the child's siglock, inside
+    // its parent's `children` lock (rule 3), and leave the list.
+    let ids = detach_leader(&mut cur.group().sig.lock(), &cur.pid, &mut free);
+    let unlinked = ch
+        .list
+        .iter()
+        .position(|c| Arc::ptr_eq(&c.0, cur))
+        .map(|i| ch.list.remove(i));
+    debug_assert!(
+        unlinked.is_some(),
+        "the claimed child is on the waiter's list"
+    );
+    *cur.pid.task_slot().write() = None;
+    drop(ch);
+    let status = cur.exit_status();
+    uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
+    cur.released.store(true, Ordering::SeqCst);
+    cur.css.release();
+    free.free();
+    let ids_may_free = ids.release();
+    drop(unlinked);
+    tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
+    // As in `release_one` under `Scalable`: the re-check only when a freed number can
+    // have emptied a closed namespace.
+    if ids_may_free || in_closed_namespace(&cur.pid) {
+        if let Some(sys) = cur.sys() {
+            sys.process_zaps();
+        }
     }
 }
 

@@ -201,15 +201,16 @@ impl Task {
         };
         // A new process lives inside its leader's allocation; a thread reaches it
         // through its leader.
-        let home = if thread {
-            GroupHome::Leader(TaskInner::group_owner(me))
-        } else {
-            GroupHome::Own(ThreadGroup::new(GroupState::new_process(false)))
-        };
+        // Built inside the closure, field by field, so that the group is written
+        // straight into the task rather than built aside and copied in.
         let child = Arc::new_cyclic(|weak: &Weak<TaskInner>| TaskInner {
             pid: pid.clone(),
             locked_runtime: hot.as_ref().map_or_else(Weak::new, Arc::downgrade),
-            home,
+            home: if thread {
+                GroupHome::Leader(TaskInner::group_owner(me))
+            } else {
+                GroupHome::Own(ThreadGroup::new(GroupState::new_process(false)))
+            },
             leader: !thread,
             exit_state: AtomicU8::new(RUNNING),
             exit_code: AtomicI32::new(0),

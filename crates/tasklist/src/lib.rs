@@ -62,7 +62,10 @@
 //!    child's exit, which locks its parent's list and re-checks `real_parent` under it
 //!    (`TaskInner::with_parent_children`, retrying if a reparent moved it), notifies
 //!    exactly its current parent, in the same critical section as its zombie
-//!    transition and the autoreap decision.
+//!    transition and the autoreap decision. Under `Scalable` a waiter that claimed a
+//!    zombie under its own group's lock unlinks it in the same hold (no
+//!    `tasklist_lock` has to come first), then records its pidfs exit and uncharges
+//!    it with the lock dropped.
 //! 3. At most two `children` locks are held at once, only by `forget_original_parent`:
 //!    the dying group D's, then its reaper R's. R is a live subreaper ancestor of D
 //!    (or a live thread of it), or D's namespace init, which, when it dies itself,

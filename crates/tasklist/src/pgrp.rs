@@ -66,7 +66,11 @@ impl PidUse {
 
 impl Drop for PidUse {
     fn drop(&mut self) {
-        if self.state.fetch_and(!IN_USE, Ordering::AcqRel) & TASK_ATTACHED == 0 {
+        // A dropped runtime returned every number it had handed out, this one
+        // included, before its task tree (which holds the process-group pairs) went.
+        if self.state.fetch_and(!IN_USE, Ordering::AcqRel) & TASK_ATTACHED == 0
+            && !self.pid.is_freed()
+        {
             free_pid(&self.pid);
         }
     }

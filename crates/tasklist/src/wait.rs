@@ -8,7 +8,7 @@
 //! lock. With nothing ready it sleeps on `wait_chldexit`, which every state change of a
 //! child signals while holding the same lock: no lost wakeup, no polling.
 
-use crate::exit::{claim, release_task};
+use crate::exit::{claim, release_claimed_child, release_task};
 use crate::sync::Ordering;
 use crate::task::{DEAD, DELAYED, RUNNING, Task, TaskInner, ZOMBIE};
 use std::sync::Arc;
@@ -159,8 +159,16 @@ impl Task {
         loop {
             match scan(&self.0, &guard.list, &target, opts) {
                 Scan::Reap(child, info) => {
-                    drop(guard);
-                    release_task(sys.as_deref(), &child);
+                    match sys.as_deref() {
+                        // `Scalable`: unlinked in the same hold of the list's lock.
+                        None => release_claimed_child(&child, guard),
+                        // `Linux*`: `tasklist_lock` comes first, so the list's lock is
+                        // dropped and taken again inside it.
+                        Some(sys) => {
+                            drop(guard);
+                            release_task(Some(sys), &child);
+                        }
+                    }
                     return Ok(Some(info));
                 }
                 Scan::Report(info) => return Ok(Some(info)),

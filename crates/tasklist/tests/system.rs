@@ -291,8 +291,30 @@ fn objects_of_another_runtime_are_einval() {
     }
 }
 
+/// A runtime dropped while a reaped process's pid is still another process's
+/// process-group id: the drop returns that number with every other, and the group's
+/// last user, torn down with the task tree afterwards, frees nothing twice.
+fn dropping_the_runtime_with_a_pgrp_id_of_a_reaped_leader() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let a = fork(&p);
+    let b = fork(&p);
+    p.setpgid(a.pid(), a.pid()).unwrap();
+    p.setpgid(b.pid(), a.pid()).unwrap();
+    a.exit(3);
+    reap(&p, &a);
+    assert_eq!(b.getpgid(), a.pid(), "the group outlives its leader");
+    let pid = a.struct_pid().clone();
+    assert!(!pid.is_freed(), "still b's process-group id");
+    drop(sys);
+    assert!(pid.is_freed(), "returned by the runtime's drop");
+    drop((init, p, a, b));
+}
+
 every_profile!(
     pid_max_out_of_range_is_einval,
+    dropping_the_runtime_with_a_pgrp_id_of_a_reaped_leader,
     pid_namespace_full_is_eagain_and_leaks_nothing,
     status_lines_like_proc,
     tasks_and_find_task,

@@ -347,8 +347,58 @@ fn sigchld_queued_on_parent_at_child_exit() {
     reap(&init, &p);
 }
 
+/// The reap takes the child off everything in one go: its parent's list (a second
+/// wait is ECHILD), its pid (no lookup finds it), its process group (ESRCH to
+/// `setpgid`; the group lives on in the sibling that shares it), the task count and the
+/// pids charge; the numbers come back. A child forked by another thread of the group
+/// and reaped by the leader leaves the same way.
+fn reap_takes_the_child_off_everything() {
+    let sys = system();
+    let init = sys.init();
+    let cg = sys.cgroup_root().mkdir("jobs").unwrap();
+    let p = fork(&init);
+    cg.attach(&p).unwrap();
+    let t = thread(&p);
+    let a = fork(&p);
+    let b = fork(&t);
+    p.setpgid(a.pid(), a.pid()).unwrap();
+    p.setpgid(b.pid(), a.pid()).unwrap();
+    let charged = cg.pids_current();
+    assert_eq!(charged, 4, "p, its thread and two children");
+    let tasks = sys.nr_tasks();
+    let (a_nr, b_nr) = (a.pid(), b.pid());
+    a.exit(3);
+    let info = p
+        .wait(WaitId::Pid(a_nr), WaitOptions::EXITED)
+        .unwrap()
+        .unwrap();
+    assert_eq!(info.status.exited(), Some(3));
+    assert_eq!(a.state(), TaskState::Dead);
+    assert_eq!(
+        p.wait(WaitId::Pid(a_nr), WaitOptions::EXITED | WaitOptions::NOHANG),
+        Err(Errno::ECHILD),
+        "off the parent's list"
+    );
+    assert!(sys.find_task(&p.pid_ns(), a_nr).is_none(), "off its pid");
+    assert_eq!(p.setpgid(a_nr, a_nr), Err(Errno::ESRCH), "off its pid");
+    assert_eq!(b.getpgid(), a_nr, "the group lives on in its other member");
+    assert_eq!(cg.pids_current(), charged - 1, "uncharged");
+    assert_eq!(sys.nr_tasks(), tasks - 1);
+    // The thread's child, reaped by the leader (its real parent is the thread).
+    b.exit(4);
+    let info = p.wait(WaitId::All, WaitOptions::EXITED).unwrap().unwrap();
+    assert_eq!((info.pid, info.status.exited()), (b_nr, Some(4)));
+    assert_eq!(cg.pids_current(), charged - 2);
+    assert!(sys.find_task(&p.pid_ns(), b_nr).is_none());
+    t.exit(0);
+    p.exit(0);
+    reap(&init, &p);
+    assert_at_rest(&sys);
+}
+
 every_profile!(
     invalid_options_are_einval,
+    reap_takes_the_child_off_everything,
     no_eligible_child_is_echild,
     nohang_returns_none_and_reap_reports_status,
     nowait_leaves_the_zombie,
