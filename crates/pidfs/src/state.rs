@@ -182,8 +182,14 @@ struct Wakeups {
 }
 
 impl Wakeups {
-    /// Takes the waiters out of `inner` (the caller holds the slot mutex).
-    fn take(inner: &mut Inner) -> Wakeups {
+    /// Takes the waiters out of `inner` (the caller holds the slot mutex). `None` when
+    /// nobody waits: no waker and no subscriber that has not had its event (the common
+    /// exit and reap, where the pidfd is only held), so that nothing is moved or run.
+    /// A subscriber that comes later finds the status itself (`PidFd::subscribe`).
+    fn take(inner: &mut Inner) -> Option<Wakeups> {
+        if inner.wakers.is_empty() && (inner.event_sent || inner.subscribers.is_empty()) {
+            return None;
+        }
         let mut w = Wakeups {
             wakers: std::mem::take(&mut inner.wakers),
             ..Wakeups::default()
@@ -195,7 +201,7 @@ impl Wakeups {
                 w.status = Some(status);
             }
         }
-        w
+        Some(w)
     }
 
     /// Wakes and sends, with no lock held.
@@ -232,11 +238,14 @@ pub fn do_notify_pidfd(pid: &Pid, status: WaitStatus) {
         let mut inner = state.inner.lock();
         inner.exited = true;
         inner.exit_status.get_or_insert(status);
-        let w = Wakeups::take(&mut inner);
-        state.cond.notify_all();
-        w
+        if inner.blocked > 0 {
+            state.cond.notify_all();
+        }
+        Wakeups::take(&mut inner)
     };
-    wake.run(pid.ino());
+    if let Some(wake) = wake {
+        wake.run(pid.ino());
+    }
 }
 
 /// `pidfs_exit`, from `release_task` (reap): mark the pid dead so no pidfd can be
@@ -266,9 +275,12 @@ pub fn pidfs_exit(pid: &Pid, status: WaitStatus, cgroupid: u64) {
         if inner.reaped.is_none() {
             inner.reaped = Some(ExitInfo { status, cgroupid });
         }
-        let w = Wakeups::take(&mut inner);
-        state.cond.notify_all();
-        w
+        if inner.blocked > 0 {
+            state.cond.notify_all();
+        }
+        Wakeups::take(&mut inner)
     };
-    wake.run(pid.ino());
+    if let Some(wake) = wake {
+        wake.run(pid.ino());
+    }
 }
