@@ -162,6 +162,24 @@ impl PidState {
         s
     }
 
+    /// A state not attached to any pid, already exited and reaped with `status`: the
+    /// state of a pidfd made after the reap (`Pidfs::pidfd_reaped`).
+    pub(crate) fn reaped(status: WaitStatus, cgroupid: u64) -> PidState {
+        let s = PidState::detached();
+        {
+            let mut inner = s.inner.lock();
+            inner.exited = true;
+            inner.exit_status = Some(status);
+            inner.reaped = Some(ExitInfo { status, cgroupid });
+        }
+        s
+    }
+
+    /// A state attached to no pid and never registered (`Pidfs::pidfd_wait_only`).
+    pub(crate) fn unregistered() -> PidState {
+        PidState::new()
+    }
+
     /// The state of `pid` as a shared handle, if a pidfd was ever attempted.
     pub(crate) fn get_existing(pid: &Pid) -> Option<Arc<PidState>> {
         pid.pidfs_slot().get()?.clone().downcast::<PidState>().ok()
