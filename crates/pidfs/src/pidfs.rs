@@ -294,18 +294,20 @@ impl Pidfs {
     /// wakes), so it must never be handed to anyone who polls or reads it; open a real
     /// pidfd ([`pidfd_prepare`](Pidfs::pidfd_prepare)) for that. It costs one small
     /// allocation, where a registered pidfd also makes the pid's state, enters the
-    /// index, and is notified at exit and reap.
-    pub fn pidfd_wait_only(&self, viewer_ns: &Arc<PidNamespace>, pid: Arc<Pid>) -> PidFd {
+    /// index, and is notified at exit and reap. Numbers it would report are those of
+    /// the pid's own namespace.
+    pub fn pidfd_wait_only(&self, pid: Arc<Pid>) -> PidFd {
         thread_local! {
             /// The state every wait-only handle made on this thread points at: never
             /// registered with a pid, so no notification ever reaches it.
             static UNREGISTERED: Arc<PidState> = Arc::new(PidState::unregistered());
         }
         let state = UNREGISTERED.with(Arc::clone);
+        let viewer = Arc::clone(pid.ns());
         PidFd::new(
             pid,
             PidfdFlags::empty(),
-            viewer_ns.clone(),
+            viewer,
             state,
             self.backend.clone(),
         )

@@ -294,7 +294,7 @@ fn a_wait_only_handle_registers_nothing_and_is_never_readable() {
         let w = World::new(p);
         let pid = w.spawn();
         let index = w.pidfs.index_len();
-        let fd = w.pidfs.pidfd_wait_only(&w.root, pid.clone());
+        let fd = w.pidfs.pidfd_wait_only(pid.clone());
         assert!(Arc::ptr_eq(fd.pid(), &pid), "it names the pid object");
         assert_eq!(w.pidfs.index_len(), index, "no index entry");
         w.kill_and_reap(&pid, WaitStatus::exited_with(2));
@@ -308,7 +308,7 @@ fn a_wait_only_handle_leaves_the_pids_real_pidfds_untouched() {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
-        let _wait_only = w.pidfs.pidfd_wait_only(&w.root, pid.clone());
+        let _wait_only = w.pidfs.pidfd_wait_only(pid.clone());
         let fd = w.open(&pid);
         w.kill_and_reap(&pid, WaitStatus::exited_with(4));
         assert!(fd.poll().readable && fd.poll().hangup);

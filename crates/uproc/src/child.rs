@@ -128,11 +128,8 @@ impl Tracker {
         let info = match self.pidfd.get() {
             Some(fd) => self.parent.wait(WaitId::PidFd(fd), opts),
             None => {
-                let fd = self
-                    .rt
-                    .system()
-                    .pidfs()
-                    .pidfd_wait_only(&self.parent.pid_ns(), Arc::clone(self.task.struct_pid()));
+                let pidfs = self.rt.system().pidfs();
+                let fd = pidfs.pidfd_wait_only(Arc::clone(self.task.struct_pid()));
                 self.parent.wait(WaitId::PidFd(&fd), opts)
             }
         };
