@@ -9,7 +9,7 @@ use crate::state::{PidState, Registration};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use uproc_abi::{Errno, OpenFlags, PidfdFlags, Profile};
+use uproc_abi::{Errno, OpenFlags, PidfdFlags, Profile, WaitStatus};
 use uproc_pidns::{Pid, PidMap, PidNamespace, PidfsHooks};
 
 /// Where pidfds find the task list. Shared by the [`Pidfs`] and every [`PidFd`] it made.
@@ -256,6 +256,61 @@ impl Pidfs {
             "pidfs: pidfd opened (stale)"
         );
         PidFd::new(pid, flags, viewer_ns.clone(), state, self.backend.clone())
+    }
+
+    /// A pidfd for a pid already reaped with `status` (its cgroup at exit `cgroupid`):
+    /// what a `CLONE_PIDFD` pidfd of that task reads after the reap, for a holder of
+    /// the task that asks for its pidfd only now. Readable and hung up,
+    /// `PIDFD_INFO_EXIT` reports the status, signals get ESRCH; it is not indexed, so
+    /// [`open_by_handle`](Pidfs::open_by_handle) of its handle is ESTALE, as for any
+    /// reaped pid. Flags other than `NONBLOCK`/`THREAD` are dropped.
+    ///
+    /// # References
+    /// `pidfs_exit` in `fs/pidfs.c` (the exit info a pidfd keeps after the reap).
+    pub fn pidfd_reaped(
+        &self,
+        viewer_ns: &Arc<PidNamespace>,
+        pid: Arc<Pid>,
+        flags: PidfdFlags,
+        status: WaitStatus,
+        cgroupid: u64,
+    ) -> PidFd {
+        tracing::debug!(
+            ino = pid.ino(),
+            nr = pid.nr(),
+            ?flags,
+            "pidfs: pidfd of a reaped pid"
+        );
+        let state = Arc::new(PidState::reaped(status, cgroupid));
+        let flags = flags & PidfdFlags::all();
+        PidFd::new(pid, flags, viewer_ns.clone(), state, self.backend.clone())
+    }
+
+    /// A handle that names `pid` for `waitid(P_PIDFD)` and nothing else, for a holder
+    /// that learns of the task's exit by its own means (a runtime's child handle woken
+    /// by the job that ran the task) and only needs a wait that cannot hit a recycled
+    /// number. It is not registered: no per-pid state, no index entry, no exit info,
+    /// and it is never readable (its wait queue is a per-thread one that no exit
+    /// wakes), so it must never be handed to anyone who polls or reads it; open a real
+    /// pidfd ([`pidfd_prepare`](Pidfs::pidfd_prepare)) for that. It costs one small
+    /// allocation, where a registered pidfd also makes the pid's state, enters the
+    /// index, and is notified at exit and reap. Numbers it would report are those of
+    /// the pid's own namespace.
+    pub fn pidfd_wait_only(&self, pid: Arc<Pid>) -> PidFd {
+        thread_local! {
+            /// The state every wait-only handle made on this thread points at: never
+            /// registered with a pid, so no notification ever reaches it.
+            static UNREGISTERED: Arc<PidState> = Arc::new(PidState::unregistered());
+        }
+        let state = UNREGISTERED.with(Arc::clone);
+        let viewer = Arc::clone(pid.ns());
+        PidFd::new(
+            pid,
+            PidfdFlags::empty(),
+            viewer,
+            state,
+            self.backend.clone(),
+        )
     }
 
     /// `open_by_handle_at(2)` on a pidfs handle.

@@ -162,6 +162,24 @@ impl PidState {
         s
     }
 
+    /// A state not attached to any pid, already exited and reaped with `status`: the
+    /// state of a pidfd made after the reap (`Pidfs::pidfd_reaped`).
+    pub(crate) fn reaped(status: WaitStatus, cgroupid: u64) -> PidState {
+        let s = PidState::detached();
+        {
+            let mut inner = s.inner.lock();
+            inner.exited = true;
+            inner.exit_status = Some(status);
+            inner.reaped = Some(ExitInfo { status, cgroupid });
+        }
+        s
+    }
+
+    /// A state attached to no pid and never registered (`Pidfs::pidfd_wait_only`).
+    pub(crate) fn unregistered() -> PidState {
+        PidState::new()
+    }
+
     /// The state of `pid` as a shared handle, if a pidfd was ever attempted.
     pub(crate) fn get_existing(pid: &Pid) -> Option<Arc<PidState>> {
         pid.pidfs_slot().get()?.clone().downcast::<PidState>().ok()
@@ -182,8 +200,14 @@ struct Wakeups {
 }
 
 impl Wakeups {
-    /// Takes the waiters out of `inner` (the caller holds the slot mutex).
-    fn take(inner: &mut Inner) -> Wakeups {
+    /// Takes the waiters out of `inner` (the caller holds the slot mutex). `None` when
+    /// nobody waits: no waker and no subscriber that has not had its event (the common
+    /// exit and reap, where the pidfd is only held), so that nothing is moved or run.
+    /// A subscriber that comes later finds the status itself (`PidFd::subscribe`).
+    fn take(inner: &mut Inner) -> Option<Wakeups> {
+        if inner.wakers.is_empty() && (inner.event_sent || inner.subscribers.is_empty()) {
+            return None;
+        }
         let mut w = Wakeups {
             wakers: std::mem::take(&mut inner.wakers),
             ..Wakeups::default()
@@ -195,7 +219,7 @@ impl Wakeups {
                 w.status = Some(status);
             }
         }
-        w
+        Some(w)
     }
 
     /// Wakes and sends, with no lock held.
@@ -232,11 +256,14 @@ pub fn do_notify_pidfd(pid: &Pid, status: WaitStatus) {
         let mut inner = state.inner.lock();
         inner.exited = true;
         inner.exit_status.get_or_insert(status);
-        let w = Wakeups::take(&mut inner);
-        state.cond.notify_all();
-        w
+        if inner.blocked > 0 {
+            state.cond.notify_all();
+        }
+        Wakeups::take(&mut inner)
     };
-    wake.run(pid.ino());
+    if let Some(wake) = wake {
+        wake.run(pid.ino());
+    }
 }
 
 /// `pidfs_exit`, from `release_task` (reap): mark the pid dead so no pidfd can be
@@ -266,9 +293,12 @@ pub fn pidfs_exit(pid: &Pid, status: WaitStatus, cgroupid: u64) {
         if inner.reaped.is_none() {
             inner.reaped = Some(ExitInfo { status, cgroupid });
         }
-        let w = Wakeups::take(&mut inner);
-        state.cond.notify_all();
-        w
+        if inner.blocked > 0 {
+            state.cond.notify_all();
+        }
+        Wakeups::take(&mut inner)
     };
-    wake.run(pid.ino());
+    if let Some(wake) = wake {
+        wake.run(pid.ino());
+    }
 }

@@ -287,3 +287,75 @@ fn stale_pidfd_needs_no_task_and_records_exit_info() {
         );
     });
 }
+
+#[test]
+fn a_wait_only_handle_registers_nothing_and_is_never_readable() {
+    both(|p| {
+        let w = World::new(p);
+        let pid = w.spawn();
+        let index = w.pidfs.index_len();
+        let fd = w.pidfs.pidfd_wait_only(pid.clone());
+        assert!(Arc::ptr_eq(fd.pid(), &pid), "it names the pid object");
+        assert_eq!(w.pidfs.index_len(), index, "no index entry");
+        w.kill_and_reap(&pid, WaitStatus::exited_with(2));
+        assert!(!fd.poll().readable, "no notification reaches it");
+        assert_eq!(fd.exit_status(), None, "no exit info");
+    });
+}
+
+#[test]
+fn a_wait_only_handle_leaves_the_pids_real_pidfds_untouched() {
+    both(|p| {
+        let w = World::new(p);
+        let pid = w.spawn();
+        let _wait_only = w.pidfs.pidfd_wait_only(pid.clone());
+        let fd = w.open(&pid);
+        w.kill_and_reap(&pid, WaitStatus::exited_with(4));
+        assert!(fd.poll().readable && fd.poll().hangup);
+        assert_eq!(fd.exit_status(), Some(WaitStatus::exited_with(4)));
+    });
+}
+
+#[test]
+fn a_pidfd_made_after_the_reap_reads_as_reaped() {
+    both(|p| {
+        let w = World::new(p);
+        let pid = w.spawn();
+        let nr = pid.nr();
+        w.kill_and_reap(&pid, WaitStatus::exited_with(6));
+        assert_eq!(
+            w.pidfs
+                .pidfd_open(&w.root, nr, PidfdFlags::empty())
+                .unwrap_err(),
+            Errno::ESRCH,
+            "by number: gone"
+        );
+        let index = w.pidfs.index_len();
+        let fd = w.pidfs.pidfd_reaped(
+            &w.root,
+            pid.clone(),
+            PidfdFlags::NONBLOCK | PidfdFlags::from_bits_retain(1 << 20),
+            WaitStatus::exited_with(6),
+            11,
+        );
+        assert_eq!(fd.flags(), PidfdFlags::NONBLOCK, "unknown flags dropped");
+        assert!(fd.poll().readable && fd.poll().hangup);
+        assert_eq!(fd.exit_status(), Some(WaitStatus::exited_with(6)));
+        let info = fd.info(uproc_abi::InfoMask::EXIT).unwrap();
+        assert_eq!(
+            (info.exit_code, info.cgroupid),
+            (WaitStatus::exited_with(6).raw(), 11)
+        );
+        assert_eq!(
+            fd.send_signal(uproc_abi::Signal::KILL).unwrap_err(),
+            Errno::ESRCH
+        );
+        let ev = fd
+            .subscribe()
+            .try_recv()
+            .expect("exited: the event at once");
+        assert_eq!(ev.status, WaitStatus::exited_with(6));
+        assert_eq!(w.pidfs.index_len(), index, "not indexed");
+        assert_eq!(w.open_handle(&fd.file_handle()).unwrap_err(), Errno::ESTALE);
+    });
+}

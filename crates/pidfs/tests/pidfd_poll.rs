@@ -12,6 +12,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 use uproc_abi::{PidfdFlags, Profile, Signal, WaitStatus};
 use uproc_pidfs::{PidFd, Readiness};
+use uproc_pidns::Pid;
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -136,8 +137,9 @@ fn pidfd_to_an_already_delayed_leader_is_not_readable() {
     });
 }
 
-#[test]
-fn wait_readable_is_woken_by_the_exit() {
+/// A thread blocks in `wait_readable` on a fresh pid's pidfd; once it sleeps, `event`
+/// runs; the sleeper must be woken by it, not by its timeout.
+fn blocked_waiter_woken_by(event: impl Fn(&World, &Arc<Pid>, &PidFd)) {
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
@@ -147,12 +149,18 @@ fn wait_readable_is_woken_by_the_exit() {
         while fd.waiter_counts().0 == 0 {
             std::thread::yield_now();
         }
-        fd.send_signal(Signal::KILL).unwrap();
+        event(&w, &pid, &fd);
         assert!(
             t.join().unwrap(),
-            "the blocked waiter is woken by the exit, not by its timeout"
+            "the blocked waiter is woken by the event, not by its timeout"
         );
+        assert_eq!(fd.waiter_counts(), (0, 0));
     });
+}
+
+#[test]
+fn wait_readable_is_woken_by_the_exit() {
+    blocked_waiter_woken_by(|_, _, fd| fd.send_signal(Signal::KILL).unwrap());
 }
 
 /// 10,000 rounds: a waiter thread blocks on the pidfd, the test kills through the pidfd,
@@ -462,4 +470,31 @@ fn ten_thousand_blocking_rounds_scalable() {
 #[test]
 fn ten_thousand_async_rounds_scalable() {
     async_rounds(Profile::Scalable, 10_000);
+}
+
+#[test]
+fn subscriber_between_exit_and_reap_gets_exactly_one_event() {
+    // The exit found nobody waiting, so it sent nothing and recorded no event; the
+    // subscriber that comes next gets the status at once and the reap sends no second.
+    both(|p| {
+        let w = World::new(p);
+        let pid = w.spawn();
+        let fd = w.open(&pid);
+        w.exit(&pid, WaitStatus::exited_with(5));
+        let rx = fd.subscribe();
+        let ev = rx.try_recv().expect("already exited: sent at once");
+        assert_eq!(ev.status, WaitStatus::exited_with(5));
+        w.reap(&pid, WaitStatus::exited_with(5), 7);
+        assert!(rx.try_recv().is_err(), "one event in all, none at the reap");
+        assert_eq!(fd.exit_status(), Some(WaitStatus::exited_with(5)));
+        assert_eq!(fd.waiter_counts(), (0, 0));
+    });
+}
+
+#[test]
+fn wait_readable_asleep_is_woken_by_a_reap_alone() {
+    // A reap with no exit notification before it (the autoreap path) must wake a
+    // blocked waiter: the reap counts the sleepers under the slot lock before it
+    // decides to signal the condition variable.
+    blocked_waiter_woken_by(|w, pid, _| w.reap(pid, WaitStatus::exited_with(0), 7));
 }

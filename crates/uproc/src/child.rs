@@ -39,10 +39,10 @@ use crate::status::StatusSlot;
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use uproc_abi::{Errno, Signal, WaitOptions, WaitStatus};
+use uproc_abi::{Errno, PidfdFlags, Signal, WaitOptions, WaitStatus};
 use uproc_pidfs::{PidFd, Readable};
 use uproc_tasklist::{Task, WaitId};
 
@@ -54,7 +54,10 @@ pub(crate) struct Tracker {
     pub(crate) rt: Runtime,
     pub(crate) task: Task,
     parent: Task,
-    pidfd: PidFd,
+    /// The task's pidfd: the `CLONE_PIDFD` one if the spawn asked for it, else opened
+    /// on first use (a sleeping wait, a kill, [`Child::pidfd`]), so that a task that is
+    /// only spawned and awaited pays for no pidfd (see IMPLEMENTATION.md).
+    pidfd: OnceLock<PidFd>,
     latch: ExitLatch,
     status: StatusSlot,
     pub(crate) kill: KillFlag,
@@ -72,16 +75,65 @@ enum Reap {
 }
 
 impl Tracker {
-    pub(crate) fn new(rt: Runtime, task: Task, parent: Task, pidfd: PidFd) -> Arc<Tracker> {
+    pub(crate) fn new(rt: Runtime, task: Task, parent: Task, pidfd: Option<PidFd>) -> Arc<Tracker> {
+        let cell = OnceLock::new();
+        if let Some(fd) = pidfd {
+            let _ = cell.set(fd);
+        }
         Arc::new(Tracker {
             rt,
             task,
             parent,
-            pidfd,
+            pidfd: cell,
             latch: ExitLatch::new(),
             status: StatusSlot::default(),
             kill: KillFlag::default(),
         })
+    }
+
+    /// The task's pidfd, opened on first use as its parent would open it
+    /// (`pidfd_prepare`; `PIDFD_THREAD` for a thread). A task already reaped gets what
+    /// its `CLONE_PIDFD` pidfd would read by now: readable, hung up, its exit status
+    /// recorded, signals ESRCH.
+    fn pidfd(&self) -> &PidFd {
+        self.pidfd.get_or_init(|| {
+            let pidfs = self.rt.system().pidfs();
+            let viewer = self.parent.pid_ns();
+            let pid = Arc::clone(self.task.struct_pid());
+            let flags = if self.task.is_thread_group_leader() {
+                PidfdFlags::empty()
+            } else {
+                PidfdFlags::THREAD
+            };
+            match pidfs.pidfd_prepare(&viewer, Arc::clone(&pid), flags) {
+                Ok(fd) => fd,
+                Err(_) => {
+                    // No task attached to the pid any more: reaped (by another waiter
+                    // of the parent, or by its adopter), so its final status is set.
+                    let status = self.task.exit_status().unwrap_or_else(|| {
+                        unreachable!("a pid with no task attached belongs to an exited task")
+                    });
+                    pidfs.pidfd_reaped(&viewer, pid, flags, status, self.task.cgroup().id())
+                }
+            }
+        })
+    }
+
+    /// `waitid(P_PIDFD, .., WEXITED | WNOHANG)` from the parent. Without an opened
+    /// pidfd the wait names the task through a wait-only handle
+    /// ([`Pidfs::pidfd_wait_only`](uproc_pidfs::Pidfs::pidfd_wait_only)): the same
+    /// match on the pid object, never on a number that may have been recycled.
+    fn wait_nohang(&self) -> Result<Option<WaitStatus>, Errno> {
+        let opts = WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::ALL;
+        let info = match self.pidfd.get() {
+            Some(fd) => self.parent.wait(WaitId::PidFd(fd), opts),
+            None => {
+                let pidfs = self.rt.system().pidfs();
+                let fd = pidfs.pidfd_wait_only(Arc::clone(self.task.struct_pid()));
+                self.parent.wait(WaitId::PidFd(&fd), opts)
+            }
+        };
+        info.map(|i| i.map(|i| i.status))
     }
 
     fn record(&self, s: WaitStatus) -> WaitStatus {
@@ -92,9 +144,8 @@ impl Tracker {
         if let Some(s) = self.status.get() {
             return Ok(Reap::Done(s));
         }
-        let opts = WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::ALL;
-        match self.parent.wait(WaitId::PidFd(&self.pidfd), opts) {
-            Ok(Some(info)) => Ok(Reap::Done(self.record(info.status))),
+        match self.wait_nohang() {
+            Ok(Some(status)) => Ok(Reap::Done(self.record(status))),
             Ok(None) => Ok(Reap::NotYet),
             Err(Errno::ECHILD) => match self.status_elsewhere() {
                 Some(s) => Ok(Reap::Done(self.record(s))),
@@ -109,8 +160,9 @@ impl Tracker {
     /// reap, or, once the pidfd is readable (the task exited), the task's final status
     /// (the same one its reaper gets).
     fn status_elsewhere(&self) -> Option<WaitStatus> {
-        self.pidfd.exit_status().or_else(|| {
-            if self.pidfd.poll().readable {
+        let pidfd = self.pidfd();
+        pidfd.exit_status().or_else(|| {
+            if pidfd.poll().readable {
                 self.task.exit_status()
             } else {
                 None
@@ -126,7 +178,7 @@ impl Tracker {
         // that is not there yet. The sleep returns at once if the task did exit.
         let mut exited = false;
         if !self.latch.is_exited() && self.status.get().is_none() {
-            exited = self.pidfd.wait_readable(Duration::MAX);
+            exited = self.pidfd().wait_readable(Duration::MAX);
         }
         loop {
             match self.try_reap()? {
@@ -135,7 +187,7 @@ impl Tracker {
                     // Returns at once if the task already exited. No deadline
                     // (`Duration::MAX` overflows it, so the condvar wait is untimed):
                     // `do_notify_pidfd` at exit is the only wake-up.
-                    exited = self.pidfd.wait_readable(Duration::MAX);
+                    exited = self.pidfd().wait_readable(Duration::MAX);
                 }
                 Reap::NotYet | Reap::NotOurs => {
                     // Exited, still listed, not reapable: another waiter of the parent
@@ -235,10 +287,14 @@ impl Child {
         &self.tracker.task
     }
 
-    /// The task's pidfd (the `CLONE_PIDFD` handle): it names this task forever, never a
-    /// recycled number.
+    /// The task's pidfd: it names this task forever, never a recycled number. The
+    /// `CLONE_PIDFD` handle if the spawn's flags asked for one; otherwise opened on the
+    /// first call (as the parent's `pidfd_open` would, `PIDFD_THREAD` for a thread),
+    /// and once the task was reaped, one that reads as its `CLONE_PIDFD` pidfd would by
+    /// then: readable and hung up, `PIDFD_INFO_EXIT` set, signals ESRCH. Every call
+    /// returns the same pidfd.
     pub fn pidfd(&self) -> PidFd {
-        self.tracker.pidfd.clone()
+        self.tracker.pidfd().clone()
     }
 
     /// Waits for the task to exit and reaps it: `waitid(P_PIDFD, fd, WEXITED)` from the
@@ -281,7 +337,7 @@ impl Child {
     /// [pidfd_send_signal(2)](https://man7.org/linux/man-pages/man2/pidfd_send_signal.2.html)
     pub fn kill(&self) -> Result<(), Errno> {
         tracing::debug!(target: "uproc", pid = root_pid(&self.tracker.task), "Child::kill");
-        self.tracker.pidfd.send_signal(Signal::KILL)
+        self.tracker.pidfd().send_signal(Signal::KILL)
     }
 }
 
@@ -379,7 +435,7 @@ impl Future for ChildFuture {
             if !exited {
                 // Sleep until the exit wakes this pid's waiters (`Readable` checks
                 // readiness under the pidfs lock as it registers: no lost wake-up).
-                this.readable = Some(tracker.pidfd.readable());
+                this.readable = Some(tracker.pidfd().readable());
                 continue;
             }
             // Another waiter of the parent is releasing the zombie it claimed between

@@ -51,7 +51,7 @@
 //! ## Executors
 //!
 //! uproc does not schedule: `spawn` forks the task (the process-model part: pid,
-//! parent, cgroup charge, pidfd) and hands one *job* to an [`Executor`]: "run this
+//! parent, cgroup charge) and hands one *job* to an [`Executor`]: "run this
 //! body, then exit the task with what it returned, and reap it if its `Child` is gone".
 //!
 //! - [`ThreadExecutor`] (the default): one OS thread per body, the 1:1 model Linux

@@ -15,7 +15,7 @@ use crate::cx::{self, ExitRequest, TaskCx, fatal_pending};
 use crate::runtime::Runtime;
 use std::any::Any;
 use std::sync::Arc;
-use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
+use uproc_abi::{CloneFlags, Errno, Signal};
 use uproc_cgroup::Cgroup;
 use uproc_tasklist::{CloneArgs, Task};
 
@@ -82,9 +82,11 @@ impl Spawn {
     }
 
     /// Raw clone3 arguments. [`new_pid_ns`](Spawn::new_pid_ns) and
-    /// [`cgroup`](Spawn::cgroup) are added on top whatever the call order;
-    /// `CLONE_PIDFD` is always added (except with `CLONE_THREAD`, where a thread pidfd
-    /// is opened instead).
+    /// [`cgroup`](Spawn::cgroup) are added on top whatever the call order.
+    /// [`Child::pidfd`] is the `CLONE_PIDFD` handle when these flags ask for one;
+    /// otherwise the `Child` opens the task's pidfd when first asked for it (a
+    /// `PIDFD_THREAD` one for a thread): it names the same task and reads the same,
+    /// also once the task was reaped.
     pub fn args(mut self, a: CloneArgs) -> Spawn {
         self.args = a;
         self
@@ -242,10 +244,6 @@ pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
         return Err(Errno::EINVAL);
     }
     let mut args = s.args;
-    let thread = args.flags.contains(CloneFlags::THREAD);
-    if !thread {
-        args.flags |= CloneFlags::PIDFD;
-    }
     if s.new_pid_ns {
         args.flags |= CloneFlags::NEWPID;
     }
@@ -257,16 +255,10 @@ pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
     if let Some(n) = &s.name {
         task.set_name(n);
     }
-    // The pidfd is the Child's identity for waiting and signalling: `waitid(P_PIDFD)` is
-    // the only wait that names a task rather than a number (see IMPLEMENTATION.md).
-    let pidfd = match task.pidfd() {
-        Some(fd) => fd,
-        None => rt.system().pidfs().pidfd_prepare_stale(
-            &parent.pid_ns(),
-            Arc::clone(task.struct_pid()),
-            PidfdFlags::THREAD,
-        ),
-    };
+    // The `Child` opens the task's pidfd when first asked for it (a wait that sleeps,
+    // a kill, `Child::pidfd`), unless the caller asked for `CLONE_PIDFD` (see
+    // IMPLEMENTATION.md).
+    let pidfd = task.pidfd();
     tracing::debug!(
         target: "uproc",
         pid = root_pid(&task),

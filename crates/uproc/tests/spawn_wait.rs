@@ -8,7 +8,10 @@ mod common;
 use common::{builders, wait_until};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use uproc::{CloneArgs, CloneFlags, Errno, Runtime, Spawn, TaskState};
+use uproc::{
+    CloneArgs, CloneFlags, Errno, InfoMask, PidfdFlags, Readiness, Runtime, Signal, Spawn,
+    TaskState, WaitOptions,
+};
 
 fn spawned_body_exit_code_is_the_wait_status_on_both_executors() {
     for (name, b, _g) in builders() {
@@ -335,6 +338,124 @@ fn spawn_with_a_parent_of_another_runtime_is_einval() {
     assert_eq!(b.ps().len(), 1, "nothing forked in the parent's runtime");
 }
 
+fn a_pidfd_asked_for_after_the_reap_reads_as_the_clone_pidfd_one_would() {
+    let rt = common::builder().build().unwrap();
+    let child = rt.spawn(Spawn::new(), |_| 7).unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::yield_now();
+    };
+    assert_eq!(status.exited(), Some(7));
+    let index_before = rt.system().pidfs().index_len();
+    let fd = child.pidfd();
+    assert_eq!(
+        fd.poll(),
+        Readiness {
+            readable: true,
+            hangup: true
+        },
+        "reaped: readable and hung up"
+    );
+    assert_eq!(
+        fd.exit_status(),
+        Some(status),
+        "PIDFD_INFO_EXIT is recorded"
+    );
+    let info = fd.info(InfoMask::EXIT).unwrap();
+    assert!(info.mask.contains(InfoMask::EXIT));
+    assert_eq!(info.exit_code, status.raw());
+    assert_eq!(
+        fd.info(InfoMask::PID).unwrap_err(),
+        Errno::ESRCH,
+        "no live ids"
+    );
+    assert_eq!(fd.send_signal(Signal::KILL).unwrap_err(), Errno::ESRCH);
+    assert_eq!(
+        rt.open_by_handle(&rt.init(), &fd.file_handle(), PidfdFlags::empty())
+            .unwrap_err(),
+        Errno::ESTALE,
+        "a reaped pid's handle does not decode"
+    );
+    assert_eq!(
+        rt.system().pidfs().index_len(),
+        index_before,
+        "a pidfd opened after the reap leaves no index entry"
+    );
+    assert_eq!(child.pidfd(), fd, "one pidfd per Child, opened once");
+}
+
+fn a_pidfd_asked_for_while_running_sees_the_exit_and_names_the_task() {
+    let rt = common::builder().build().unwrap();
+    let (child, tx) = common::gated(&rt, 3);
+    let fd = child.pidfd();
+    let opened = rt
+        .system()
+        .pidfs()
+        .pidfd_open(&rt.init().pid_ns(), child.pid(), PidfdFlags::empty())
+        .unwrap();
+    assert_eq!(fd.ino(), opened.ino(), "the same process");
+    assert!(!fd.poll().readable, "running");
+    assert_eq!(fd.info(InfoMask::PID).unwrap().pid, child.pid());
+    tx.send(()).unwrap();
+    assert!(fd.wait_readable(std::time::Duration::from_secs(30)));
+    let status = child.wait().unwrap();
+    assert_eq!(status.exited(), Some(3));
+    assert_eq!(fd.exit_status(), Some(status), "reaped: exit info recorded");
+    assert!(fd.poll().hangup);
+}
+
+fn a_clone_pidfd_spawn_keeps_the_forks_pidfd() {
+    let rt = common::builder().build().unwrap();
+    let args = CloneArgs {
+        flags: CloneFlags::PIDFD,
+        ..CloneArgs::default()
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let child = rt
+        .spawn(Spawn::new().args(args), move |_| {
+            rx.recv().unwrap();
+            0
+        })
+        .unwrap();
+    assert_eq!(
+        Some(child.pidfd()),
+        child.task().pidfd(),
+        "CLONE_PIDFD asked: the Child's pidfd is the fork's"
+    );
+    tx.send(()).unwrap();
+    assert_eq!(child.wait().unwrap().exited(), Some(0));
+}
+
+fn a_detached_child_reaped_by_another_waiter_leaves_its_child_handle_a_status() {
+    // Another waiter of the parent reaps the task first: the Child's wait reports the
+    // status pidfs recorded, and reaps nothing else (no recycled number is hit).
+    let rt = common::builder().build().unwrap();
+    let parent = rt.init();
+    let child = rt.spawn(Spawn::new(), |_| 9).unwrap();
+    let pid = child.pid();
+    let info = loop {
+        match parent.wait(
+            uproc::WaitId::Pid(pid),
+            WaitOptions::EXITED | WaitOptions::NOHANG,
+        ) {
+            Ok(Some(info)) => break info,
+            Ok(None) => std::thread::yield_now(),
+            Err(e) => panic!("wait: {e:?}"),
+        }
+    };
+    assert_eq!(info.status.exited(), Some(9));
+    let other = rt.spawn(Spawn::new(), |_| 1).unwrap();
+    assert_eq!(child.wait().unwrap().exited(), Some(9));
+    assert_eq!(
+        other.wait().unwrap().exited(),
+        Some(1),
+        "the other child is untouched"
+    );
+    assert_eq!(rt.ps().len(), 1);
+}
+
 every_profile!(
     spawned_body_exit_code_is_the_wait_status_on_both_executors,
     exit_code_keeps_only_the_low_byte,
@@ -354,4 +475,8 @@ every_profile!(
     #[cfg(feature = "tokio")]
     spawn_async_finds_the_callers_tokio_runtime_from_a_task_block_on_and_spawn_blocking,
     runtime_is_a_cheap_handle_compared_by_identity,
+    a_pidfd_asked_for_after_the_reap_reads_as_the_clone_pidfd_one_would,
+    a_pidfd_asked_for_while_running_sees_the_exit_and_names_the_task,
+    a_clone_pidfd_spawn_keeps_the_forks_pidfd,
+    a_detached_child_reaped_by_another_waiter_leaves_its_child_handle_a_status,
 );
