@@ -175,6 +175,7 @@
 //! | tasklist | debug | `system created` | `profile`, `pid_max` | a task list was built |
 //! | pidns | debug | `alloc_pid: namespace full` | `level`, `pid_max` | no free pid number |
 //! | pidfs | debug | `pidfs: pidfd opened` (`(stale)`, `by handle`) | `ino`, `nr`, `flags` | a pidfd was made |
+//! | pidfs | debug | `pidfs: pidfd of a reaped pid` | `ino`, `nr`, `flags` | a `Child`'s pidfd first asked for after its reap |
 //! | pidfs | debug | `pidfs: do_notify_pidfd` | `ino`, `nr`, `status` | a task's pidfds became readable (exit) |
 //! | pidfs | debug | `pidfs: exit` / `pidfs: exit, marked dead` | `ino`, `nr`, `status`, `cgroupid` | reap: exit info recorded, or the pid marked dead |
 //! | cgroup | info, then debug | `fork rejected by pids controller in <path>` | `path` | a pids.max hit (info the first time, as Linux logs once) |
