@@ -277,11 +277,15 @@ impl Task {
             thread,
             "fork"
         );
-        if killed || zapped {
-            let _ = crate::signal::send_group(&child, Signal::KILL, None);
-        } else if fatal {
+        // A fatal signal decided while the child was not started (a zap's walk, a kill)
+        // left it to us: end it first. Sending SIGKILL instead would find the group
+        // already dying and do nothing, and the child would live on (both a zap that
+        // found the child and this fork's `zapped` check can be true at once).
+        if fatal {
             let status = status.unwrap_or(uproc_abi::WaitStatus::signaled_by(Signal::KILL, false));
             crate::exit::do_exit(&child, status);
+        } else if killed || zapped {
+            let _ = crate::signal::send_group(&child, Signal::KILL, None);
         }
         Ok(Task::from_inner(child))
     }
