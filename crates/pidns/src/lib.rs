@@ -198,6 +198,14 @@ pub mod loom_model {
     #[derive(Clone)]
     pub struct Credits(Arc<(crate::ref_credits::RefCredits, crate::sync::AtomicU64)>);
 
+    impl std::fmt::Debug for Credits {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Credits")
+                .field("strong", &self.strong())
+                .finish()
+        }
+    }
+
     impl Credits {
         /// Closed credits over a strong count of `strong`.
         pub fn new(strong: u64) -> Credits {
