@@ -109,6 +109,20 @@ pub struct MemberWaker {
     queued: AtomicBool,
 }
 
+impl std::fmt::Debug for Ready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ready").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for MemberWaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemberWaker")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
 impl MemberWaker {
     /// The waker of member `key`, queued for its first poll.
     pub fn new_queued(key: u64, ready: &Arc<Ready>) -> Arc<MemberWaker> {
