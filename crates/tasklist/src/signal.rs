@@ -205,9 +205,10 @@ const LATE_WALKS: usize = 3;
 ///
 /// `Scalable`'s forks do not take `tasklist_lock`: a fork may have passed its "dying?"
 /// check before its parent was marked and attach its child after the walk. Such a fork
-/// holds its parent group's `children` lock from the check to the attach, so after
-/// marking, the walk takes each target's `children` lock once (every such attach has
-/// then completed) and collects again: the children found only now are decided too,
+/// holds its parent group's `children` lock from the check to the attach (a
+/// `CLONE_PARENT` fork: its caller's parent's), so after marking, the walk takes each
+/// target's `children` lock and its parent's once (every such attach has then
+/// completed) and collects again: the children found only now are decided too,
 /// and so on until a walk finds nothing new (at most [`LATE_WALKS`] times: a process
 /// that is not a target, such as the caller, may keep forking meanwhile).
 /// A marked parent forks no more (for a fatal signal; a stop or continue reaches the
@@ -239,9 +240,17 @@ fn signal_groups(
     let mut rounds = 0;
     while !sys.tasklist_on_hot_path && barrier_from < decided.len() && rounds < LATE_WALKS {
         rounds += 1;
-        // The groups marked last (a late child may itself have been forking).
+        // The groups marked last (a late child may itself have been forking). A
+        // `CLONE_PARENT` fork of a target holds the target's parent's `children` lock
+        // from its check to its attach instead: wait for that one too. (If the target
+        // was reparented since, its old parent's exit closed that list after any such
+        // attach, and this reads the new parent.)
         for (t, _) in &decided[barrier_from..] {
             drop(t.group().children.lock());
+            let parent = t.group().sig.lock().real_parent.upgrade();
+            if let Some(p) = parent {
+                drop(p.group().children.lock());
+            }
         }
         barrier_from = decided.len();
         let late: Vec<Arc<TaskInner>> = {

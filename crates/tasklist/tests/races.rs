@@ -283,8 +283,11 @@ fn fork_into_a_closing_namespace_never_strands_its_dead_init() {
 fn kill_minus_one_racing_a_fork_leaves_no_child_alive() {
     let iters = race_iterations(100_000, 4_000);
     let mut escaped = Vec::new();
+    // A CLONE_PARENT child attaches under its grandparent's lock (init's here), not the
+    // target's: the walk's barrier must wait for that attach too.
+    let cases = [(false, false), (true, false), (false, true), (true, true)];
     for &prof in Profile::ALL {
-        for by_pgrp in [false, true] {
+        for (by_pgrp, clone_parent) in cases {
             let sys = system_with(prof);
             let init = sys.init();
             let balance = Balance::default();
@@ -294,7 +297,9 @@ fn kill_minus_one_racing_a_fork_leaves_no_child_alive() {
                 |r| (fork(&init), std::sync::Mutex::new(None), balance.delays(r)),
                 |(p, out, (delay, _))| {
                     stagger(*delay);
-                    *out.lock().unwrap() = Some(p.fork(&CloneArgs::default()));
+                    let mut args = CloneArgs::default();
+                    args.flags.set(CloneFlags::PARENT, clone_parent);
+                    *out.lock().unwrap() = Some(p.fork(&args));
                 },
                 |(p, _, (_, delay))| {
                     stagger(*delay);
@@ -309,7 +314,7 @@ fn kill_minus_one_racing_a_fork_leaves_no_child_alive() {
                 |(p, out, _)| {
                     let forked = out.into_inner().unwrap().expect("fork ran");
                     balance.a_was_first(forked.is_ok());
-                    if let Ok(c) = forked {
+                    if let Ok(c) = &forked {
                         if c.is_alive() {
                             n.fetch_add(1, Ordering::Relaxed);
                             c.exit(0);
@@ -317,11 +322,15 @@ fn kill_minus_one_racing_a_fork_leaves_no_child_alive() {
                     }
                     assert!(!p.is_alive(), "{prof}: the target died");
                     reap(&init, &p);
+                    if let (Ok(c), true) = (forked, clone_parent) {
+                        // init's child, not p's.
+                        reap(&init, &c);
+                    }
                 },
             );
             if n.load(Ordering::Relaxed) > 0 {
                 escaped.push(format!(
-                    "{prof}/pgrp={by_pgrp}: {}",
+                    "{prof}/pgrp={by_pgrp}/clone_parent={clone_parent}: {}",
                     n.load(Ordering::Relaxed)
                 ));
             }
