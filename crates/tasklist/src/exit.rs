@@ -315,8 +315,14 @@ pub(crate) fn release_claimed_child(cur: &Arc<TaskInner>, mut ch: MutexGuard<'_,
     let ids_may_free = ids.release();
     drop(unlinked);
     tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
-    // As in `release_one` under `Scalable`: the re-check only when a freed number can
-    // have emptied a closed namespace.
+    recheck_zaps_without_runtime(cur, ids_may_free);
+}
+
+/// `Scalable`'s namespace-init re-check after a reap, which holds no runtime: only when
+/// a freed number (`ids_may_free`: a process-group or session id; or the task's own in a
+/// closed namespace) can have emptied a closed namespace, so that the common reap never
+/// reaches the runtime.
+fn recheck_zaps_without_runtime(cur: &TaskInner, ids_may_free: bool) {
     if ids_may_free || in_closed_namespace(&cur.pid) {
         if let Some(sys) = cur.sys() {
             sys.process_zaps();
@@ -413,13 +419,7 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
     // when a number can have woken a reaper, without reaching the runtime otherwise.
     match sys {
         Some(sys) => sys.process_zaps(),
-        None => {
-            if ids_may_free || in_closed_namespace(&cur.pid) {
-                if let Some(sys) = cur.sys() {
-                    sys.process_zaps();
-                }
-            }
-        }
+        None => recheck_zaps_without_runtime(cur, ids_may_free),
     }
     next
 }
