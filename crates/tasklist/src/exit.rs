@@ -489,7 +489,7 @@ fn zap_pid_ns_processes(sys: &System, t: &Arc<TaskInner>) {
         let _ = crate::signal::send_group(v, Signal::KILL, None);
     }
     sys.zapping.lock().push(Task::from_inner(leader));
-    sys.zap_check.store(true, Ordering::Release);
+    sys.zap_check.raise();
     sys.process_zaps();
 }
 

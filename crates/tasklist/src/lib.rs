@@ -158,6 +158,7 @@ mod sync;
 mod system;
 mod task;
 mod wait;
+mod zap_flag;
 
 pub use fork::CloneArgs;
 pub use signal::SigChld;
@@ -253,6 +254,8 @@ pub mod loom_model {
     /// closed; then the closer's count, after its own fence, must see the free.
     pub mod zap_check {
         use crate::sync::{AtomicBool, AtomicU32, Ordering, fence};
+        pub use crate::zap_flag::ZapFlag;
+        use loom::sync::Mutex;
 
         /// One nested namespace: its init's pid and one other.
         #[derive(Debug)]
@@ -287,6 +290,78 @@ pub mod loom_model {
                 self.pids.fetch_sub(1, Ordering::AcqRel);
                 fence(Ordering::SeqCst);
                 !self.adding.load(Ordering::Acquire)
+            }
+        }
+
+        /// The runtime side of the re-check: the `zapping` queue, the [`ZapFlag`],
+        /// and a closed namespace holding its dead init and `others` more pids, each
+        /// counted in its own shard as `free_pid` counts them (`SeqCst`).
+        #[derive(Debug)]
+        pub struct Runtime {
+            flag: ZapFlag,
+            zapping: Mutex<bool>,
+            shards: [AtomicU32; 2],
+            finished: AtomicBool,
+        }
+
+        impl Runtime {
+            /// A closed namespace with its init and one pid per shard.
+            pub fn new() -> Self {
+                Runtime {
+                    flag: ZapFlag::default(),
+                    zapping: Mutex::new(false),
+                    shards: [AtomicU32::new(1), AtomicU32::new(1)],
+                    finished: AtomicBool::new(false),
+                }
+            }
+
+            /// `nr_allocated`: the init's pid plus every shard.
+            fn count(&self) -> u32 {
+                1 + self
+                    .shards
+                    .iter()
+                    .map(|s| s.load(Ordering::SeqCst))
+                    .sum::<u32>()
+            }
+
+            /// `process_zaps`: a plain load, then the take and the re-check of every
+            /// queued init (`try_finish_zap`: finished when its count reads 1).
+            fn process(&self) {
+                if self.flag.is_raised()
+                    && self.flag.take()
+                    && *self.zapping.lock().unwrap()
+                    && self.count() == 1
+                {
+                    self.finished.store(true, Ordering::Release);
+                }
+            }
+
+            /// The zap's end: queue the init, raise the flag, process.
+            pub fn zap(&self) {
+                *self.zapping.lock().unwrap() = true;
+                self.flag.raise();
+                self.process();
+            }
+
+            /// The reap of shard `i`'s pid: `free_pid` counts it out, sums, raises the
+            /// flag when the namespace is down to 2 or 1 pids, then processes.
+            pub fn reap(&self, i: usize) {
+                self.shards[i].fetch_sub(1, Ordering::SeqCst);
+                if matches!(self.count(), 1 | 2) {
+                    self.flag.raise();
+                }
+                self.process();
+            }
+
+            /// Whether some thread saw the namespace empty and finished the init.
+            pub fn finished(&self) -> bool {
+                self.finished.load(Ordering::Acquire)
+            }
+        }
+
+        impl Default for Runtime {
+            fn default() -> Self {
+                Runtime::new()
             }
         }
     }

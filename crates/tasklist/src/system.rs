@@ -8,6 +8,7 @@ use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{
     Comm, GroupHome, GroupState, RUNNING, Rare, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task,
 };
+use crate::zap_flag::ZapFlag;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::{LockStat, NamedRwLock};
@@ -60,8 +61,9 @@ pub struct System {
     /// `Scalable`, which relies on the per-process locks alone).
     pub(crate) tasklist_on_hot_path: bool,
     pub(crate) init: Task,
-    /// Set by `free_pid`'s reaper wakeup: some closed namespace may have emptied.
-    pub(crate) zap_check: AtomicBool,
+    /// Raised by `free_pid`'s reaper wakeup and by a zap: some closed namespace may
+    /// have emptied (`zap_flag.rs` says why raising is a read-modify-write).
+    pub(crate) zap_check: ZapFlag,
     /// Namespace inits waiting for their namespace to empty (`zap_pid_ns_processes`).
     pub(crate) zapping: Mutex<Vec<Task>>,
     /// `Scalable`: the per-thread credits of the root namespace's reference count,
@@ -138,7 +140,7 @@ impl System {
             let w = weak.clone();
             map.set_reaper_wakeup(Box::new(move |_ns| {
                 if let Some(s) = w.upgrade() {
-                    s.zap_check.store(true, Ordering::Release);
+                    s.zap_check.raise();
                 }
             }));
             System {
@@ -150,7 +152,7 @@ impl System {
                 tasklist_lock: NamedRwLock::new("tasklist_lock", tl),
                 tasklist_on_hot_path: tasklist_on_hot_path(cfg.profile),
                 init: Task::from_inner(inner),
-                zap_check: AtomicBool::new(false),
+                zap_check: ZapFlag::default(),
                 zapping: Mutex::new(Vec::new()),
                 _pid_ref_credits: root_ns.pid_ref_credits(),
             }
@@ -273,14 +275,14 @@ impl System {
     pub(crate) fn process_zaps(&self) {
         // A plain load first: the flag is almost always clear, and a swap would write
         // the shared line on every reap.
-        if self.zap_check.load(Ordering::Acquire) {
+        if self.zap_check.is_raised() {
             self.process_zaps_slow();
         }
     }
 
     #[cold]
     fn process_zaps_slow(&self) {
-        if !self.zap_check.swap(false, Ordering::AcqRel) {
+        if !self.zap_check.take() {
             return;
         }
         let list: Vec<Task> = self.zapping.lock().clone();

@@ -25,3 +25,28 @@ fn a_reap_that_skips_the_recheck_is_counted_by_the_dying_init() {
         );
     });
 }
+
+/// Two reapers free the namespace's last two pids but the init's while the zap queues
+/// the init: with two raises of the flag before one take, the taker must still count
+/// both frees (the raise is a read-modify-write; a plain release store fails this).
+#[test]
+fn every_free_before_a_raise_is_seen_by_the_take() {
+    use uproc_tasklist::loom_model::zap_check::Runtime;
+    loom::model(|| {
+        let rt = Arc::new(Runtime::new());
+        let reapers: Vec<_> = (0..2)
+            .map(|i| {
+                let rt = rt.clone();
+                thread::spawn(move || rt.reap(i))
+            })
+            .collect();
+        rt.zap();
+        for r in reapers {
+            r.join().unwrap();
+        }
+        assert!(
+            rt.finished(),
+            "the namespace emptied and nobody finished its init"
+        );
+    });
+}
