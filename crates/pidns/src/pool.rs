@@ -77,8 +77,11 @@ const CACHED: usize = 8;
 
 /// State bit: a pid owns the number.
 const OWNED: u8 = 0x80;
+/// State bit, only with `OWNED`: an exhaustion scan saw the number in use, so its
+/// release must take the pool lock (which the scan holds until it has decided).
+const MARKED: u8 = 0x40;
 /// State bits: how many entries of the number are out (in the pool or a batch).
-const ENTRIES: u8 = 0x7f;
+const ENTRIES: u8 = 0x3f;
 /// The most entries one number may have out (bounds the pool whatever `set_tid` does).
 const MAX_ENTRIES: u8 = 4;
 /// A number never handed out: free, its one entry in the fresh range.
@@ -284,6 +287,12 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         let mut cur = st.load(Ordering::Relaxed);
         let push = loop {
             debug_assert!(cur & OWNED != 0, "releasing a free number");
+            if cur & MARKED != 0 {
+                // An exhaustion scan saw this number in use: release it under the pool
+                // lock, after the scan decided (the bit is read from the value the
+                // compare-exchange below checks, so this costs the fast path nothing).
+                return self.release_marked(st, nr);
+            }
             // A new entry at the back of the FIFO, unless the number already has the
             // most entries it may (re-claimed directly again and again while its old
             // entries were out): then it keeps its place behind them.
@@ -313,6 +322,28 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         });
         if !matches!(pushed, Ok(true)) {
             self.push_free_slow(nr);
+        }
+    }
+
+    /// [`release_state`](Self::release_state) of a number an exhaustion scan marked:
+    /// under the pool lock, so no scan holding it can miss the release, and straight to
+    /// the back of the FIFO (the lock is held anyway).
+    #[cold]
+    #[inline(never)]
+    fn release_marked(&self, st: &AtomicU8, nr: i32) {
+        let mut sh = self.lock();
+        let mut cur = st.load(Ordering::Relaxed);
+        let push = loop {
+            debug_assert!(cur & OWNED != 0, "releasing a free number");
+            let push = cur & ENTRIES < MAX_ENTRIES;
+            let to = (cur & ENTRIES) + u8::from(push);
+            match st.compare_exchange(cur, to, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break push,
+                Err(seen) => cur = seen,
+            }
+        };
+        if push {
+            sh.queue.push_back(nr);
         }
     }
 
@@ -428,11 +459,52 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
 
     /// The pool is dry: claim any free number below `pid_max` directly, wherever its
     /// entry is (another thread's batch, typically). `pid_max` stays exact: this fails
-    /// only when every number is in use.
+    /// only when, at one moment, every number below it was in use.
+    ///
+    /// A first pass only reads (and claims the first free number it meets). It cannot
+    /// conclude anything from finding none: a number freed behind it while the last free
+    /// one ahead of it was taken makes it see every number in use, although one was free
+    /// at every moment. So a second pass decides, under the pool lock, marking every
+    /// number it finds in use ([`MARKED`]): a marked number can only be released under
+    /// the pool lock ([`release_marked`](Self::release_marked)), so every number it
+    /// marked is still in use when it finishes. If it found none free, that moment is
+    /// the one at which every number was in use.
     #[cold]
-    fn scan(&self, pid_max: i32) -> Option<i32> {
-        (1..pid_max)
-            .find(|&nr| self.state(nr).load(Ordering::Relaxed) & OWNED == 0 && self.claim(nr))
+    #[inline(never)]
+    pub(crate) fn scan(&self, pid_max: i32) -> Option<i32> {
+        let pid_max = pid_max.min(self.limit);
+        let optimistic = (1..pid_max)
+            .find(|&nr| self.state(nr).load(Ordering::Relaxed) & OWNED == 0 && self.claim(nr));
+        optimistic.or_else(|| self.scan_exact(pid_max))
+    }
+
+    /// [`scan`](Self::scan)'s deciding pass, under the pool lock.
+    fn scan_exact(&self, pid_max: i32) -> Option<i32> {
+        let _decide = self.lock();
+        (1..pid_max).find(|&nr| {
+            let st = self.state(nr);
+            let mut cur = st.load(Ordering::Relaxed);
+            loop {
+                let to = if cur & OWNED == 0 {
+                    cur | OWNED // free: claim it
+                } else if cur & MARKED == 0 {
+                    cur | MARKED // in use: its release now waits for this lock
+                } else {
+                    return false; // in use and marked (by an earlier scan)
+                };
+                // Marking needs no ordering: a release's compare-exchange that expected
+                // the unmarked value fails (coherence) and sees the mark on its retry.
+                let ord = if to & MARKED != 0 {
+                    Ordering::Relaxed
+                } else {
+                    Ordering::AcqRel
+                };
+                match st.compare_exchange(cur, to, ord, Ordering::Relaxed) {
+                    Ok(_) => return to & MARKED == 0,
+                    Err(seen) => cur = seen,
+                }
+            }
+        })
     }
 
     /// Under the pool lock: appends `e`'s free batch to the back of the FIFO and fills

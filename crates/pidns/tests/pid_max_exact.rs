@@ -101,7 +101,12 @@ fn run(ns: &Arc<PidNamespace>, usable: usize, threads: usize, iters: usize) -> u
             let (ns, permits, start) = (ns.clone(), permits.clone(), start.clone());
             std::thread::spawn(move || {
                 start.wait();
-                worker(&ns, &permits, 0x9e37_79b9_7f4a_7c15 ^ (t as u64 + 1) << 32, iters)
+                worker(
+                    &ns,
+                    &permits,
+                    0x9e37_79b9_7f4a_7c15 ^ (t as u64 + 1) << 32,
+                    iters,
+                )
             })
         })
         .collect();
@@ -120,7 +125,10 @@ fn scalable_no_eagain_while_a_number_is_free() {
         let (ns, _init) = root_with_init(Profile::Scalable, PID_MAX);
         let usable = (PID_MAX - 2) as usize;
         let eagain = run(&ns, usable, threads, ITERS);
-        eprintln!("{threads} threads, {} forks and frees: {eagain} EAGAIN", threads * ITERS);
+        eprintln!(
+            "{threads} threads, {} forks and frees: {eagain} EAGAIN",
+            threads * ITERS
+        );
         assert_eq!(
             eagain, 0,
             "{threads} threads: EAGAIN while a number below pid_max was free (Linux: only \
