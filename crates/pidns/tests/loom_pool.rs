@@ -1,6 +1,7 @@
 //! Loom models of the `Scalable` number pool: per-thread batches over a shared FIFO,
-//! exact claims racing with batch pops, the exhaustion scan stealing a cached number,
-//! and a slot's publish vs. lookup vs. removal across a number's reuse. Run with
+//! exact claims racing with batch pops, the exhaustion scan stealing a cached number
+//! and never giving up while a number is free, and a slot's publish vs. lookup vs.
+//! removal across a number's reuse. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p uproc-pidns --test loom_pool --release`.
 #![cfg(loom)]
 
@@ -100,5 +101,28 @@ fn release_races_with_allocation_of_the_last_number() {
             }
             None => assert!(pool.claim(1), "released and not taken: free"),
         }
+    });
+}
+
+/// The pool is dry: this thread owns 1 and its batch holds the last free number, 2. A
+/// scanner looks for a number while this thread frees 1 (behind the scan) and then takes
+/// 2 (ahead of it). A number was free at every moment, so the scanner must not report
+/// the pool full, whichever numbers it reads before and after the free and the take
+/// (Linux: EAGAIN only when every number is in use at once).
+#[test]
+fn scan_sees_a_release_behind_it_while_a_number_ahead_is_taken() {
+    loom::model(|| {
+        let pool = Pool::new(3, 2); // numbers 1 and 2
+        let first = pool.alloc(3).expect("fresh pool");
+        assert_eq!(first, 1, "the batch is [1, 2]");
+        let p2 = pool.clone();
+        let scanner = thread::spawn(move || p2.alloc(3));
+        pool.release(first);
+        let mine = pool.alloc(3).expect("1 was released and 2 is in the batch");
+        let theirs = scanner
+            .join()
+            .unwrap()
+            .expect("a number was free at every moment: the scan must find one");
+        assert_ne!(mine, theirs, "a number live twice");
     });
 }
