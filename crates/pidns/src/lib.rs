@@ -60,8 +60,10 @@
 //! `set_tid` claims its number directly, and `find_pid` reads a per-number slot. It keeps
 //! every error code and rule except the order numbers are handed out in: a freed number
 //! waits behind every free number in the shared pool ([`PidNamespace::pool_len`]), and
-//! EAGAIN means every number below `pid_max` is in use (other threads' batches are
-//! drained first). See `IMPLEMENTATION.md`.
+//! EAGAIN means that at one moment every number below `pid_max` was in use, as with
+//! Linux's bitmap under `pidmap_lock` (other threads' batches are drained first, and the
+//! last pass over the numbers decides under the namespace's pool lock, so a number
+//! freed behind it cannot be missed). See `IMPLEMENTATION.md`.
 //!
 //! The crate's only `unsafe` is in the per-thread credits of a root namespace's
 //! reference count (`Scalable`: [`PidNamespace::pid_ref_credits`]): raw strong-count

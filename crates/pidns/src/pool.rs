@@ -14,8 +14,8 @@
 //!   thread B: alloc batch [76 77 ..]     free batch [..]        ▼  `batch` ops)
 //!
 //!   chunks (4096 numbers each, allocated on first use):
-//!     state[nr]: OWNED bit | entries out (AtomicU8; the arbiter of ownership)
-//!     slot[nr]:  ArcSwapOption<Pid>      (find_pid reads it, no lock)
+//!     state[nr]: OWNED | MARKED | entries out (AtomicU8; the arbiter of ownership)
+//!     slot[nr]:  RwLock<Option<Arc<Pid>>>  (its own word-sized lock; find_pid reads it)
 //!   count: per-thread shards of pid_allocated + the PIDNS_ADDING flag (count.rs)
 //! ```
 //!
@@ -33,20 +33,39 @@
 //! - a release: clear `OWNED` and add one entry (count + 1) at the back of the FIFO,
 //!   through the releasing thread's free batch.
 //!
+//! - an exhaustion scan's deciding pass (under the pool lock): set `MARKED` on an owned
+//!   number; the owner's release then takes the pool lock too, and clears it.
+//!
 //! So a number is never live twice, and a number freed is handed out again only when
 //! its newest entry comes out of the pool: the older ones (left behind by a direct
 //! claim) are dropped on the way. The count is capped at [`MAX_ENTRIES`]: a number
 //! claimed directly again and again while its entries are out stops getting new ones,
 //! which bounds the pool's size whatever `set_tid` does (and only that number loses its
 //! place in the order).
+//!
+//! # Exhaustion: EAGAIN is exact
+//!
+//! When the thread's batch and the shared pool have nothing below `pid_max`, the free
+//! numbers (if any) sit in other threads' batches, and [`NumberPool::scan`] claims one
+//! directly. Its first pass only reads, and failing proves nothing: a number freed
+//! behind it while the last free number ahead of it was taken lets it see every number
+//! in use although one was free at every moment. The deciding pass holds the pool lock
+//! and marks every owned number it passes; a marked number's release takes the pool
+//! lock, so every number the pass marked stays owned until the pass has ended. Finding
+//! none free then means that every number was owned at the moment the pass ended: the
+//! moment Linux's `idr_alloc_cyclic` would have seen a full bitmap. The mark is read
+//! from the value the release's compare-exchange checks anyway: the common free path
+//! reads nothing more and writes nothing more.
 
 //! # Memory orderings
 //!
-//! Claims are `AcqRel` compare-exchanges and releases `Release` ones: the new owner's
+//! Claims and releases are `AcqRel` compare-exchanges: the new owner's
 //! claim reads from the old owner's release, so the old owner's slot clear
 //! (`slot = None`, done before the release) happens-before the new owner's publish.
-//! The slot itself is `arc-swap` (a lookup pins the object it loaded, so a concurrent
-//! clear cannot free it under the reader). See `count.rs` for how the count's
+//! The slot itself is a word-sized lock of its own ([`Slot`]). A scan's mark is a
+//! `Relaxed` compare-exchange: what it must achieve is coherence alone (a release
+//! that expected the unmarked value fails and re-reads), and the pool lock orders the
+//! marked release after the scan. See `count.rs` for how the count's
 //! `SeqCst` accesses order a publish against `disable_pid_allocation`.
 //!
 //! # Reuse distance
@@ -56,7 +75,9 @@
 //! allocations (the free numbers not sitting in some thread's cache) happen before it
 //! can be handed out again; fresh numbers (never used) count as released before any
 //! other. Only a direct claim (`set_tid`, or the exhaustion scan when the pool is dry)
-//! can take a number out of order.
+//! can take a number out of order. A marked number's release goes straight to the back
+//! of the shared FIFO (its lock is held anyway): everything in the pool is still ahead
+//! of it.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -284,24 +305,10 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// [`release`](Self::release) with the number's state byte already looked up.
     #[inline(always)]
     fn release_state(self: &Arc<Self>, st: &AtomicU8, nr: i32) {
-        let mut cur = st.load(Ordering::Relaxed);
-        let push = loop {
-            debug_assert!(cur & OWNED != 0, "releasing a free number");
-            if cur & MARKED != 0 {
-                // An exhaustion scan saw this number in use: release it under the pool
-                // lock, after the scan decided (the bit is read from the value the
-                // compare-exchange below checks, so this costs the fast path nothing).
-                return self.release_marked(st, nr);
-            }
-            // A new entry at the back of the FIFO, unless the number already has the
-            // most entries it may (re-claimed directly again and again while its old
-            // entries were out): then it keeps its place behind them.
-            let push = cur & ENTRIES < MAX_ENTRIES;
-            let to = (cur & ENTRIES) + u8::from(push);
-            match st.compare_exchange(cur, to, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => break push,
-                Err(seen) => cur = seen,
-            }
+        let Some(push) = Self::clear_owned(st, true) else {
+            // An exhaustion scan saw this number in use: release it under the pool lock,
+            // after the scan decided.
+            return self.release_marked(st, nr);
         };
         if !push {
             return;
@@ -332,18 +339,31 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     #[inline(never)]
     fn release_marked(&self, st: &AtomicU8, nr: i32) {
         let mut sh = self.lock();
+        if Self::clear_owned(st, false) == Some(true) {
+            sh.queue.push_back(nr);
+        }
+    }
+
+    /// A release's state change: clears `OWNED` (and `MARKED`) and adds an entry, unless
+    /// the number already has the most entries it may (re-claimed directly again and
+    /// again while its old entries were out: then it keeps its place behind them).
+    /// Returns whether an entry must be pushed; `None`, changing nothing, if
+    /// `unmarked_only` and the number is marked. The mark is read from the value the
+    /// compare-exchange checks anyway, so testing it costs the fast path no access.
+    #[inline(always)]
+    fn clear_owned(st: &AtomicU8, unmarked_only: bool) -> Option<bool> {
         let mut cur = st.load(Ordering::Relaxed);
-        let push = loop {
+        loop {
             debug_assert!(cur & OWNED != 0, "releasing a free number");
+            if unmarked_only && cur & MARKED != 0 {
+                return None;
+            }
             let push = cur & ENTRIES < MAX_ENTRIES;
             let to = (cur & ENTRIES) + u8::from(push);
             match st.compare_exchange(cur, to, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => break push,
+                Ok(_) => return Some(push),
                 Err(seen) => cur = seen,
             }
-        };
-        if push {
-            sh.queue.push_back(nr);
         }
     }
 
