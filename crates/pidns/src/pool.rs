@@ -110,16 +110,27 @@ const FRESH: u8 = 1;
 
 static NEXT_POOL_ID: StdAtomicU64 = StdAtomicU64::new(1);
 
+/// `CHUNK` numbers' state bytes and lookup slots. Fixed-size arrays: an index
+/// `nr % CHUNK` needs no bounds check on the fork and free paths.
 struct Chunk<T> {
-    state: Box<[AtomicU8]>,
-    slot: Box<[Slot<T>]>,
+    state: Box<[AtomicU8; CHUNK]>,
+    slot: Box<[Slot<T>; CHUNK]>,
+}
+
+/// `CHUNK` values built on the heap (a 4096-entry array would not fit every stack).
+fn boxed_array<V>(f: impl FnMut(usize) -> V) -> Box<[V; CHUNK]> {
+    let v: Box<[V]> = (0..CHUNK).map(f).collect();
+    match v.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("CHUNK values were collected"),
+    }
 }
 
 impl<T> Chunk<T> {
     fn new() -> Box<Chunk<T>> {
         Box::new(Chunk {
-            state: (0..CHUNK).map(|_| AtomicU8::new(FRESH)).collect(),
-            slot: (0..CHUNK).map(|_| Slot::empty()).collect(),
+            state: boxed_array(|_| AtomicU8::new(FRESH)),
+            slot: boxed_array(|_| Slot::empty()),
         })
     }
 }

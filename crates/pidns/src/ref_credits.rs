@@ -58,21 +58,20 @@ struct Shard {
 
 /// The credit shards of one namespace.
 pub(crate) struct RefCredits {
-    shards: Box<[Shard]>,
+    shards: Box<[Shard; crate::count::SHARDS]>,
 }
 
 impl RefCredits {
     /// Every shard closed: a plain `Arc` until [`open`](Self::open).
     pub(crate) fn new() -> RefCredits {
         RefCredits {
-            shards: (0..crate::count::SHARDS)
-                .map(|_| Shard {
-                    word: AtomicU64::new(CLOSED),
-                })
-                .collect(),
+            shards: Box::new(std::array::from_fn(|_| Shard {
+                word: AtomicU64::new(CLOSED),
+            })),
         }
     }
 
+    #[inline]
     fn mine(&self) -> &Shard {
         &self.shards[crate::count::my_shard()]
     }
