@@ -121,9 +121,16 @@ impl RefCredits {
     /// shared line, once per `BATCH` takes.
     #[inline]
     pub(crate) fn acquire(&self, inc: impl Fn(u64), dec: impl Fn(u64)) {
-        if self.try_take() {
-            return;
+        if !self.try_take() {
+            self.acquire_dry(inc, dec);
         }
+    }
+
+    /// [`acquire`](Self::acquire) with no credit in this thread's shard: out of line,
+    /// so the common case inlines into `alloc_pid`.
+    #[cold]
+    #[inline(never)]
+    fn acquire_dry(&self, inc: impl Fn(u64), dec: impl Fn(u64)) {
         if !self.is_open_here() {
             inc(1);
             return;
