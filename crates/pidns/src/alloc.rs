@@ -562,12 +562,19 @@ fn alloc_scalable(
 /// `Scalable` half of [`free_pid`]: clear each level's slot, give the number back
 /// (to this thread's free batch), count it out of the level's shard. Bit `i` of the
 /// result: wake the reaper of level `i`'s namespace.
+#[inline(always)]
 fn free_scalable(pid: &Pid) -> u64 {
     if let [up] = pid.numbers() {
         let pool = pool_of(&up.ns);
         pool.unpublish_release(up.nr);
         return u64::from(pool.count.sub());
     }
+    free_scalable_nested(pid)
+}
+
+/// [`free_scalable`] for a pid of several levels, out of line.
+#[inline(never)]
+fn free_scalable_nested(pid: &Pid) -> u64 {
     // Every level counted out before any level's `adding` is read (`count.rs`).
     for up in pid.numbers() {
         let pool = pool_of(&up.ns);
