@@ -75,9 +75,8 @@
 //! allocations (the free numbers not sitting in some thread's cache) happen before it
 //! can be handed out again; fresh numbers (never used) count as released before any
 //! other. Only a direct claim (`set_tid`, or the exhaustion scan when the pool is dry)
-//! can take a number out of order. A marked number's release goes straight to the back
-//! of the shared FIFO (its lock is held anyway): everything in the pool is still ahead
-//! of it.
+//! can take a number out of order. A marked number's release changes its state under
+//! the pool lock, and its entry then goes the same way as any other.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -316,10 +315,11 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// [`release`](Self::release) with the number's state byte already looked up.
     #[inline(always)]
     fn release_state(self: &Arc<Self>, st: &AtomicU8, nr: i32) {
-        let Some(push) = Self::clear_owned(st, true) else {
+        let push = match Self::clear_owned(st, true) {
+            Some(push) => push,
             // An exhaustion scan saw this number in use: release it under the pool lock,
             // after the scan decided.
-            return self.release_marked(st, nr);
+            None => self.clear_marked(st),
         };
         if !push {
             return;
@@ -343,16 +343,15 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         }
     }
 
-    /// [`release_state`](Self::release_state) of a number an exhaustion scan marked:
-    /// under the pool lock, so no scan holding it can miss the release, and straight to
-    /// the back of the FIFO (the lock is held anyway).
+    /// [`release_state`](Self::release_state)'s state change for a number an
+    /// exhaustion scan marked: under the pool lock, so no scan holding it can miss the
+    /// release. The entry then goes the usual way (this thread's free batch), so the
+    /// reuse distance is the same as for any free.
     #[cold]
     #[inline(never)]
-    fn release_marked(&self, st: &AtomicU8, nr: i32) {
-        let mut sh = self.lock();
-        if Self::clear_owned(st, false) == Some(true) {
-            sh.queue.push_back(nr);
-        }
+    fn clear_marked(&self, st: &AtomicU8) -> bool {
+        let _after_the_scan = self.lock();
+        Self::clear_owned(st, false).expect("a release clears any state")
     }
 
     /// A release's state change: clears `OWNED` (and `MARKED`) and adds an entry, unless
@@ -497,7 +496,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// one ahead of it was taken makes it see every number in use, although one was free
     /// at every moment. So a second pass decides, under the pool lock, marking every
     /// number it finds in use ([`MARKED`]): a marked number can only be released under
-    /// the pool lock ([`release_marked`](Self::release_marked)), so every number it
+    /// the pool lock ([`clear_marked`](Self::clear_marked)), so every number it
     /// marked is still in use when it finishes. If it found none free, that moment is
     /// the one at which every number was in use.
     #[cold]
