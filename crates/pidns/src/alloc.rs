@@ -411,10 +411,11 @@ fn reserve_pooled(
         Some(_) => return Err(Errno::EEXIST),
         // A namespace waiting for its init gives it 1 (Linux resets the cursor).
         None if !has_reaper && pool.claim(1) => 1,
-        // Every number below the ancestors' bound is in use here. At rest that means an
-        // outer level is full, but not while pids are between the reservation of their
-        // inner number and their outer one (or a free between the two): then the
-        // namespace's own limit decides, as in Linux, with an exact scan beyond the bound.
+        // Every number below the ancestors' bound is in use here. That need not mean an
+        // outer level is full (pids between the reservation of their inner number and
+        // their outer one, or a free between the two; outer numbers above an ancestor's
+        // limit lowered since): the namespace's own limit decides, as in Linux, with an
+        // exact scan beyond the bound.
         None => match pool
             .alloc(bound)
             .or_else(|| (bound < pid_max).then(|| pool.scan(pid_max)).flatten())
@@ -512,9 +513,8 @@ fn alloc_scalable(
     // numbers below that bound only (its own pid_max is PID_MAX_LIMIT by default, and
     // the pool's FIFO would otherwise walk, and build lookup slots for, all 4M numbers
     // before reusing one). EAGAIN stays exact: when every number below the bound is in
-    // use here at rest, some outer level is full as well, and otherwise the pool goes
-    // on beyond the bound (`reserve_pooled`). `set_tid` may still ask for any number
-    // below the namespace's own pid_max.
+    // use here, the pool goes on beyond it (`reserve_pooled`). `set_tid` may still ask
+    // for any number below the namespace's own pid_max.
     let levels = pid.numbers().len();
     let mut bound = [0i32; MAX_PID_NS_LEVEL as usize + 1];
     let mut tightest = i32::MAX;
