@@ -27,7 +27,7 @@
 //! | `Pid::numbers` | private to `alloc_pid` until published; immutable after | anyone |
 //! | `Pid::ino` | pidfs, once, before the pid escapes `alloc_pid` | anyone |
 //! | `Pid::task_slot` | tasklist, under its tasklist lock | anyone |
-//! | `Scalable`: a number's state byte | compare-exchange, no lock | anyone |
+//! | `Scalable`: a number's state byte | compare-exchange, no lock (an exhaustion scan marks the numbers in use under the pool lock, and a marked number is released under it) | anyone |
 //! | `Scalable`: a number's lookup slot | its own word-sized `RwLock`, by the number's owner | `find_pid`, the same lock |
 //! | `Scalable`: the free-number FIFO and fresh cursor | the namespace's pool lock (counted, `pidns_pool_lock`), once per batch | the same |
 //! | `Scalable`: `pid_allocated` | the forking or freeing thread's shard of the count (a line no other worker writes) | the closing path sums the shards |
