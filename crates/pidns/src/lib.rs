@@ -128,6 +128,12 @@ pub mod loom_model {
             self.0.alloc(pid_max)
         }
 
+        /// The exhaustion scan's deciding pass alone (under the pool lock, marking the
+        /// numbers in use).
+        pub fn scan_exact(&self, pid_max: i32) -> Option<i32> {
+            self.0.scan_exact(pid_max)
+        }
+
         /// `set_tid`'s exact claim.
         pub fn claim(&self, nr: i32) -> bool {
             self.0.claim(nr)

@@ -509,7 +509,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     }
 
     /// [`scan`](Self::scan)'s deciding pass, under the pool lock.
-    fn scan_exact(&self, pid_max: i32) -> Option<i32> {
+    pub(crate) fn scan_exact(&self, pid_max: i32) -> Option<i32> {
         let _decide = self.lock();
         (1..pid_max).find(|&nr| {
             let st = self.state(nr);
