@@ -31,8 +31,7 @@
 //! - a direct claim (`set_tid`, the init-first rule, the exhaustion scan): set `OWNED`
 //!   if clear, leaving the entries where they are;
 //! - a release: clear `OWNED` and add one entry (count + 1) at the back of the FIFO,
-//!   through the releasing thread's free batch.
-//!
+//!   through the releasing thread's free batch;
 //! - an exhaustion scan's deciding pass (under the pool lock): set `MARKED` on an owned
 //!   number; the owner's release then takes the pool lock too, and clears it.
 //!
