@@ -395,8 +395,15 @@ fn pool_of(ns: &PidNamespace) -> &Arc<NumberPool<Pid>> {
 }
 
 /// `Scalable`: one number from `ns`'s pool: `set_tid`'s exact claim, or the thread's
-/// batch; then the init-first rule. Same errors as [`reserve_level`].
-fn reserve_pooled(ns: &PidNamespace, tid: Option<i32>, pid_max: i32) -> Result<i32, Errno> {
+/// batch (numbers below `bound`, the tightest `pid_max` of `ns` and its ancestors, see
+/// [`alloc_scalable`]); then the init-first rule. Same errors as [`reserve_level`]:
+/// EAGAIN only if every number below the namespace's own `pid_max` was in use at once.
+fn reserve_pooled(
+    ns: &PidNamespace,
+    tid: Option<i32>,
+    pid_max: i32,
+    bound: i32,
+) -> Result<i32, Errno> {
     let pool = pool_of(ns);
     let has_reaper = ns.has_child_reaper();
     let nr = match tid {
@@ -404,7 +411,15 @@ fn reserve_pooled(ns: &PidNamespace, tid: Option<i32>, pid_max: i32) -> Result<i
         Some(_) => return Err(Errno::EEXIST),
         // A namespace waiting for its init gives it 1 (Linux resets the cursor).
         None if !has_reaper && pool.claim(1) => 1,
-        None => match pool.alloc(pid_max) {
+        // Every number below the ancestors' bound is in use here. That need not mean an
+        // outer level is full (pids between the reservation of their inner number and
+        // their outer one, or a free between the two; outer numbers above an ancestor's
+        // limit lowered since): the namespace's own limit decides, as in Linux, with an
+        // exact scan beyond the bound.
+        None => match pool
+            .alloc(bound)
+            .or_else(|| (bound < pid_max).then(|| pool.scan(pid_max)).flatten())
+        {
             Some(nr) => nr,
             None => {
                 tracing::debug!(level = ns.level(), pid_max, "alloc_pid: namespace full");
@@ -433,7 +448,7 @@ fn alloc_scalable_root(ns: &Arc<PidNamespace>) -> Result<Arc<Pid>, Errno> {
             Errno::EAGAIN
         })?
     } else {
-        reserve_pooled(ns, None, pid_max)?
+        reserve_pooled(ns, None, pid_max, pid_max)?
     };
     let pid = Arc::new(Pid::new(Numbers::One(std::mem::ManuallyDrop::new(Upid {
         nr,
@@ -476,7 +491,7 @@ fn alloc_scalable(
 ) -> Result<(), Errno> {
     if ns.parent().is_none() {
         // One level (the common case): no chain walk, no rollback array.
-        let nr = reserve_pooled(ns, set_tid.first().copied(), pid_max[0])?;
+        let nr = reserve_pooled(ns, set_tid.first().copied(), pid_max[0], pid_max[0])?;
         fill_number(pid, 0, nr);
         let pool = pool_of(ns);
         pool.publish(nr, Arc::clone(pid));
@@ -498,8 +513,8 @@ fn alloc_scalable(
     // numbers below that bound only (its own pid_max is PID_MAX_LIMIT by default, and
     // the pool's FIFO would otherwise walk, and build lookup slots for, all 4M numbers
     // before reusing one). EAGAIN stays exact: when every number below the bound is in
-    // use here, some outer level is full as well. `set_tid` may still ask for any
-    // number below the namespace's own pid_max.
+    // use here, the pool goes on beyond it (`reserve_pooled`). `set_tid` may still ask
+    // for any number below the namespace's own pid_max.
     let levels = pid.numbers().len();
     let mut bound = [0i32; MAX_PID_NS_LEVEL as usize + 1];
     let mut tightest = i32::MAX;
@@ -508,7 +523,7 @@ fn alloc_scalable(
         bound[i] = tightest;
     }
     for (i, level_ns) in chain(ns).enumerate() {
-        match reserve_pooled(level_ns, set_tid.get(i).copied(), bound[i]) {
+        match reserve_pooled(level_ns, set_tid.get(i).copied(), pid_max[i], bound[i]) {
             Ok(nr) => {
                 done[n] = Reserved {
                     level_from_inner: i,
@@ -547,12 +562,19 @@ fn alloc_scalable(
 /// `Scalable` half of [`free_pid`]: clear each level's slot, give the number back
 /// (to this thread's free batch), count it out of the level's shard. Bit `i` of the
 /// result: wake the reaper of level `i`'s namespace.
+#[inline(always)]
 fn free_scalable(pid: &Pid) -> u64 {
     if let [up] = pid.numbers() {
         let pool = pool_of(&up.ns);
         pool.unpublish_release(up.nr);
         return u64::from(pool.count.sub());
     }
+    free_scalable_nested(pid)
+}
+
+/// [`free_scalable`] for a pid of several levels, out of line.
+#[inline(never)]
+fn free_scalable_nested(pid: &Pid) -> u64 {
     // Every level counted out before any level's `adding` is read (`count.rs`).
     for up in pid.numbers() {
         let pool = pool_of(&up.ns);

@@ -102,8 +102,11 @@ pub(crate) fn set_my_shard(i: usize) {
     MY_SHARD.with(|s| s.set(i % SHARDS));
 }
 
+/// This thread's shard, `< SHARDS` (so indexing a `[_; SHARDS]` needs no bounds check
+/// once inlined).
+#[inline]
 pub(crate) fn my_shard() -> usize {
-    MY_SHARD
+    let i = MY_SHARD
         .try_with(|s| {
             let mut i = s.get();
             if i == usize::MAX {
@@ -113,7 +116,8 @@ pub(crate) fn my_shard() -> usize {
             i
         })
         // Thread-local storage already torn down: any shard is correct, only slower.
-        .unwrap_or(0)
+        .unwrap_or(0);
+    i % SHARDS
 }
 
 /// Under loom only: the `SeqCst` fence that stands for the single order of `SeqCst`
@@ -126,7 +130,7 @@ fn loom_order() {
 
 /// `pid_allocated` + `PIDNS_ADDING` of one `Scalable` namespace.
 pub(crate) struct AllocCount {
-    shards: Box<[Shard]>,
+    shards: Box<[Shard; SHARDS]>,
     adding: AtomicBool,
 }
 
@@ -134,16 +138,15 @@ impl AllocCount {
     /// Zero pids, accepting new ones.
     pub(crate) fn new() -> AllocCount {
         AllocCount {
-            shards: (0..SHARDS)
-                .map(|_| Shard {
-                    added: AtomicU64::new(0),
-                    removed: AtomicU64::new(0),
-                })
-                .collect(),
+            shards: Box::new(std::array::from_fn(|_| Shard {
+                added: AtomicU64::new(0),
+                removed: AtomicU64::new(0),
+            })),
             adding: AtomicBool::new(true),
         }
     }
 
+    #[inline]
     fn shard(&self) -> &Shard {
         &self.shards[my_shard()]
     }

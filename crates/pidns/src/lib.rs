@@ -27,7 +27,7 @@
 //! | `Pid::numbers` | private to `alloc_pid` until published; immutable after | anyone |
 //! | `Pid::ino` | pidfs, once, before the pid escapes `alloc_pid` | anyone |
 //! | `Pid::task_slot` | tasklist, under its tasklist lock | anyone |
-//! | `Scalable`: a number's state byte | compare-exchange, no lock | anyone |
+//! | `Scalable`: a number's state byte | compare-exchange, no lock (an exhaustion scan marks the numbers in use under the pool lock, and a marked number is released under it) | anyone |
 //! | `Scalable`: a number's lookup slot | its own word-sized `RwLock`, by the number's owner | `find_pid`, the same lock |
 //! | `Scalable`: the free-number FIFO and fresh cursor | the namespace's pool lock (counted, `pidns_pool_lock`), once per batch | the same |
 //! | `Scalable`: `pid_allocated` | the forking or freeing thread's shard of the count (a line no other worker writes) | the closing path sums the shards |
@@ -60,8 +60,10 @@
 //! `set_tid` claims its number directly, and `find_pid` reads a per-number slot. It keeps
 //! every error code and rule except the order numbers are handed out in: a freed number
 //! waits behind every free number in the shared pool ([`PidNamespace::pool_len`]), and
-//! EAGAIN means every number below `pid_max` is in use (other threads' batches are
-//! drained first). See `IMPLEMENTATION.md`.
+//! EAGAIN means that at one moment every number below `pid_max` was in use, as with
+//! Linux's bitmap under `pidmap_lock` (other threads' batches are drained first, and the
+//! last pass over the numbers decides under the namespace's pool lock, so a number
+//! freed behind it cannot be missed). See `IMPLEMENTATION.md`.
 //!
 //! The crate's only `unsafe` is in the per-thread credits of a root namespace's
 //! reference count (`Scalable`: [`PidNamespace::pid_ref_credits`]): raw strong-count
@@ -124,6 +126,12 @@ pub mod loom_model {
         /// The next number below `pid_max` in pool order (batches, then the scan).
         pub fn alloc(&self, pid_max: i32) -> Option<i32> {
             self.0.alloc(pid_max)
+        }
+
+        /// The exhaustion scan's deciding pass alone (under the pool lock, marking the
+        /// numbers in use).
+        pub fn scan_exact(&self, pid_max: i32) -> Option<i32> {
+            self.0.scan_exact(pid_max)
         }
 
         /// `set_tid`'s exact claim.

@@ -239,7 +239,7 @@ impl PidNamespace {
     /// `get_pid_ns` for a new root-level `Pid`: a strong reference to this namespace,
     /// from this thread's credits when they are open.
     #[allow(unsafe_code)]
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get_for_pid(self: &Arc<Self>) -> Arc<Self> {
         let Some(credits) = &self.ref_credits else {
             return Arc::clone(self);

@@ -14,8 +14,8 @@
 //!   thread B: alloc batch [76 77 ..]     free batch [..]        ▼  `batch` ops)
 //!
 //!   chunks (4096 numbers each, allocated on first use):
-//!     state[nr]: OWNED bit | entries out (AtomicU8; the arbiter of ownership)
-//!     slot[nr]:  ArcSwapOption<Pid>      (find_pid reads it, no lock)
+//!     state[nr]: OWNED | MARKED | entries out (AtomicU8; the arbiter of ownership)
+//!     slot[nr]:  RwLock<Option<Arc<Pid>>>  (its own word-sized lock; find_pid reads it)
 //!   count: per-thread shards of pid_allocated + the PIDNS_ADDING flag (count.rs)
 //! ```
 //!
@@ -31,7 +31,9 @@
 //! - a direct claim (`set_tid`, the init-first rule, the exhaustion scan): set `OWNED`
 //!   if clear, leaving the entries where they are;
 //! - a release: clear `OWNED` and add one entry (count + 1) at the back of the FIFO,
-//!   through the releasing thread's free batch.
+//!   through the releasing thread's free batch;
+//! - an exhaustion scan's deciding pass (under the pool lock): set `MARKED` on an owned
+//!   number; the owner's release then takes the pool lock too, and clears it.
 //!
 //! So a number is never live twice, and a number freed is handed out again only when
 //! its newest entry comes out of the pool: the older ones (left behind by a direct
@@ -39,14 +41,30 @@
 //! claimed directly again and again while its entries are out stops getting new ones,
 //! which bounds the pool's size whatever `set_tid` does (and only that number loses its
 //! place in the order).
+//!
+//! # Exhaustion: EAGAIN is exact
+//!
+//! When the thread's batch and the shared pool have nothing below `pid_max`, the free
+//! numbers (if any) sit in other threads' batches, and [`NumberPool::scan`] claims one
+//! directly. Its first pass only reads, and failing proves nothing: a number freed
+//! behind it while the last free number ahead of it was taken lets it see every number
+//! in use although one was free at every moment. The deciding pass holds the pool lock
+//! and marks every owned number it passes; a marked number's release takes the pool
+//! lock, so every number the pass marked stays owned until the pass has ended. Finding
+//! none free then means that every number was owned at the moment the pass ended: the
+//! moment Linux's `idr_alloc_cyclic` would have seen a full bitmap. The mark is read
+//! from the value the release's compare-exchange checks anyway: the common free path
+//! reads nothing more and writes nothing more.
 
 //! # Memory orderings
 //!
-//! Claims are `AcqRel` compare-exchanges and releases `Release` ones: the new owner's
+//! Claims and releases are `AcqRel` compare-exchanges: the new owner's
 //! claim reads from the old owner's release, so the old owner's slot clear
 //! (`slot = None`, done before the release) happens-before the new owner's publish.
-//! The slot itself is `arc-swap` (a lookup pins the object it loaded, so a concurrent
-//! clear cannot free it under the reader). See `count.rs` for how the count's
+//! The slot itself is a word-sized lock of its own ([`Slot`]). A scan's mark is a
+//! `Relaxed` compare-exchange: what it must achieve is coherence alone (a release
+//! that expected the unmarked value fails and re-reads), and the pool lock orders the
+//! marked release after the scan. See `count.rs` for how the count's
 //! `SeqCst` accesses order a publish against `disable_pid_allocation`.
 //!
 //! # Reuse distance
@@ -56,7 +74,8 @@
 //! allocations (the free numbers not sitting in some thread's cache) happen before it
 //! can be handed out again; fresh numbers (never used) count as released before any
 //! other. Only a direct claim (`set_tid`, or the exhaustion scan when the pool is dry)
-//! can take a number out of order.
+//! can take a number out of order. A marked number's release changes its state under
+//! the pool lock, and its entry then goes the same way as any other.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -77,8 +96,11 @@ const CACHED: usize = 8;
 
 /// State bit: a pid owns the number.
 const OWNED: u8 = 0x80;
+/// State bit, only with `OWNED`: an exhaustion scan saw the number in use, so its
+/// release must take the pool lock (which the scan holds until it has decided).
+const MARKED: u8 = 0x40;
 /// State bits: how many entries of the number are out (in the pool or a batch).
-const ENTRIES: u8 = 0x7f;
+const ENTRIES: u8 = 0x3f;
 /// The most entries one number may have out (bounds the pool whatever `set_tid` does).
 const MAX_ENTRIES: u8 = 4;
 /// A number never handed out: free, its one entry in the fresh range.
@@ -86,16 +108,27 @@ const FRESH: u8 = 1;
 
 static NEXT_POOL_ID: StdAtomicU64 = StdAtomicU64::new(1);
 
+/// `CHUNK` numbers' state bytes and lookup slots. Fixed-size arrays: an index
+/// `nr % CHUNK` needs no bounds check on the fork and free paths.
 struct Chunk<T> {
-    state: Box<[AtomicU8]>,
-    slot: Box<[Slot<T>]>,
+    state: Box<[AtomicU8; CHUNK]>,
+    slot: Box<[Slot<T>; CHUNK]>,
+}
+
+/// `CHUNK` values built on the heap (a 4096-entry array would not fit every stack).
+fn boxed_array<V>(f: impl FnMut(usize) -> V) -> Box<[V; CHUNK]> {
+    let v: Box<[V]> = (0..CHUNK).map(f).collect();
+    match v.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("CHUNK values were collected"),
+    }
 }
 
 impl<T> Chunk<T> {
     fn new() -> Box<Chunk<T>> {
         Box::new(Chunk {
-            state: (0..CHUNK).map(|_| AtomicU8::new(FRESH)).collect(),
-            slot: (0..CHUNK).map(|_| Slot::empty()).collect(),
+            state: boxed_array(|_| AtomicU8::new(FRESH)),
+            slot: boxed_array(|_| Slot::empty()),
         })
     }
 }
@@ -281,18 +314,11 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// [`release`](Self::release) with the number's state byte already looked up.
     #[inline(always)]
     fn release_state(self: &Arc<Self>, st: &AtomicU8, nr: i32) {
-        let mut cur = st.load(Ordering::Relaxed);
-        let push = loop {
-            debug_assert!(cur & OWNED != 0, "releasing a free number");
-            // A new entry at the back of the FIFO, unless the number already has the
-            // most entries it may (re-claimed directly again and again while its old
-            // entries were out): then it keeps its place behind them.
-            let push = cur & ENTRIES < MAX_ENTRIES;
-            let to = (cur & ENTRIES) + u8::from(push);
-            match st.compare_exchange(cur, to, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => break push,
-                Err(seen) => cur = seen,
-            }
+        let push = match Self::clear_owned(st, true) {
+            Some(push) => push,
+            // An exhaustion scan saw this number in use: release it under the pool lock,
+            // after the scan decided.
+            None => self.clear_marked(st),
         };
         if !push {
             return;
@@ -313,6 +339,40 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         });
         if !matches!(pushed, Ok(true)) {
             self.push_free_slow(nr);
+        }
+    }
+
+    /// [`release_state`](Self::release_state)'s state change for a number an
+    /// exhaustion scan marked: under the pool lock, so no scan holding it can miss the
+    /// release. The entry then goes the usual way (this thread's free batch), so the
+    /// reuse distance is the same as for any free.
+    #[cold]
+    #[inline(never)]
+    fn clear_marked(&self, st: &AtomicU8) -> bool {
+        let _after_the_scan = self.lock();
+        Self::clear_owned(st, false).expect("a release clears any state")
+    }
+
+    /// A release's state change: clears `OWNED` (and `MARKED`) and adds an entry, unless
+    /// the number already has the most entries it may (re-claimed directly again and
+    /// again while its old entries were out: then it keeps its place behind them).
+    /// Returns whether an entry must be pushed; `None`, changing nothing, if
+    /// `unmarked_only` and the number is marked. The mark is read from the value the
+    /// compare-exchange checks anyway, so testing it costs the fast path no access.
+    #[inline(always)]
+    fn clear_owned(st: &AtomicU8, unmarked_only: bool) -> Option<bool> {
+        let mut cur = st.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(cur & OWNED != 0, "releasing a free number");
+            if unmarked_only && cur & MARKED != 0 {
+                return None;
+            }
+            let push = cur & ENTRIES < MAX_ENTRIES;
+            let to = (cur & ENTRIES) + u8::from(push);
+            match st.compare_exchange(cur, to, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return Some(push),
+                Err(seen) => cur = seen,
+            }
         }
     }
 
@@ -428,11 +488,52 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
 
     /// The pool is dry: claim any free number below `pid_max` directly, wherever its
     /// entry is (another thread's batch, typically). `pid_max` stays exact: this fails
-    /// only when every number is in use.
+    /// only when, at one moment, every number below it was in use.
+    ///
+    /// A first pass only reads (and claims the first free number it meets). It cannot
+    /// conclude anything from finding none: a number freed behind it while the last free
+    /// one ahead of it was taken makes it see every number in use, although one was free
+    /// at every moment. So a second pass decides, under the pool lock, marking every
+    /// number it finds in use ([`MARKED`]): a marked number can only be released under
+    /// the pool lock ([`clear_marked`](Self::clear_marked)), so every number it
+    /// marked is still in use when it finishes. If it found none free, that moment is
+    /// the one at which every number was in use.
     #[cold]
-    fn scan(&self, pid_max: i32) -> Option<i32> {
-        (1..pid_max)
-            .find(|&nr| self.state(nr).load(Ordering::Relaxed) & OWNED == 0 && self.claim(nr))
+    #[inline(never)]
+    pub(crate) fn scan(&self, pid_max: i32) -> Option<i32> {
+        let pid_max = pid_max.min(self.limit);
+        let optimistic = (1..pid_max)
+            .find(|&nr| self.state(nr).load(Ordering::Relaxed) & OWNED == 0 && self.claim(nr));
+        optimistic.or_else(|| self.scan_exact(pid_max))
+    }
+
+    /// [`scan`](Self::scan)'s deciding pass, under the pool lock.
+    pub(crate) fn scan_exact(&self, pid_max: i32) -> Option<i32> {
+        let _decide = self.lock();
+        (1..pid_max).find(|&nr| {
+            let st = self.state(nr);
+            let mut cur = st.load(Ordering::Relaxed);
+            loop {
+                let to = if cur & OWNED == 0 {
+                    cur | OWNED // free: claim it
+                } else if cur & MARKED == 0 {
+                    cur | MARKED // in use: its release now waits for this lock
+                } else {
+                    return false; // in use and marked (by an earlier scan)
+                };
+                // Marking needs no ordering: a release's compare-exchange that expected
+                // the unmarked value fails (coherence) and sees the mark on its retry.
+                let ord = if to & MARKED != 0 {
+                    Ordering::Relaxed
+                } else {
+                    Ordering::AcqRel
+                };
+                match st.compare_exchange(cur, to, ord, Ordering::Relaxed) {
+                    Ok(_) => return to & MARKED == 0,
+                    Err(seen) => cur = seen,
+                }
+            }
+        })
     }
 
     /// Under the pool lock: appends `e`'s free batch to the back of the FIFO and fills

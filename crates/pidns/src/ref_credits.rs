@@ -58,21 +58,20 @@ struct Shard {
 
 /// The credit shards of one namespace.
 pub(crate) struct RefCredits {
-    shards: Box<[Shard]>,
+    shards: Box<[Shard; crate::count::SHARDS]>,
 }
 
 impl RefCredits {
     /// Every shard closed: a plain `Arc` until [`open`](Self::open).
     pub(crate) fn new() -> RefCredits {
         RefCredits {
-            shards: (0..crate::count::SHARDS)
-                .map(|_| Shard {
-                    word: AtomicU64::new(CLOSED),
-                })
-                .collect(),
+            shards: Box::new(std::array::from_fn(|_| Shard {
+                word: AtomicU64::new(CLOSED),
+            })),
         }
     }
 
+    #[inline]
     fn mine(&self) -> &Shard {
         &self.shards[crate::count::my_shard()]
     }
@@ -122,9 +121,16 @@ impl RefCredits {
     /// shared line, once per `BATCH` takes.
     #[inline]
     pub(crate) fn acquire(&self, inc: impl Fn(u64), dec: impl Fn(u64)) {
-        if self.try_take() {
-            return;
+        if !self.try_take() {
+            self.acquire_dry(inc, dec);
         }
+    }
+
+    /// [`acquire`](Self::acquire) with no credit in this thread's shard: out of line,
+    /// so the common case inlines into `alloc_pid`.
+    #[cold]
+    #[inline(never)]
+    fn acquire_dry(&self, inc: impl Fn(u64), dec: impl Fn(u64)) {
         if !self.is_open_here() {
             inc(1);
             return;

@@ -1,6 +1,8 @@
 //! Loom models of the `Scalable` number pool: per-thread batches over a shared FIFO,
-//! exact claims racing with batch pops, the exhaustion scan stealing a cached number,
-//! and a slot's publish vs. lookup vs. removal across a number's reuse. Run with
+//! exact claims racing with batch pops, the exhaustion scan stealing a cached number
+//! and never giving up while a number is free (its deciding pass holding back the
+//! release of a number it marked), and a slot's publish vs. lookup vs. removal across a
+//! number's reuse. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p uproc-pidns --test loom_pool --release`.
 #![cfg(loom)]
 
@@ -100,5 +102,87 @@ fn release_races_with_allocation_of_the_last_number() {
             }
             None => assert!(pool.claim(1), "released and not taken: free"),
         }
+    });
+}
+
+/// The pool is dry: this thread owns 1 and its batch holds the last free number, 2. A
+/// scanner looks for a number while this thread frees 1 (behind the scan) and then takes
+/// 2 (ahead of it). A number was free at every moment, so the scanner must not report
+/// the pool full, whichever numbers it reads before and after the free and the take
+/// (Linux: EAGAIN only when every number is in use at once).
+#[test]
+fn scan_sees_a_release_behind_it_while_a_number_ahead_is_taken() {
+    loom::model(|| {
+        let pool = Pool::new(3, 2); // numbers 1 and 2
+        let first = pool.alloc(3).expect("fresh pool");
+        assert_eq!(first, 1, "the batch is [1, 2]");
+        let p2 = pool.clone();
+        let scanner = thread::spawn(move || p2.alloc(3));
+        pool.release(first);
+        let mine = pool.alloc(3).expect("1 was released and 2 is in the batch");
+        let theirs = scanner
+            .join()
+            .unwrap()
+            .expect("a number was free at every moment: the scan must find one");
+        assert_ne!(mine, theirs, "a number live twice");
+    });
+}
+
+/// The same race with three threads, as a fork and a reap on two other workers make it:
+/// this thread owns 1 and caches 2; a reaper frees 1 and then signals it; only then
+/// does this thread fork (taking 2). The scanner running meanwhile must still find one.
+#[test]
+fn scan_sees_a_release_on_one_thread_and_a_take_on_another() {
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    loom::model(|| {
+        let pool = Pool::new(3, 2); // numbers 1 and 2
+        let first = pool.alloc(3).expect("fresh pool");
+        assert_eq!(first, 1, "the batch is [1, 2]");
+        let freed = Arc::new(AtomicBool::new(false));
+        let scanner = {
+            let pool = pool.clone();
+            thread::spawn(move || pool.alloc(3))
+        };
+        let reaper = {
+            let (pool, freed) = (pool.clone(), freed.clone());
+            thread::spawn(move || {
+                pool.release(first);
+                freed.store(true, Ordering::Release);
+            })
+        };
+        while !freed.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        let mine = pool.alloc(3).expect("1 was released and 2 is in the batch");
+        reaper.join().unwrap();
+        let theirs = scanner
+            .join()
+            .unwrap()
+            .expect("a number was free at every moment: the scan must find one");
+        assert_ne!(mine, theirs, "a number live twice");
+    });
+}
+
+/// The deciding pass alone, against the same race: this thread owns 1 and caches 2, then
+/// frees 1 and takes 2 while the pass runs. The pass marks 1 if it sees it in use, and
+/// the free of a marked number waits for the pass (pool lock), so 2 is still free when
+/// the pass reaches it. A free that ignored the mark would let the pass report the pool
+/// full.
+#[test]
+fn deciding_pass_holds_back_the_release_of_a_number_it_marked() {
+    loom::model(|| {
+        let pool = Pool::new(3, 2); // numbers 1 and 2
+        let first = pool.alloc(3).expect("fresh pool");
+        assert_eq!(first, 1, "the batch is [1, 2]");
+        let p2 = pool.clone();
+        let pass = thread::spawn(move || p2.scan_exact(3));
+        pool.release(first);
+        let mine = pool.alloc(3).expect("1 was released and 2 is in the batch");
+        let theirs = pass
+            .join()
+            .unwrap()
+            .expect("a number was free at every moment: the pass must find one");
+        assert_ne!(mine, theirs, "a number live twice");
     });
 }

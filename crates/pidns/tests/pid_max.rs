@@ -169,3 +169,30 @@ fn nested_levels_use_their_own_pid_max() {
         );
     }
 }
+
+/// A nested namespace's own `pid_max` is `PID_MAX_LIMIT`: when every number below its
+/// ancestor's (lower) limit is in use there but the ancestor still has free numbers, the
+/// fork succeeds with a number above that limit in the nested namespace, as Linux's
+/// cursor goes on past it. (Under `Scalable` the nested pool normally stays below the
+/// ancestor's limit; it goes beyond it only then.)
+#[test]
+fn nested_level_full_below_the_parent_limit_goes_on_to_its_own() {
+    for &p in Profile::ALL {
+        let (root_ns, _init) = root_with_init(p, 1000);
+        let child = root_ns.new_child().unwrap();
+        let _c_init = spawn_init(&child);
+        // Child numbers 2..=300 with root numbers 500..=798 (clone3 set_tid per level).
+        let _held: Vec<_> = (2..=300)
+            .map(|nr| alloc_pid(&child, &[nr, nr + 498], true).expect("both numbers free"))
+            .collect();
+        root_ns.set_pid_max(301).unwrap();
+        // The child now uses every number below 301, the root few of its numbers below 301.
+        let pid = alloc_pid(&child, &[], false)
+            .unwrap_or_else(|e| panic!("{p}: {e:?}: the root has free numbers below 301"));
+        let [outer, inner] = pid.numbers() else {
+            panic!("two levels")
+        };
+        assert!(outer.nr < 301, "{p}: root number {} >= pid_max", outer.nr);
+        assert!(inner.nr >= 301, "{p}: child number {} was in use", inner.nr);
+    }
+}

@@ -156,6 +156,37 @@ fn a_freed_number_waits_behind_every_free_number() {
     );
 }
 
+/// A full namespace's EAGAIN marks every number in use (their frees then take the pool
+/// lock): a number freed after it still waits behind every free number in the pool.
+#[test]
+fn a_number_freed_after_eagain_keeps_the_reuse_distance() {
+    let (ns, _init) = root_with_init(Profile::Scalable, 400);
+    let held: Vec<_> = (2..=399).map(|_| alloc(&ns)).collect();
+    assert_eq!(alloc_pid(&ns, &[], false).unwrap_err(), Errno::EAGAIN);
+    let mut pending = Vec::new();
+    for p in &held[..50] {
+        free_pid(p);
+        pending.push((p.nr(), ns.pool_len().unwrap(), 0usize));
+    }
+    let mut again = Vec::new();
+    while !pending.is_empty() {
+        let p = alloc(&ns);
+        for (_, _, allocs) in &mut pending {
+            *allocs += 1;
+        }
+        if let Some(i) = pending.iter().position(|&(nr, _, _)| nr == p.nr()) {
+            let (nr, ahead, allocs) = pending.swap_remove(i);
+            assert!(
+                allocs > ahead,
+                "{nr} came back after {allocs} allocations, {ahead} were ahead of it"
+            );
+        }
+        again.push(p);
+    }
+    assert_eq!(alloc_pid(&ns, &[], false).unwrap_err(), Errno::EAGAIN);
+    assert_eq!(ns.nr_allocated(), 399);
+}
+
 #[test]
 fn numbers_below_300_are_reused_and_eagain_only_when_full() {
     // Linux refuses once its cursor passed 300 although 2..=299 are free; Scalable
