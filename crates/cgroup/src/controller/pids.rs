@@ -5,18 +5,21 @@
 //! in every ancestor below the root; the root keeps no counter. The charge walks from
 //! the task's cgroup upwards with one atomic read-modify-write per level and reverts
 //! the levels already charged when a level is full ([`try_charge`], modelling
-//! `pids_try_charge`). No lock is taken: `pids.max` is read racily, as Linux does.
+//! `pids_try_charge`). `pids.max` is read racily, as Linux does. A thread's charges
+//! and uncharges go through its own credit shard of each level; only a charge that
+//! finds a level's counter at the limit takes that level's lock (the exact path), so a
+//! fork is refused only when the level really is full.
 //!
 //! See `IMPLEMENTATION.md` beside the crate for why each level uses a compare-exchange
 //! that refuses to step over the limit rather than Linux's `atomic64_add_return` plus
-//! revert, and why `Relaxed` suffices.
+//! revert, how the exact path decides, and the memory orderings.
 
 use core::fmt;
 use core::str::FromStr;
 
 use uproc_abi::Errno;
 
-use crate::sync::{AtomicI64, AtomicU64, Ordering};
+use crate::sync::{AtomicI64, AtomicU64, Mutex, Ordering};
 
 /// `PID_MAX_LIMIT` on 64-bit Linux: the largest value `pids.max` accepts.
 pub const PID_MAX_LIMIT: u64 = 4 * 1024 * 1024;
@@ -95,11 +98,19 @@ impl FromStr for Limit {
 }
 
 /// Charge-credit shards per level: a thread parks the charges it uncharges in
-/// shard (thread index % this) and spends them on its next forks.
+/// shard (thread index % this) and spends them on its next forks. (The loom model
+/// names shards 0 to 2 and explores fewer.)
+#[cfg(not(loom))]
 pub(crate) const CREDIT_SHARDS: usize = 8;
+#[cfg(loom)]
+pub(crate) const CREDIT_SHARDS: usize = 3;
 
 /// The most charges one shard parks; beyond, an uncharge goes to the shared counter.
 const CREDIT_CAP: i64 = 32;
+
+/// A shard the exact path has closed: its credits are back in the counter, and until
+/// it reopens (0) no credit is spent from it or parked in it.
+const CLOSED: i64 = -1;
 
 /// One shard's parked charges, on its own cache lines.
 #[repr(align(128))]
@@ -107,17 +118,17 @@ struct Credit(AtomicI64);
 
 /// One cgroup's pids state (`struct pids_cgroup`).
 ///
-/// All fields are atomics touched with `Relaxed` ordering: each is an independent
-/// counter whose only invariant is about its own modification order (see
-/// `IMPLEMENTATION.md`).
+/// The counters are atomics, mostly `Relaxed` (see `IMPLEMENTATION.md`).
 ///
 /// `pids.current` = `counter` - the credits parked in the shards. An uncharge parks
 /// its charge in the calling thread's shard instead of lowering the shared counter,
 /// and the thread's next charge spends it without touching the counter: a worker
 /// that forks, exits and reaps writes only its own shard's line. A credit is spent
 /// only while `counter <= limit`, so `current + 1 <= counter <= limit`: the limit is
-/// never stepped over. A charge the counter refuses takes every parked credit back
-/// first (the exact path), so EAGAIN means the level is full, as at rest it is.
+/// never stepped over. A charge the counter refuses takes the level's `exact` lock,
+/// closes every shard (their credits go back into the counter, and no credit is spent
+/// or parked until they reopen), and tries the counter again: with no credit anywhere
+/// the counter is `pids.current`, so EAGAIN means the level was full at that moment.
 pub(crate) struct PidsCounter {
     /// `pids->counter`, plus the credits parked in `credits`.
     counter: AtomicI64,
@@ -131,7 +142,11 @@ pub(crate) struct PidsCounter {
     events_local_max: AtomicU64,
     /// `events_local[PIDCG_FORKFAIL]`: forks started here that were rejected (anywhere).
     forkfail: AtomicU64,
-    /// Charges counted in `counter` that no task holds, parked per thread shard.
+    /// Serialises the exact path (the shards' closing, the decision, their reopening).
+    /// Taken only by a charge that found `counter` at the limit.
+    exact: Mutex<()>,
+    /// Charges counted in `counter` that no task holds, parked per thread shard
+    /// ([`CLOSED`] while the exact path holds them).
     credits: Box<[Credit]>,
 }
 
@@ -145,6 +160,7 @@ impl PidsCounter {
             events_max: AtomicU64::new(0),
             events_local_max: AtomicU64::new(0),
             forkfail: AtomicU64::new(0),
+            exact: Mutex::new(()),
             credits: (0..CREDIT_SHARDS)
                 .map(|_| Credit(AtomicI64::new(0)))
                 .collect(),
@@ -158,10 +174,11 @@ impl PidsCounter {
         c.max(0) as u64
     }
 
+    /// The credits parked now (a closed shard holds none).
     fn credits_parked(&self) -> i64 {
         self.credits
             .iter()
-            .map(|c| c.0.load(Ordering::Relaxed))
+            .map(|c| c.0.load(Ordering::Relaxed).max(0))
             .sum()
     }
 
@@ -199,11 +216,12 @@ impl PidsCounter {
     /// One level of `pids_try_charge`: add 1 unless that would step over the limit.
     /// `shard` is the calling thread's credit shard.
     ///
-    /// A parked credit is spent first (one compare-exchange on the thread's own line).
-    /// Otherwise a compare-exchange loop on the counter instead of Linux's
-    /// `atomic64_add_return` + revert: the counter never holds a value above the limit
-    /// that a concurrent reader (or a concurrent charge at the same level) could see;
-    /// when it is full, the parked credits are taken back and it is tried once more.
+    /// A parked credit is spent first (one compare-exchange on the thread's own line;
+    /// `Release`, so what the spender saw uncharged before is seen by an exact path
+    /// that closes this shard later). Otherwise a compare-exchange loop on the counter
+    /// instead of Linux's `atomic64_add_return` + revert: the counter never holds a
+    /// value above the limit that a concurrent reader (or a concurrent charge at the
+    /// same level) could see. When the counter is at the limit, the exact path decides.
     /// Returns false when full.
     #[inline]
     pub(crate) fn try_charge_one(&self, shard: usize) -> bool {
@@ -213,7 +231,7 @@ impl PidsCounter {
             let counter = self.counter.load(Ordering::Relaxed);
             if counter <= self.limit.load(Ordering::Relaxed)
                 && credit
-                    .compare_exchange(parked, parked - 1, Ordering::Relaxed, Ordering::Relaxed)
+                    .compare_exchange(parked, parked - 1, Ordering::Release, Ordering::Relaxed)
                     .is_ok()
             {
                 // current <= counter: the watermark needs a look only below it.
@@ -223,7 +241,7 @@ impl PidsCounter {
                 return true;
             }
         }
-        self.try_add() || (self.take_back_credits() && self.try_add())
+        self.try_add() || self.charge_exactly()
     }
 
     /// The shared counter's compare-exchange loop; false when it is at the limit.
@@ -248,19 +266,34 @@ impl PidsCounter {
         }
     }
 
-    /// The exact path: every parked credit back out of the counter. True if any was.
+    /// The exact path, for a charge that found the counter at the limit: under the
+    /// level's lock, close every shard (its credits leave the counter), try the
+    /// counter once more, reopen the shards.
+    ///
+    /// While every shard is closed no credit is parked, spent or in flight (the lock
+    /// keeps out every other taker), so the counter is `pids.current`: the
+    /// compare-exchange loop refuses only if the level is full at the moment it reads
+    /// the counter. Uncharges meanwhile go straight to the counter and make room
+    /// at once; charges that find the counter full wait for the lock.
     #[cold]
-    fn take_back_credits(&self) -> bool {
+    #[inline(never)]
+    fn charge_exactly(&self) -> bool {
+        let _exact = self.exact.lock();
         let mut taken = 0;
         for c in self.credits.iter() {
-            if c.0.load(Ordering::Relaxed) > 0 {
-                taken += c.0.swap(0, Ordering::Relaxed);
-            }
+            // `Acquire`: a spend's `Release` (see `try_charge_one`).
+            let parked = c.0.swap(CLOSED, Ordering::Acquire);
+            debug_assert!(parked >= 0, "a shard closed outside the exact path");
+            taken += parked;
         }
         if taken > 0 {
             self.counter.fetch_sub(taken, Ordering::Relaxed);
         }
-        taken > 0
+        let charged = self.try_add();
+        for c in self.credits.iter() {
+            c.0.store(0, Ordering::Relaxed);
+        }
+        charged
     }
 
     /// One level of `pids_charge`: add 1 regardless of the limit (migration).
@@ -271,12 +304,18 @@ impl PidsCounter {
     }
 
     /// One level of `pids_cancel` / `pids_uncharge`: the charge is parked in the
-    /// calling thread's shard (`shard`), or leaves the counter when the shard is full.
+    /// calling thread's shard (`shard`), or leaves the counter when the shard is full,
+    /// closed by the exact path, or just changed by another thread on the same shard.
     #[inline]
     pub(crate) fn uncharge_one(&self, shard: usize) {
         let credit = &self.credits[shard].0;
-        if credit.load(Ordering::Relaxed) < CREDIT_CAP {
-            credit.fetch_add(1, Ordering::Relaxed);
+        let parked = credit.load(Ordering::Relaxed);
+        // A compare-exchange, not an add: a closed shard (< 0) must stay closed.
+        if (0..CREDIT_CAP).contains(&parked)
+            && credit
+                .compare_exchange(parked, parked + 1, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
             return;
         }
         let old = self.counter.fetch_sub(1, Ordering::Relaxed);
