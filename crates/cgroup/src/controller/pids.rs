@@ -548,6 +548,50 @@ mod tests {
     }
 
     #[test]
+    fn the_exact_path_takes_every_shards_credits_back_and_reopens_them() {
+        let a = PidsCounter::new();
+        a.set_limit(Limit::Value(3)).unwrap();
+        // Three charges on three shards, reaped there: counter 3 = limit, current 0.
+        for shard in 0..3 {
+            assert!(a.try_charge_one(shard));
+        }
+        for shard in 0..3 {
+            a.uncharge_one(shard);
+        }
+        assert_eq!((a.counter.load(Ordering::Relaxed), a.current()), (3, 0));
+        // Shard 3 has no credit and the counter is full: the exact path.
+        assert!(a.try_charge_one(3));
+        assert_eq!((a.counter.load(Ordering::Relaxed), a.current()), (1, 1));
+        assert!(a.credits.iter().all(|c| c.0.load(Ordering::Relaxed) == 0));
+        // Really full now: refused, and nothing changes.
+        assert!(a.try_charge_one(3) && a.try_charge_one(4));
+        assert!(!a.try_charge_one(5) && !a.try_charge_one(0));
+        assert_eq!((a.current(), a.peak()), (3, 3));
+        assert!(a.credits.iter().all(|c| c.0.load(Ordering::Relaxed) == 0));
+    }
+
+    #[test]
+    fn a_closed_shard_takes_no_credit_and_gives_none() {
+        let a = PidsCounter::new();
+        assert!(a.try_charge_one(0) && a.try_charge_one(0));
+        // What the exact path does to a shard while it decides.
+        a.credits[0].0.store(CLOSED, Ordering::Relaxed);
+        assert_eq!(a.current(), 2, "a closed shard counts as no credit");
+        // A park goes to the counter and leaves the shard closed.
+        a.uncharge_one(0);
+        assert_eq!(a.credits[0].0.load(Ordering::Relaxed), CLOSED);
+        assert_eq!((a.counter.load(Ordering::Relaxed), a.current()), (1, 1));
+        // A charge spends nothing from it: it goes to the counter.
+        assert!(a.try_charge_one(0));
+        assert_eq!(a.credits[0].0.load(Ordering::Relaxed), CLOSED);
+        assert_eq!((a.counter.load(Ordering::Relaxed), a.current()), (2, 2));
+        a.credits[0].0.store(0, Ordering::Relaxed);
+        a.uncharge_one(0);
+        a.uncharge_one(0);
+        assert_eq!((a.current(), a.credits_parked()), (0, 2));
+    }
+
+    #[test]
     fn limit_range() {
         let a = PidsCounter::new();
         assert_eq!(a.set_limit(Limit::Value(PID_MAX_LIMIT)), Ok(()));
