@@ -98,12 +98,14 @@ impl FromStr for Limit {
 }
 
 /// Charge-credit shards per level: a thread parks the charges it uncharges in
-/// shard (thread index % this) and spends them on its next forks. (The loom model
-/// names shards 0 to 2 and explores fewer.)
+/// shard (thread index % this) and spends them on its next forks. A power of two, so
+/// a shard index is masked rather than bounds-checked. (The loom model names shards
+/// 0 to 2 and explores fewer.)
 #[cfg(not(loom))]
 pub(crate) const CREDIT_SHARDS: usize = 8;
 #[cfg(loom)]
-pub(crate) const CREDIT_SHARDS: usize = 3;
+pub(crate) const CREDIT_SHARDS: usize = 4;
+const _: () = assert!(CREDIT_SHARDS.is_power_of_two());
 
 /// The most charges one shard parks; beyond, an uncharge goes to the shared counter.
 const CREDIT_CAP: i64 = 32;
@@ -147,7 +149,7 @@ pub(crate) struct PidsCounter {
     exact: Mutex<()>,
     /// Charges counted in `counter` that no task holds, parked per thread shard
     /// ([`CLOSED`] while the exact path holds them).
-    credits: Box<[Credit]>,
+    credits: [Credit; CREDIT_SHARDS],
 }
 
 impl PidsCounter {
@@ -161,9 +163,7 @@ impl PidsCounter {
             events_local_max: AtomicU64::new(0),
             forkfail: AtomicU64::new(0),
             exact: Mutex::new(()),
-            credits: (0..CREDIT_SHARDS)
-                .map(|_| Credit(AtomicI64::new(0)))
-                .collect(),
+            credits: core::array::from_fn(|_| Credit(AtomicI64::new(0))),
         }
     }
 
@@ -172,6 +172,12 @@ impl PidsCounter {
     pub(crate) fn current(&self) -> u64 {
         let c = self.counter.load(Ordering::Relaxed) - self.credits_parked();
         c.max(0) as u64
+    }
+
+    /// Shard `shard`'s credits (any index: it is masked).
+    #[inline]
+    fn credit(&self, shard: usize) -> &AtomicI64 {
+        &self.credits[shard & (CREDIT_SHARDS - 1)].0
     }
 
     /// The credits parked now (a closed shard holds none).
@@ -225,7 +231,7 @@ impl PidsCounter {
     /// Returns false when full.
     #[inline]
     pub(crate) fn try_charge_one(&self, shard: usize) -> bool {
-        let credit = &self.credits[shard].0;
+        let credit = self.credit(shard);
         let parked = credit.load(Ordering::Relaxed);
         if parked > 0 {
             let counter = self.counter.load(Ordering::Relaxed);
@@ -308,7 +314,7 @@ impl PidsCounter {
     /// closed by the exact path, or just changed by another thread on the same shard.
     #[inline]
     pub(crate) fn uncharge_one(&self, shard: usize) {
-        let credit = &self.credits[shard].0;
+        let credit = self.credit(shard);
         let parked = credit.load(Ordering::Relaxed);
         // A compare-exchange, not an add: a closed shard (< 0) must stay closed.
         if (0..CREDIT_CAP).contains(&parked)
@@ -368,50 +374,79 @@ impl fmt::Debug for PidsCounter {
 ///
 /// On the first full level, every level already charged is uncharged again and the
 /// index of the full level (`L`, "over limit") is returned; nothing stays charged.
+#[inline]
 pub(crate) fn try_charge<'a, I>(levels: I) -> Result<(), usize>
 where
     I: Iterator<Item = &'a PidsCounter> + Clone,
 {
-    // The root keeps no counter: a fork into it looks up no shard.
-    if levels.clone().next().is_none() {
-        return Ok(());
-    }
-    try_charge_on(levels, credit_shard())
+    try_charge_with(levels, credit_shard)
 }
 
 /// [`try_charge`] with the credit shard named (the loom model's threads share one OS
 /// thread).
+#[cfg(loom)]
 pub(crate) fn try_charge_on<'a, I>(levels: I, shard: usize) -> Result<(), usize>
 where
     I: Iterator<Item = &'a PidsCounter> + Clone,
 {
-    for (i, p) in levels.clone().enumerate() {
+    try_charge_with(levels, || shard)
+}
+
+/// [`try_charge`] on the shard `shard` names, looked up only if there is a level (the
+/// root keeps no counter: a fork into it looks up no shard).
+#[inline]
+fn try_charge_with<'a, I>(levels: I, shard: impl FnOnce() -> usize) -> Result<(), usize>
+where
+    I: Iterator<Item = &'a PidsCounter> + Clone,
+{
+    let mut above = levels.clone();
+    let Some(first) = above.next() else {
+        return Ok(());
+    };
+    let shard = shard();
+    if !first.try_charge_one(shard) {
+        return Err(0);
+    }
+    for (i, p) in above.enumerate() {
         if !p.try_charge_one(shard) {
-            for q in levels.take(i) {
+            for q in levels.take(i + 1) {
                 q.uncharge_one(shard);
             }
-            return Err(i);
+            return Err(i + 1);
         }
     }
     Ok(())
 }
 
 /// `pids_uncharge`: one task leaves every level of `levels` (cancel, release).
+#[inline]
 pub(crate) fn uncharge<'a, I>(levels: I)
 where
     I: Iterator<Item = &'a PidsCounter>,
 {
-    let mut levels = levels.peekable();
-    if levels.peek().is_some() {
-        uncharge_on(levels, credit_shard());
-    }
+    uncharge_with(levels, credit_shard)
 }
 
 /// [`uncharge`] with the credit shard named.
+#[cfg(loom)]
 pub(crate) fn uncharge_on<'a, I>(levels: I, shard: usize)
 where
     I: Iterator<Item = &'a PidsCounter>,
 {
+    uncharge_with(levels, || shard)
+}
+
+/// [`uncharge`] on the shard `shard` names, looked up only if there is a level.
+#[inline]
+fn uncharge_with<'a, I>(mut levels: I, shard: impl FnOnce() -> usize)
+where
+    I: Iterator<Item = &'a PidsCounter>,
+{
+    let Some(first) = levels.next() else {
+        return;
+    };
+    let shard = shard();
+    first.uncharge_one(shard);
     for p in levels {
         p.uncharge_one(shard);
     }
@@ -440,16 +475,31 @@ where
 /// Hands each thread the next credit shard, round robin.
 static NEXT_CREDIT_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// A thread that has no credit shard yet.
+const NO_SHARD: usize = usize::MAX;
+
 std::thread_local! {
-    /// This thread's credit shard (round robin over threads).
-    static CREDIT_SHARD: usize =
-        NEXT_CREDIT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % CREDIT_SHARDS;
+    /// This thread's credit shard (round robin over threads), assigned at its first
+    /// charge or uncharge. Constant-initialised with no destructor: reading it is one
+    /// thread-local load, no lazy-initialisation state.
+    static CREDIT_SHARD: core::cell::Cell<usize> = const { core::cell::Cell::new(NO_SHARD) };
 }
 
 /// The calling thread's credit shard.
 #[inline]
 fn credit_shard() -> usize {
-    CREDIT_SHARD.with(|s| *s)
+    CREDIT_SHARD.with(|s| match s.get() {
+        NO_SHARD => assign_credit_shard(s),
+        shard => shard,
+    })
+}
+
+#[cold]
+fn assign_credit_shard(slot: &core::cell::Cell<usize>) -> usize {
+    let shard =
+        NEXT_CREDIT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % CREDIT_SHARDS;
+    slot.set(shard);
+    shard
 }
 
 /// `pids_event` on the default hierarchy (no `pids_localevents`): the forking cgroup's
