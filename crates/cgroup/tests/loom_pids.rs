@@ -155,3 +155,27 @@ fn an_uncharge_racing_the_exact_path_leaves_room_for_the_next_charge() {
         assert_eq!(chain.current(0), 0);
     });
 }
+
+/// Max 3: thread B holds one charge and two slots are parked on shard 2, so the
+/// counter is at the limit. Thread A forks (the exact path takes the two credits back)
+/// while B's task is reaped and B forks again, its watermark update racing A's credits
+/// in flight. At most two tasks are ever charged, so `pids.peak` must not say 3.
+/// (Without the sequence lock around the credits in flight, B's update counted them as
+/// tasks.)
+#[test]
+fn the_watermark_never_counts_credits_in_flight() {
+    loom::model(|| {
+        let chain = Arc::new(Chain::new(&[3]));
+        with_credits_parked_on_shard_2(&chain, 2);
+        assert!(chain.try_charge(0, 1));
+        assert_eq!(chain.peak(0), 2, "the parked pair was charged once");
+        let c2 = chain.clone();
+        let a = thread::spawn(move || c2.try_charge(0, 0));
+        chain.uncharge(0, 1);
+        let again = chain.try_charge(0, 1);
+        let a = a.join().unwrap();
+        assert!(a && again, "refused with room (a {a}, again {again})");
+        assert_eq!(chain.current(0), 2, "exact at rest");
+        assert_eq!(chain.peak(0), 2, "at most two tasks were ever charged");
+    });
+}

@@ -19,7 +19,7 @@ use core::str::FromStr;
 
 use uproc_abi::Errno;
 
-use crate::sync::{AtomicI64, AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicI64, AtomicU64, Mutex, Ordering, fence};
 
 /// `PID_MAX_LIMIT` on 64-bit Linux: the largest value `pids.max` accepts.
 pub const PID_MAX_LIMIT: u64 = 4 * 1024 * 1024;
@@ -145,8 +145,13 @@ pub(crate) struct PidsCounter {
     /// `events_local[PIDCG_FORKFAIL]`: forks started here that were rejected (anywhere).
     forkfail: AtomicU64,
     /// Serialises the exact path (the shards' closing, the decision, their reopening).
-    /// Taken only by a charge that found `counter` at the limit.
+    /// Taken only by a charge that found `counter` at the limit, and by a reading of
+    /// `pids.current` that raced one.
     exact: Mutex<()>,
+    /// Odd while the exact path has credits in flight (swapped out of the shards, not
+    /// yet subtracted from `counter`): a sequence lock for the readers of
+    /// `pids.current` (the file, the watermark). Written only by the exact path.
+    moving: AtomicU64,
     /// Charges counted in `counter` that no task holds, parked per thread shard
     /// ([`CLOSED`] while the exact path holds them).
     credits: [Credit; CREDIT_SHARDS],
@@ -163,6 +168,7 @@ impl PidsCounter {
             events_local_max: AtomicU64::new(0),
             forkfail: AtomicU64::new(0),
             exact: Mutex::new(()),
+            moving: AtomicU64::new(0),
             credits: core::array::from_fn(|_| Credit(AtomicI64::new(0))),
         }
     }
@@ -170,8 +176,24 @@ impl PidsCounter {
     /// `pids.current`: the counter less the parked credits (exact at rest; a reader
     /// racing a fork may be off by the charges in flight, as with Linux's counter).
     pub(crate) fn current(&self) -> u64 {
-        let c = self.counter.load(Ordering::Relaxed) - self.credits_parked();
-        c.max(0) as u64
+        self.settled_current().max(0) as u64
+    }
+
+    /// The counter less the parked credits, never counting credits the exact path has
+    /// in flight: read between two equal even values of `moving` (a sequence lock), or
+    /// else under the exact path's lock, once it has finished. Racing charges and
+    /// uncharges elsewhere can still move it by one each while the shards are summed.
+    fn settled_current(&self) -> i64 {
+        let before = self.moving.load(Ordering::Acquire);
+        if before % 2 == 0 {
+            let current = self.counter.load(Ordering::Relaxed) - self.credits_parked();
+            fence(Ordering::Acquire);
+            if self.moving.load(Ordering::Relaxed) == before {
+                return current;
+            }
+        }
+        let _exact = self.exact.lock();
+        self.counter.load(Ordering::Relaxed) - self.credits_parked()
     }
 
     /// Shard `shard`'s credits (any index: it is masked).
@@ -242,31 +264,33 @@ impl PidsCounter {
             {
                 // current <= counter: the watermark needs a look only below it.
                 if counter > self.peak.load(Ordering::Relaxed) {
-                    self.update_peak(counter - self.credits_parked());
+                    self.update_peak(self.settled_current());
                 }
                 return true;
             }
         }
-        self.try_add() || self.charge_exactly()
+        if self.try_add().is_some() {
+            self.update_peak(self.settled_current());
+            return true;
+        }
+        self.charge_exactly()
     }
 
-    /// The shared counter's compare-exchange loop; false when it is at the limit.
-    fn try_add(&self) -> bool {
+    /// The shared counter's compare-exchange loop: the new value, or `None` when it is
+    /// at the limit. The caller updates the watermark.
+    fn try_add(&self) -> Option<i64> {
         let limit = self.limit.load(Ordering::Relaxed);
         let mut cur = self.counter.load(Ordering::Relaxed);
         loop {
             let new = cur + 1;
             if new > limit {
-                return false;
+                return None;
             }
             match self
                 .counter
                 .compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed)
             {
-                Ok(_) => {
-                    self.update_peak(new - self.credits_parked());
-                    return true;
-                }
+                Ok(_) => return Some(new),
                 Err(seen) => cur = seen,
             }
         }
@@ -285,6 +309,10 @@ impl PidsCounter {
     #[inline(never)]
     fn charge_exactly(&self) -> bool {
         let _exact = self.exact.lock();
+        // A sequence-lock write section around the credits in flight.
+        let moving = self.moving.load(Ordering::Relaxed);
+        self.moving.store(moving + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
         let mut taken = 0;
         for c in self.credits.iter() {
             // `Acquire`: a spend's `Release` (see `try_charge_one`).
@@ -295,18 +323,23 @@ impl PidsCounter {
         if taken > 0 {
             self.counter.fetch_sub(taken, Ordering::Relaxed);
         }
+        self.moving.store(moving + 2, Ordering::Release);
+        // Every shard closed, nothing in flight: the counter is `pids.current`.
         let charged = self.try_add();
+        if let Some(new) = charged {
+            self.update_peak(new);
+        }
         for c in self.credits.iter() {
             c.0.store(0, Ordering::Relaxed);
         }
-        charged
+        charged.is_some()
     }
 
     /// One level of `pids_charge`: add 1 regardless of the limit (migration).
     #[inline]
     pub(crate) fn charge_one(&self) {
-        let new = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        self.update_peak(new - self.credits_parked());
+        self.counter.fetch_add(1, Ordering::Relaxed);
+        self.update_peak(self.settled_current());
     }
 
     /// One level of `pids_cancel` / `pids_uncharge`: the charge is parked in the
