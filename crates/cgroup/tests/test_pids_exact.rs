@@ -9,8 +9,9 @@
 //! path (taking every parked credit back) runs all the time, racing credit spends and
 //! credit parks on the other threads.
 //!
-//! No level ever holds more than `MAX - 1` charges, so no level's `pids.peak` may pass
-//! `MAX`, whatever its own `pids.max` (one more than the truth is left to the racy
+//! With `MAX - 1` permits no level ever holds more than `MAX - 1` charges, so no
+//! level's `pids.peak` may pass `MAX`, whatever its own `pids.max` (one more than the
+//! truth is left to the racy
 //! watermark: a charge and an uncharge on two other shards can slip between the
 //! shards a watermark update sums, as racing forks inflate Linux's). A watermark that
 //! counted the exact path's credits in flight as tasks reached a child's own limit.
@@ -20,7 +21,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{FakeTask, Rng, for_each_profile, link_new_task};
+use common::{FakeTask, Group, Rng, for_each_profile, link_new_task};
 use uproc_abi::Profile;
 use uproc_cgroup::{Cgroup, ForkCharge, Hierarchy};
 
@@ -70,16 +71,21 @@ impl Held {
 #[derive(Debug, Default)]
 struct Outcome {
     forks: usize,
+    migrations: usize,
     spurious_eagain: usize,
 }
 
 /// `THREADS` threads fork into `targets` (at random) and exit/reap whatever the test
-/// holds (at random, usually another thread's fork), with at most `MAX - 1` charges
-/// out. Checks at rest that every level's `pids.current` is what the test holds and
-/// its `pids.peak` is at most `MAX`, then drains.
-fn run(limited: &Cgroup, targets: &[Cgroup], seed: u64) -> Outcome {
+/// holds (at random, usually another thread's fork), or migrate a task to the next
+/// target when there are several, with at most `permits` (`<= MAX`) charges out.
+/// Checks at rest that every level's `pids.current` is what the test holds and its
+/// `pids.peak` is at most `permits + 1`, then drains.
+fn run(limited: &Cgroup, targets: &[Cgroup], permits: u64, seed: u64) -> Outcome {
     assert_eq!(limited.pids_max(), Some(MAX));
-    let permits = Arc::new(Permits(AtomicUsize::new(MAX as usize - 1)));
+    assert!(permits <= MAX, "a charge always has room");
+    // The most charges a level holds, plus one for the racy watermark.
+    let max_peak = permits + 1;
+    let permits = Arc::new(Permits(AtomicUsize::new(permits as usize)));
     let held: Arc<Mutex<Vec<Held>>> = Arc::default();
     let workers: Vec<_> = (0..THREADS)
         .map(|w| {
@@ -112,7 +118,19 @@ fn run(limited: &Cgroup, targets: &[Cgroup], seed: u64) -> Outcome {
                             let n = h.len() as u64;
                             (n > 0).then(|| h.swap_remove(rng.below(n) as usize))
                         };
-                        if let Some(one) = one {
+                        if let Some(Held(from, Charge::Task(task))) = one
+                            .as_ref()
+                            .filter(|_| targets.len() > 1 && rng.below(4) == 0)
+                        {
+                            // Migrate it to the next target instead: only the levels
+                            // below the common ancestor (the limited parent) move.
+                            let to = (from + 1) % targets.len();
+                            targets[to].attach(&Group(vec![task.clone()])).unwrap();
+                            out.migrations += 1;
+                            held.lock()
+                                .unwrap()
+                                .push(Held(to, Charge::Task(task.clone())));
+                        } else if let Some(one) = one {
                             one.drop_charge();
                             permits.give_back();
                         } else {
@@ -128,6 +146,7 @@ fn run(limited: &Cgroup, targets: &[Cgroup], seed: u64) -> Outcome {
     for w in workers {
         let o = w.join().unwrap();
         total.forks += o.forks;
+        total.migrations += o.migrations;
         total.spurious_eagain += o.spurious_eagain;
     }
     let held = std::mem::take(&mut *held.lock().unwrap());
@@ -136,7 +155,7 @@ fn run(limited: &Cgroup, targets: &[Cgroup], seed: u64) -> Outcome {
     for (i, t) in targets.iter().enumerate() {
         let n = held.iter().filter(|h| h.0 == i).count() as u64;
         assert_eq!(t.pids_current(), n, "{t:?} exact at rest");
-        assert!(t.pids_peak() <= MAX, "{t:?}: peak above {MAX}");
+        assert!(t.pids_peak() <= max_peak, "{t:?}: peak above {max_peak}");
     }
     for h in held {
         h.drop_charge();
@@ -148,11 +167,15 @@ fn run(limited: &Cgroup, targets: &[Cgroup], seed: u64) -> Outcome {
     total
 }
 
-fn check(profile: Profile, what: &str, limited: &Cgroup, targets: &[Cgroup]) {
-    let out = run(limited, targets, 0x5eed ^ profile as u64);
+fn check(profile: Profile, what: &str, limited: &Cgroup, targets: &[Cgroup], permits: u64) {
+    let out = run(limited, targets, permits, 0x5eed ^ profile as u64);
     assert!(
         out.forks > OPS / 4,
         "{profile:?} {what}: the workers forked ({out:?})"
+    );
+    assert!(
+        targets.len() == 1 || out.migrations > OPS / 100,
+        "{profile:?} {what}: tasks moved between the children ({out:?})"
     );
     assert_eq!(
         out.spurious_eagain, 0,
@@ -171,20 +194,39 @@ fn no_spurious_eagain_in_one_cgroup() {
     for_each_profile(|p| {
         let a = Hierarchy::new(p).root().mkdir("a").unwrap();
         a.write("pids.max", &MAX.to_string()).unwrap();
-        check(p, "one level", &a, std::slice::from_ref(&a));
+        check(p, "one level", &a, std::slice::from_ref(&a), MAX - 1);
     });
 }
 
 /// A parent with `pids.max` = MAX and two children (one without a limit, one with a
-/// larger one): forks into either child.
+/// larger one).
+fn limited_parent(p: Profile) -> (Cgroup, [Cgroup; 2]) {
+    let parent = Hierarchy::new(p).root().mkdir("p").unwrap();
+    parent.write("pids.max", &MAX.to_string()).unwrap();
+    let x = parent.mkdir("x").unwrap();
+    let y = parent.mkdir("y").unwrap();
+    y.write("pids.max", &(MAX + 3).to_string()).unwrap();
+    (parent, [x, y])
+}
+
+/// Forks into either child of a limited parent, and migrations between them.
 #[test]
 fn no_spurious_eagain_under_a_limited_parent() {
     for_each_profile(|p| {
-        let parent = Hierarchy::new(p).root().mkdir("p").unwrap();
-        parent.write("pids.max", &MAX.to_string()).unwrap();
-        let x = parent.mkdir("x").unwrap();
-        let y = parent.mkdir("y").unwrap();
-        y.write("pids.max", &(MAX + 3).to_string()).unwrap();
-        check(p, "two levels", &parent, &[x, y]);
+        let (parent, children) = limited_parent(p);
+        check(p, "two levels", &parent, &children, MAX - 1);
+    });
+}
+
+/// The same with `MAX` permits: the parent is full whenever every permit holds a
+/// charge, and a fork still always has room (its own permit is uncharged). A
+/// migration between the children leaves the parent's counter alone; one that moved
+/// it `+1` then `-1`, as Linux's `pids_can_attach` does, would refuse a fork racing it
+/// while the parent holds `MAX - 1`.
+#[test]
+fn migrations_leave_the_limited_parent_alone() {
+    for_each_profile(|p| {
+        let (parent, children) = limited_parent(p);
+        check(p, "two levels, full", &parent, &children, MAX);
     });
 }
