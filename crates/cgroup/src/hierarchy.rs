@@ -196,9 +196,11 @@ impl Node {
         self.pids.is_some()
     }
 
-    /// The pids counters of this node and its ancestors below the root.
+    /// The pids counters of this node and its ancestors below the root (the walk ends
+    /// at the root, the only node without one).
+    #[inline]
     pub(crate) fn pids_levels(&self) -> impl Iterator<Item = &PidsCounter> + Clone {
-        self.ancestors().filter_map(|n| n.pids.as_ref())
+        self.ancestors().map_while(|n| n.pids.as_ref())
     }
 
     /// Like [`Node::pids_levels`], stopping before `stop` (the common ancestor of a

@@ -46,10 +46,11 @@
 //! | a link's state | `parking_lot::Mutex` | its anchor (the current cgroup, its id mirrored in an atomic for lock-free reads) and its children's anchor |
 //! | a cgroup's registry | `parking_lot::Mutex` | which anchors the cgroup has (anchor creation, rmdir's decision) |
 //! | an anchor's member set | `parking_lot::Mutex` | its members; inside `css_set_lock` under the Linux profiles; under `Scalable` the lock of membership (post_fork, task_dead, migration, kill, rmdir takes all of a cgroup's) |
-//! | pids counters | atomics, no lock | `counter`, per-thread credits, `limit`, `peak`, events |
+//! | pids counters | atomics | `counter`, per-thread credits, `limit`, `peak`, events |
+//! | a pids level's `exact` lock | `parking_lot::Mutex` | the exact path: closing every credit shard, the decision, reopening. Taken only by a charge that finds the level's counter at its limit (with no other lock held), and by a reading of `pids.current` that raced it; a leaf: nothing is taken under it |
 //!
 //! Lock order: `cgroup_mutex` -> `css_set_lock` -> link state -> registry -> member
-//! sets. Under `Scalable` the same without `css_set_lock`; migration takes two member
+//! sets; a pids level's `exact` lock is a leaf. Under `Scalable` the same without `css_set_lock`; migration takes two member
 //! sets by address. [`CssLink::release`] takes a link's state alone.
 //! [`CgroupMember::kill`] and the [`TaskResolver`] are always called with no lock held.
 //!
@@ -76,6 +77,11 @@
 //! - A fork never makes `pids.current` exceed `pids.max` of any level, even
 //!   transiently (the per-level charge is a compare-exchange that refuses to step
 //!   over the limit); only migration, or lowering `pids.max`, can leave it above.
+//! - A fork is refused (EAGAIN) only when a level is full: the level that refuses
+//!   decides under its `exact` lock with every credit shard closed, so no credit is
+//!   parked or in flight and its counter is `pids.current`. (As in Linux, a fork that
+//!   a higher level refuses holds its charge of the lower levels until it reverts them;
+//!   a fork racing it there may see that charge.)
 //! - `pids.peak` never decreases; `populated` = linked members in the subtree.
 //! - A fork that raced with `cgroup.kill` on its cgroup or an ancestor is either
 //!   collected by the kill or reported [`PostFork::killed`].
