@@ -17,7 +17,7 @@ use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{GroupHome, GroupState, RUNNING, Task, TaskInner, ThreadGroup};
 use std::sync::{Arc, Weak};
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
-use uproc_cgroup::Cgroup;
+use uproc_cgroup::{Cgroup, CgroupMember};
 use uproc_pidns::{MAX_PID_NS_LEVEL, alloc_pid, free_pid};
 
 /// The arguments of [`Task::fork`] (`struct clone_args`).
@@ -203,7 +203,7 @@ impl Task {
         // through its leader.
         // Built inside the closure, field by field, so that the group is written
         // straight into the task rather than built aside and copied in.
-        let child = Arc::new_cyclic(|weak: &Weak<TaskInner>| TaskInner {
+        let child = Arc::new(TaskInner {
             pid: pid.clone(),
             locked_runtime: hot.as_ref().map_or_else(Weak::new, Arc::downgrade),
             home: if thread {
@@ -221,7 +221,7 @@ impl Task {
             pending: AtomicU64::new(0),
             cap_checkpoint_restore: AtomicBool::new(cap),
             rare: Mutex::new(None),
-            css: charge.prepare_link(weak.clone()),
+            css: charge.prepare_link(),
             pidfd,
             name: Mutex::new(*me.name.lock()),
         });
@@ -252,7 +252,8 @@ impl Task {
         let zapped = !child.pid.ns().is_adding();
         // 6. cgroup_post_fork: links the link the child was built with. An exit or a
         // release that ran before found it unlinked and did nothing: redo them here.
-        let killed = charge.post_fork_link(&child.css);
+        let member: Weak<dyn CgroupMember> = Arc::downgrade(&child) as Weak<TaskInner>;
+        let killed = charge.post_fork_link(&child.css, member);
         if child.exiting.load(Ordering::SeqCst) {
             child.css.task_dead();
         }

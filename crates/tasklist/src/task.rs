@@ -15,7 +15,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
 use uproc_abi::{Errno, SigSet, Signal, WaitStatus};
-use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, MigrateFn};
+use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, LinkRef, MigrateFn};
 use uproc_pidfs::PidFd;
 use uproc_pidns::{Pid, PidNamespace};
 
@@ -139,8 +139,10 @@ pub(crate) struct TaskInner {
     /// no lock held.
     pub(crate) rare: Mutex<Option<Box<Rare>>>,
     /// The css_set link, built with the task (`ForkCharge::prepare_link`: in the cgroup
-    /// charged at fork, unlinked) and linked by post_fork.
-    pub(crate) css: Arc<CssLink>,
+    /// charged at fork, unlinked) and linked by post_fork. Inline: the cgroup side
+    /// reaches it through the task ([`CgroupMember::css`]), so it costs no allocation
+    /// of its own; its drop (with the task's) unlinks and uncharges what is left.
+    pub(crate) css: CssLink,
     /// The `CLONE_PIDFD` handle.
     pub(crate) pidfd: Option<PidFd>,
     /// `comm`. Own lock (leaf).
@@ -580,15 +582,19 @@ impl CgroupMember for TaskInner {
     fn tid(&self) -> i32 {
         self.pid.numbers()[0].nr
     }
+
+    fn css(&self) -> Option<&CssLink> {
+        Some(&self.css)
+    }
 }
 
 impl ThreadGroup {
     /// The css links of the live threads (a migration skips those not linked yet,
     /// which its exclusion of forks leaves none of, and those already dead).
-    pub(crate) fn css_links(&self) -> Vec<Arc<CssLink>> {
+    pub(crate) fn css_links(&self) -> Vec<LinkRef> {
         let st = self.sig.lock();
         ThreadGroup::live_threads(&st)
-            .map(|t| t.css.clone())
+            .map(|t| LinkRef::Inline(t as Arc<dyn CgroupMember>))
             .collect()
     }
 
@@ -601,7 +607,7 @@ impl ThreadGroup {
 }
 
 impl Attachable for Task {
-    fn css_links(&self) -> Vec<Arc<CssLink>> {
+    fn css_links(&self) -> Vec<LinkRef> {
         self.0.group().css_links()
     }
 
