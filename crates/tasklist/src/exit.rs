@@ -180,8 +180,11 @@ fn exit_notify(sys: Option<&System>, t: &Arc<TaskInner>, group_dead: bool, statu
     if post.notify_self {
         uproc_pidfs::do_notify_pidfd(&t.pid, status);
     }
-    for c in std::mem::take(&mut post.release) {
-        release_task(sys, &c);
+    // Usually empty: no iterator to build and drop then.
+    if !post.release.is_empty() {
+        for c in std::mem::take(&mut post.release) {
+            release_task(sys, &c);
+        }
     }
     if post.release_self {
         release_task(sys, t);

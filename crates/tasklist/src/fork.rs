@@ -357,13 +357,19 @@ fn attach(
         *child.pid.task_slot().write() = Some(weak_any);
         return Ok(());
     }
-    let mut rp = if parent_flag {
+    // `CLONE_PARENT`: the caller's parent, re-read under its list's lock. Otherwise
+    // the caller itself, borrowed (no reference count taken and dropped per fork).
+    let mut rp_owned = if parent_flag {
         me.group().sig.lock().real_parent.upgrade()
     } else {
-        Some(me.clone())
+        None
     };
     loop {
-        let p = rp.take().ok_or(Errno::EINVAL)?;
+        let p: &Arc<TaskInner> = if parent_flag {
+            rp_owned.as_ref().ok_or(Errno::EINVAL)?
+        } else {
+            me
+        };
         let mut ch = p.group().children.lock();
         // One siglock round for everything read from the caller's group.
         let (now_parent, ids, dying, my_sub) = {
@@ -386,7 +392,7 @@ fn attach(
         {
             // Reparented between the read and the lock: retry with the new parent.
             drop(ch);
-            rp = now_parent;
+            rp_owned = now_parent;
             continue;
         }
         if dying || ch.closed {
@@ -395,7 +401,9 @@ fn attach(
             return Err(Errno::EINTR);
         }
         let ids = ids.ok_or(Errno::EINTR)?;
-        let rp = now_parent.unwrap_or_else(|| p.clone());
+        // The parent thread: `p` itself, or (`CLONE_PARENT`) the thread of `p`'s group
+        // that the caller's `real_parent` names now.
+        let rp: &Arc<TaskInner> = now_parent.as_ref().unwrap_or(p);
         let has_sub = if parent_flag {
             let ps = rp.group().sig.lock();
             ps.has_child_subreaper || ps.is_subreaper
@@ -406,7 +414,7 @@ fn attach(
         {
             let mut cs = child.group().sig.lock();
             cs.leader = Arc::downgrade(child);
-            cs.real_parent = Arc::downgrade(&rp);
+            cs.real_parent = Arc::downgrade(rp);
             cs.ids = Some(ids);
             cs.has_child_subreaper = has_sub;
             cs.unkillable = init;
