@@ -452,15 +452,3 @@ mod size {
         assert!(size_of::<TaskInner>() <= 264, "{}", size_of::<TaskInner>());
     }
 }
-#[cfg(test)]
-mod size_print {
-    #[test]
-    fn print_sizes() {
-        use crate::task::*;
-        eprintln!("TG {} GS {} GH {} Children {} TI {} css {} pidfd {} rare {}",
-            size_of::<ThreadGroup>(), size_of::<GroupState>(), size_of::<GroupHome>(),
-            size_of::<crate::sync::Mutex<Children>>(), size_of::<TaskInner>(),
-            size_of::<uproc_cgroup::CssLink>(), size_of::<Option<uproc_pidfs::PidFd>>(),
-            size_of::<crate::sync::Mutex<Option<Box<Rare>>>>());
-    }
-}
