@@ -176,20 +176,29 @@ fn exit_notify(sys: Option<&System>, t: &Arc<TaskInner>, group_dead: bool, statu
             });
         }
     }
-    send_exit_signal(t, post.exit_signal.take());
-    if post.notify_self {
+    // Taken apart: each piece is dropped where it is used up, so no drop of the whole
+    // runs at the end.
+    let PostExit {
+        release,
+        release_self,
+        notify_self,
+        zap,
+        exit_signal,
+    } = post;
+    send_exit_signal(t, exit_signal);
+    if notify_self {
         uproc_pidfs::do_notify_pidfd(&t.pid, status);
     }
     // Usually empty: no iterator to build and drop then.
-    if !post.release.is_empty() {
-        for c in std::mem::take(&mut post.release) {
+    if !release.is_empty() {
+        for c in release {
             release_task(sys, &c);
         }
     }
-    if post.release_self {
+    if release_self {
         release_task(sys, t);
     }
-    if post.zap {
+    if zap {
         if let Some(sys) = t.sys() {
             zap_pid_ns_processes(&sys, t);
         }
@@ -292,22 +301,17 @@ pub(crate) fn release_task(sys: Option<&System>, t: &Arc<TaskInner>) {
 /// `children` lock. The order is not observable: a task detached from its process
 /// group is ESRCH to `setpgid`/`setsid` (`ids` is `None`), its pid no longer finds it,
 /// and the number is freed after all of it, as before.
-pub(crate) fn release_claimed_child(cur: &Arc<TaskInner>, mut ch: MutexGuard<'_, Children>) {
+pub(crate) fn release_claimed_child(i: usize, mut ch: MutexGuard<'_, Children>) {
+    // Leave the list: its reference is the one this reap holds from here on (dropped
+    // at the end, after the locks).
+    let unlinked = ch.list.remove(i);
+    let cur = &unlinked.0;
     debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
     debug_assert!(cur.leader, "a children list holds thread-group leaders");
     let mut free = FreeList::default();
     // __unhash_process: detach_pid(PGID, SID, PID) under the child's siglock, inside
-    // its parent's `children` lock (rule 3), and leave the list.
+    // its parent's `children` lock (rule 3).
     let ids = detach_leader(&mut cur.group().sig.lock(), &cur.pid, &mut free);
-    let unlinked = ch
-        .list
-        .iter()
-        .position(|c| Arc::ptr_eq(&c.0, cur))
-        .map(|i| ch.list.remove(i));
-    debug_assert!(
-        unlinked.is_some(),
-        "the claimed child is on the waiter's list"
-    );
     *cur.pid.task_slot().write() = None;
     drop(ch);
     let status = cur.exit_status();
@@ -316,9 +320,11 @@ pub(crate) fn release_claimed_child(cur: &Arc<TaskInner>, mut ch: MutexGuard<'_,
     cur.css.release();
     free.free();
     let ids_may_free = ids.release();
-    drop(unlinked);
     tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
     recheck_zaps_without_runtime(cur, ids_may_free);
+    // The list's reference, dropped last (as the waiter's own handle on the child was
+    // before it moved here): the task may be freed with it.
+    drop(unlinked);
 }
 
 /// `Scalable`'s namespace-init re-check after a reap, which holds no runtime: only when
@@ -386,7 +392,7 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
                 (leader, ready)
             };
             *cur.pid.task_slot().write() = None;
-            free.push(cur.pid.clone());
+            free.push(&cur.pid);
             if let Some(l) = leader {
                 {
                     let mut rare = l.rare.lock();

@@ -152,15 +152,15 @@ impl DetachedIds {
 /// `detach_pid` of `PIDTYPE_PGID`, `PIDTYPE_SID` and the leader's own pid, under its
 /// siglock (`st`): queues the leader's pid on `free` unless it is still used as a
 /// process-group or session id (then the last user frees it).
-pub(crate) fn detach_leader(
+pub(crate) fn detach_leader<'a>(
     st: &mut GroupState,
-    pid: &Arc<Pid>,
-    free: &mut FreeList,
+    pid: &'a Arc<Pid>,
+    free: &mut FreeList<'a>,
 ) -> DetachedIds {
     let own = st.own_use.upgrade();
     match &own {
         Some(u) => u.detach_task(),
-        None => free.push(pid.clone()),
+        None => free.push(pid),
     }
     DetachedIds {
         ids: st.ids.take(),
@@ -206,14 +206,14 @@ impl Hasher for PtrHasher {
 }
 
 /// Pids to free once the caller is done with its locks (`free_pids`): a released
-/// task's own pid.
+/// task's own pid, borrowed from the task (no reference count taken for it).
 #[derive(Default)]
-pub(crate) struct FreeList {
-    pid: Option<Arc<Pid>>,
+pub(crate) struct FreeList<'a> {
+    pid: Option<&'a Arc<Pid>>,
 }
 
-impl FreeList {
-    pub(crate) fn push(&mut self, pid: Arc<Pid>) {
+impl<'a> FreeList<'a> {
+    pub(crate) fn push(&mut self, pid: &'a Arc<Pid>) {
         debug_assert!(self.pid.is_none(), "one pid freed per release");
         self.pid = Some(pid);
     }
@@ -221,7 +221,7 @@ impl FreeList {
     /// `free_pids`: returns the numbers.
     pub(crate) fn free(&mut self) {
         if let Some(p) = self.pid.take() {
-            free_pid(&p);
+            free_pid(p);
         }
     }
 
