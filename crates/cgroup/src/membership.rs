@@ -192,10 +192,11 @@ pub struct PostFork {
     pub killed: bool,
 }
 
-/// One task's membership (its css_set link), created by
-/// [`ForkCharge::post_fork`] (or built unlinked by [`ForkCharge::prepare_link`] and
-/// linked by [`ForkCharge::post_fork_link`]) and held by the task list for the task's
-/// life.
+/// One task's membership (its css_set link), built unlinked by
+/// [`ForkCharge::prepare_link`] into the task itself and linked by
+/// [`ForkCharge::post_fork_link`] (the task list's way: the link lives inside the task,
+/// which hands it out through [`CgroupMember::css`]), or created apart, in an `Arc`, by
+/// [`ForkCharge::post_fork`]. Held for the task's life.
 ///
 /// It is *linked* (counted in `populated`, listed in `cgroup.procs`, reached by
 /// `cgroup.kill`) from post_fork until [`task_dead`](CssLink::task_dead), and

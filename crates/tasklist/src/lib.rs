@@ -27,6 +27,9 @@
 //!   number still allocated, so the last handle of a runtime frees everything.
 //! - A [`Pid`] names a task only weakly (`task_slot`); a namespace's `child_reaper` is
 //!   weak too. pidfs's backend and cgroup's resolver are the `System`, weakly.
+//! - A task's css link (its cgroup membership) lives inside the task: the cgroup side
+//!   reaches it through the task ([`CgroupMember`]'s `css`), and its drop with the
+//!   task's unlinks and uncharges whatever a path left linked or charged.
 //!
 //! # THE LOCK ORDER
 //!
