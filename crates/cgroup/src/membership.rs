@@ -724,15 +724,21 @@ impl CssLink {
     /// `css_set_lock` (never under `Scalable`) only if the task was never declared
     /// dead (then it unlinks first, as Linux does for a task still on a list).
     /// Idempotent.
+    #[inline]
     pub fn release(&self) {
         if self.linked.load(Ordering::Acquire) {
             self.task_dead();
         }
         // Released already (or never charged: no lock at all, as in the drop of a
-        // reaped task's link).
-        if !self.charged.load(Ordering::Acquire) {
-            return;
+        // reaped task's link, which is part of every task's final drop: this check is
+        // inlined there, the uncharge is not).
+        if self.charged.load(Ordering::Acquire) {
+            self.uncharge();
         }
+    }
+
+    /// The charged part of [`release`](CssLink::release).
+    fn uncharge(&self) {
         // The swap under the state lock: a migration moves the charge under it, so
         // the cgroup uncharged is the one that holds it.
         let st = self.state.lock();
@@ -759,6 +765,7 @@ impl CssLink {
 }
 
 impl Drop for CssLink {
+    #[inline]
     fn drop(&mut self) {
         self.release();
     }
