@@ -240,6 +240,7 @@ fn narrow_key(key: usize) -> u32 {
 }
 
 /// `cgroup_can_fork` through `anchor` (an anchor of the cgroup the child goes to).
+#[inline]
 fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
     let cg = &anchor.cg;
     let node = &cg.node;

@@ -242,6 +242,7 @@ pub(crate) fn publish_exit(
 /// (parent ignores SIGCHLD or set `SA_NOCLDWAIT`, or `t` has `autoreap`, or there is no
 /// parent). The caller holds the `children` lock of `parent`'s group; this takes the
 /// parent's siglock (rule 3).
+#[inline]
 pub(crate) fn do_notify_parent(
     t: &TaskInner,
     parent: Option<&Arc<TaskInner>>,
@@ -301,6 +302,7 @@ pub(crate) fn release_task(sys: Option<&System>, t: &Arc<TaskInner>) {
 /// `children` lock. The order is not observable: a task detached from its process
 /// group is ESRCH to `setpgid`/`setsid` (`ids` is `None`), its pid no longer finds it,
 /// and the number is freed after all of it, as before.
+#[inline]
 pub(crate) fn release_claimed_child(i: usize, mut ch: MutexGuard<'_, Children>) {
     // Leave the list: its reference is the one this reap holds from here on (dropped
     // at the end, after the locks).
@@ -331,6 +333,7 @@ pub(crate) fn release_claimed_child(i: usize, mut ch: MutexGuard<'_, Children>) 
 /// a freed number (`ids_may_free`: a process-group or session id; or the task's own in a
 /// closed namespace) can have emptied a closed namespace, so that the common reap never
 /// reaches the runtime.
+#[inline]
 fn recheck_zaps_without_runtime(cur: &TaskInner, ids_may_free: bool) {
     if ids_may_free || in_closed_namespace(&cur.pid) {
         if let Some(sys) = cur.sys() {

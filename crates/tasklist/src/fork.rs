@@ -42,6 +42,7 @@ const KNOWN: CloneFlags = CloneFlags::all();
 
 /// Returns the caller's `pid_ns_for_children` if it is not the active namespace
 /// (`None` if it is), read once for the whole fork.
+#[inline]
 fn validate(
     t: &TaskInner,
     args: &CloneArgs,
@@ -325,6 +326,7 @@ fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
 ///   The parent's subreaper bits are read under the same lock, so a concurrent
 ///   `PR_SET_CHILD_SUBREAPER` walk (which reads the list after marking the parent)
 ///   either marks the new child or is seen by it.
+#[inline]
 fn attach(
     sys: Option<&crate::system::System>,
     me: &Arc<TaskInner>,

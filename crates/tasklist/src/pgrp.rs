@@ -113,6 +113,7 @@ impl ProcessIds {
 /// `PidUse` counts it bumps are written once per such process). A process whose
 /// object is already its own clones it. A reused group address can only make a
 /// process share an object where it could have made its own: the pair is the same.
+#[inline]
 pub(crate) fn ids_for_child(st: &mut GroupState, group: &ThreadGroup) -> Option<Arc<ProcessIds>> {
     let ids = st.ids.as_ref()?;
     if ids.owner != std::ptr::from_ref(group) as usize {
@@ -143,6 +144,7 @@ pub(crate) struct DetachedIds {
 impl DetachedIds {
     /// Drops both; returns whether that may have freed a pid (the leader's own pid was
     /// a process-group/session id, or this was the last process with its pair).
+    #[inline]
     pub(crate) fn release(self) -> bool {
         let last_pair = self.ids.and_then(Arc::into_inner).is_some();
         last_pair || self.own.is_some()
@@ -152,6 +154,7 @@ impl DetachedIds {
 /// `detach_pid` of `PIDTYPE_PGID`, `PIDTYPE_SID` and the leader's own pid, under its
 /// siglock (`st`): queues the leader's pid on `free` unless it is still used as a
 /// process-group or session id (then the last user frees it).
+#[inline]
 pub(crate) fn detach_leader<'a>(
     st: &mut GroupState,
     pid: &'a Arc<Pid>,

@@ -200,6 +200,7 @@ impl Task {
 
 /// `wait_consider_task` over the children list. The caller holds the group's
 /// `children` lock.
+#[inline]
 fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptions) -> Scan {
     let ns = me.active_ns();
     let mut eligible = false;
