@@ -220,6 +220,7 @@ pub(crate) fn claim(t: &TaskInner) -> bool {
 /// wakeup are one critical section for every waiter (they scan under that lock): a
 /// waiter never sees an autoreaped child as a zombie, and a woken waiter always sees
 /// the new state. Returns whether `t` autoreaps.
+#[inline]
 pub(crate) fn publish_exit(
     t: &TaskInner,
     parent: Option<(&Arc<TaskInner>, &mut Children)>,

@@ -516,6 +516,7 @@ impl TaskInner {
     ///
     /// Takes one `children` lock and this group's siglock inside it (lock order rules
     /// 2-4); the caller holds no `children` lock or siglock.
+    #[inline]
     pub(crate) fn with_parent_children<R>(
         &self,
         f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
