@@ -307,7 +307,16 @@ pub(crate) fn release_task(sys: Option<&System>, t: &Arc<TaskInner>) {
 pub(crate) fn release_claimed_child(i: usize, mut ch: MutexGuard<'_, Children>) {
     // Leave the list: its reference is the one this reap holds from here on (dropped
     // at the end, after the locks).
-    let unlinked = ch.list.remove(i);
+    // The list keeps fork order (wait reports the first ready child); the usual reap
+    // takes the last entry, which needs no shift (`Vec::remove` would still call
+    // `memmove` for the empty tail).
+    let unlinked = if i + 1 == ch.list.len() {
+        ch.list
+            .pop()
+            .expect("the claimed child's index is in the list")
+    } else {
+        ch.list.remove(i)
+    };
     let cur = &unlinked.0;
     debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
     debug_assert!(cur.leader, "a children list holds thread-group leaders");
