@@ -483,7 +483,7 @@ impl TaskInner {
     }
 
     /// `pid_ns_for_children` if it is not the active namespace (`None` if it is).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn changed_ns_for_children(&self) -> Option<Arc<PidNamespace>> {
         self.rare
             .lock()
