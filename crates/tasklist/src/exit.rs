@@ -103,7 +103,10 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// `do_exit`: this thread exits with `status` (the group exit status wins if the group
 /// is exiting). Idempotent.
 pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
-    if t.leader && t.group().runtime_init {
+    // Read once: the group is immutable, but the compiler cannot know it across the
+    // locks below.
+    let g = t.group();
+    if t.leader && g.runtime_init {
         tracing::warn!("exit of the runtime init ignored: it never exits");
         return;
     }
@@ -116,14 +119,14 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     let hook = t.rare.lock().as_mut().and_then(|r| r.hook.take());
     drop(hook);
     let (group_dead, status) = {
-        let mut st = t.group().sig.lock();
+        let mut st = g.sig.lock();
         st.nr_live -= 1;
         let status = st.group_exit.unwrap_or(status);
         let dead = st.nr_live == 0;
         if dead {
             st.stopped = false;
-            t.group().stop_report.store(0, Ordering::Release);
-            t.group().cont_report.store(false, Ordering::Release);
+            g.stop_report.store(0, Ordering::Release);
+            g.cont_report.store(false, Ordering::Release);
         }
         (dead, status)
     };

@@ -228,7 +228,8 @@ impl Task {
         });
         // A new process can be named in `cgroup.procs` from the attach on: its own
         // group's migration waits for the link too.
-        let new_group_guard = (!thread).then(|| child.group().threadgroup_rwsem.read());
+        let child_group = child.group();
+        let new_group_guard = (!thread).then(|| child_group.threadgroup_rwsem.read());
         // 5. attach: fork's only `tasklist_lock` acquisition (`Linux*`; none under
         // `Scalable`).
         let attached = attach(hot.as_deref(), me, &child, thread, parent_flag, autoreap);
@@ -266,7 +267,7 @@ impl Task {
         drop(caller_group_guard);
         // wake_up_new_task: from here on signals act on it directly.
         let (fatal, status) = {
-            let st = child.group().sig.lock();
+            let st = child_group.sig.lock();
             child.started.store(true, Ordering::Release);
             (
                 child.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0,
@@ -373,16 +374,17 @@ fn attach(
             me
         };
         let mut ch = p.group().children.lock();
+        let my_group = me.group();
         // One siglock round for everything read from the caller's group.
         let (now_parent, ids, dying, my_sub) = {
-            let mut st = me.group().sig.lock();
+            let mut st = my_group.sig.lock();
             (
                 if parent_flag {
                     st.real_parent.upgrade()
                 } else {
                     None
                 },
-                crate::pgrp::ids_for_child(&mut st, me.group()),
+                crate::pgrp::ids_for_child(&mut st, my_group),
                 group_dying(me, &st),
                 st.has_child_subreaper || st.is_subreaper,
             )
@@ -413,8 +415,9 @@ fn attach(
             my_sub
         };
         let init = child.pid.nr() == 1;
+        let child_group = child.group();
         {
-            let mut cs = child.group().sig.lock();
+            let mut cs = child_group.sig.lock();
             cs.leader = Arc::downgrade(child);
             cs.real_parent = Arc::downgrade(rp);
             cs.ids = Some(ids);
@@ -424,7 +427,7 @@ fn attach(
         if init {
             child.pid.ns().set_child_reaper(Some(weak_any.clone()));
         }
-        child.group().autoreap.store(autoreap, Ordering::Release);
+        child_group.autoreap.store(autoreap, Ordering::Release);
         ch.list.push(Task::from_inner(child.clone()));
         *child.pid.task_slot().write() = Some(weak_any);
         return Ok(());

@@ -521,13 +521,14 @@ impl TaskInner {
         &self,
         f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
     ) -> R {
-        let mut parent = self.group().sig.lock().real_parent.upgrade();
+        let mine = self.group();
+        let mut parent = mine.sig.lock().real_parent.upgrade();
         loop {
             let Some(p) = parent else {
-                return f(None, self.group().sig.lock());
+                return f(None, mine.sig.lock());
             };
             let mut ch = p.group().children.lock();
-            let st = self.group().sig.lock();
+            let st = mine.sig.lock();
             // The usual case, the same parent thread, needs no second `upgrade`.
             if std::ptr::eq(st.real_parent.as_ptr(), Arc::as_ptr(&p)) {
                 return f(Some((&p, &mut ch)), st);
