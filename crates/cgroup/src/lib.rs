@@ -22,7 +22,7 @@
 //!     └──── Anchor (one per forking task and cgroup, + a default one) = Cgroup handle
 //!              ^        member set: Weak<dyn CgroupMember>, fork count
 //!              │
-//!           CssLink (held by the task list): its anchor, its children's anchor, Weak<member>
+//!           CssLink (inside the task list's task): its anchor, its children's anchor
 //! ```
 //!
 //! - The hierarchy's tree owns the live cgroups; a cgroup owns its parent (a removed
@@ -34,8 +34,11 @@
 //!   were forked or moved there by name). It holds its cgroup; the cgroup names its
 //!   anchors weakly. A fork writes only its parent's anchor, never a line every fork
 //!   into the cgroup shares (`anchor.rs`).
-//! - A [`CssLink`] is one task's membership, created by [`ForkCharge::post_fork`] and
-//!   held by the task list; the member set refers to the task weakly.
+//! - A [`CssLink`] is one task's membership, built by [`ForkCharge::prepare_link`]
+//!   inside the task's own allocation (the task list's way: no allocation of its own;
+//!   the cgroup side reaches it through the member, [`CgroupMember::css`], as a
+//!   [`LinkRef`]) or made apart by [`ForkCharge::post_fork`]; the member set refers to
+//!   the task weakly.
 //!
 //! # Locks and what they protect
 //!
@@ -147,7 +150,7 @@ pub use cgroup::{Cgroup, WeakCgroup};
 pub use controller::pids::{Limit, PID_MAX_LIMIT};
 pub use hierarchy::Hierarchy;
 pub use membership::{
-    Attachable, CgroupMember, CssLink, ForkCharge, MigrateFn, PostFork, TaskResolver,
+    Attachable, CgroupMember, CssLink, ForkCharge, LinkRef, MigrateFn, PostFork, TaskResolver,
 };
 
 /// The lock-free pids charge on its own, for `tests/loom_pids.rs`: loom cannot run the

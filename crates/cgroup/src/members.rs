@@ -42,6 +42,7 @@ impl MemberSet {
     /// Adds `member` after every member already here (`list_add_tail`, and
     /// `list_move_tail` for a migrated task), with this set's next serial: no
     /// runtime-wide counter.
+    #[inline]
     pub(crate) fn append(&mut self, member: Weak<dyn CgroupMember>) -> usize {
         let serial = self.next_serial;
         self.next_serial += 1;
@@ -50,6 +51,7 @@ impl MemberSet {
 
     /// Adds `member` at its `serial` position (a runtime-wide serial: the Linux
     /// profiles); returns the key that [`remove`](MemberSet::remove) takes.
+    #[inline]
     pub(crate) fn insert(&mut self, serial: u64, member: Weak<dyn CgroupMember>) -> usize {
         self.next_serial = self.next_serial.max(serial + 1);
         self.slots.insert(Entry { serial, member })
@@ -57,6 +59,7 @@ impl MemberSet {
 
     /// Removes the entry `key` (from [`insert`](MemberSet::insert)): its serial and
     /// member; `None` if there is none.
+    #[inline]
     pub(crate) fn remove(&mut self, key: usize) -> Option<(u64, Weak<dyn CgroupMember>)> {
         let e = self.slots.try_remove(key)?;
         Some((e.serial, e.member))

@@ -48,11 +48,65 @@ pub trait CgroupMember: Send + Sync + 'static {
     fn tid(&self) -> i32 {
         self.tgid()
     }
+    /// The member's own link, when it holds it inside itself (built by
+    /// [`ForkCharge::prepare_link`] into the member's allocation): a [`LinkRef`] then
+    /// reaches the link through the member, and the link costs no allocation of its
+    /// own. `None` (the default) for a member that holds its link apart, by
+    /// `Arc<CssLink>` ([`ForkCharge::post_fork`]).
+    fn css(&self) -> Option<&CssLink> {
+        None
+    }
+}
+
+/// A handle on one task's [`CssLink`] that keeps the link alive: either the link in
+/// its own allocation ([`ForkCharge::post_fork`]'s `Arc<CssLink>`), or the member that
+/// holds its link inline ([`CgroupMember::css`]), which is how the task list keeps it
+/// (one allocation per task instead of two). Dereferences to the link.
+#[derive(Clone)]
+pub enum LinkRef {
+    /// A link in its own allocation.
+    Shared(Arc<CssLink>),
+    /// A member whose [`css`](CgroupMember::css) is `Some`.
+    Inline(Arc<dyn CgroupMember>),
+}
+
+impl LinkRef {
+    /// The link `member` holds inline; `None` if it holds none
+    /// ([`CgroupMember::css`]).
+    pub fn of_member(member: Arc<dyn CgroupMember>) -> Option<LinkRef> {
+        member.css()?;
+        Some(LinkRef::Inline(member))
+    }
+}
+
+impl From<Arc<CssLink>> for LinkRef {
+    fn from(link: Arc<CssLink>) -> LinkRef {
+        LinkRef::Shared(link)
+    }
+}
+
+impl core::ops::Deref for LinkRef {
+    type Target = CssLink;
+
+    fn deref(&self) -> &CssLink {
+        match self {
+            LinkRef::Shared(l) => l,
+            LinkRef::Inline(m) => m
+                .css()
+                .expect("an inline LinkRef is made only of a member that holds its link"),
+        }
+    }
+}
+
+impl fmt::Debug for LinkRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
 }
 
 /// The closure a migration runs over a thread group's links while the group cannot
 /// fork ([`TaskResolver::with_thread_group`], [`Attachable::with_threadgroup_locked`]).
-pub type MigrateFn<'a> = dyn FnMut(&[Arc<CssLink>]) -> Result<(), Errno> + 'a;
+pub type MigrateFn<'a> = dyn FnMut(&[LinkRef]) -> Result<(), Errno> + 'a;
 
 /// Finds the css links of a whole thread group from a pid written to `cgroup.procs`
 /// (numbers of the root pid namespace). The task list registers one with
@@ -60,7 +114,7 @@ pub type MigrateFn<'a> = dyn FnMut(&[Arc<CssLink>]) -> Result<(), Errno> + 'a;
 pub trait TaskResolver: Send + Sync + 'static {
     /// Every live thread's link of the thread group containing `pid`; ESRCH when no
     /// such task exists.
-    fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno>;
+    fn thread_group_links(&self, pid: i32) -> Result<Vec<LinkRef>, Errno>;
 
     /// Runs `f` over the links of the thread group containing `pid` while that group
     /// can neither fork a thread nor finish forking a child into its cgroup (the write
@@ -74,7 +128,7 @@ pub trait TaskResolver: Send + Sync + 'static {
 /// Something that can be moved between cgroups as a whole thread group.
 pub trait Attachable {
     /// The links of every live thread of the thread group.
-    fn css_links(&self) -> Vec<Arc<CssLink>>;
+    fn css_links(&self) -> Vec<LinkRef>;
 
     /// Runs `f` over [`css_links`](Attachable::css_links) while the group cannot fork
     /// (see [`TaskResolver::with_thread_group`]). The default has no such exclusion.
@@ -90,15 +144,27 @@ pub trait Attachable {
     }
 }
 
-impl Attachable for Vec<Arc<CssLink>> {
-    fn css_links(&self) -> Vec<Arc<CssLink>> {
+impl Attachable for Vec<LinkRef> {
+    fn css_links(&self) -> Vec<LinkRef> {
         self.clone()
     }
 }
 
-impl Attachable for Arc<CssLink> {
-    fn css_links(&self) -> Vec<Arc<CssLink>> {
+impl Attachable for LinkRef {
+    fn css_links(&self) -> Vec<LinkRef> {
         vec![self.clone()]
+    }
+}
+
+impl Attachable for Vec<Arc<CssLink>> {
+    fn css_links(&self) -> Vec<LinkRef> {
+        self.iter().cloned().map(LinkRef::from).collect()
+    }
+}
+
+impl Attachable for Arc<CssLink> {
+    fn css_links(&self) -> Vec<LinkRef> {
+        vec![LinkRef::from(self.clone())]
     }
 }
 
@@ -126,17 +192,17 @@ pub struct PostFork {
     pub killed: bool,
 }
 
-/// One task's membership (its css_set link), created by
-/// [`ForkCharge::post_fork`] (or built unlinked by [`ForkCharge::prepare_link`] and
-/// linked by [`ForkCharge::post_fork_link`]) and held by the task list for the task's
-/// life.
+/// One task's membership (its css_set link), built unlinked by
+/// [`ForkCharge::prepare_link`] into the task itself and linked by
+/// [`ForkCharge::post_fork_link`] (the task list's way: the link lives inside the task,
+/// which hands it out through [`CgroupMember::css`]), or created apart, in an `Arc`, by
+/// [`ForkCharge::post_fork`]. Held for the task's life.
 ///
 /// It is *linked* (counted in `populated`, listed in `cgroup.procs`, reached by
 /// `cgroup.kill`) from post_fork until [`task_dead`](CssLink::task_dead), and
 /// *charged* (counted in `pids.current`) until [`release`](CssLink::release). Dropping
 /// it does both, so a task list that forgets cannot leak a charge.
 pub struct CssLink {
-    member: Weak<dyn CgroupMember>,
     /// The id of the current cgroup, mirrored from `state` (written with it held) so
     /// that the id recorded at every reap (`pidfs_exit`) is read without a lock.
     current_id: AtomicU64,
@@ -174,6 +240,7 @@ fn narrow_key(key: usize) -> u32 {
 }
 
 /// `cgroup_can_fork` through `anchor` (an anchor of the cgroup the child goes to).
+#[inline]
 fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
     let cg = &anchor.cg;
     let node = &cg.node;
@@ -284,7 +351,7 @@ impl Cgroup {
 
     /// [`attach`](Cgroup::attach) for links already collected (the `cgroup.procs`
     /// write path).
-    pub fn attach_links(&self, links: &[Arc<CssLink>]) -> Result<(), Errno> {
+    pub fn attach_links(&self, links: &[LinkRef]) -> Result<(), Errno> {
         if links.iter().any(|l| !l.is_of(&self.hier)) {
             return Err(Errno::EINVAL);
         }
@@ -468,8 +535,8 @@ impl ForkCharge {
     /// `cgroup.kill` on this cgroup or an ancestor raced with the fork); the charge
     /// taken at can_fork now belongs to the link.
     pub fn post_fork(self, member: Weak<dyn CgroupMember>) -> PostFork {
-        let link = self.prepare_link(member);
-        let killed = self.post_fork_link(&link);
+        let link = Arc::new(self.prepare_link());
+        let killed = self.post_fork_link(&link, member);
         PostFork { link, killed }
     }
 
@@ -479,9 +546,11 @@ impl ForkCharge {
     /// [`post_fork_link`](ForkCharge::post_fork_link) (or if the fork fails and it is
     /// dropped) [`task_dead`](CssLink::task_dead) and [`release`](CssLink::release)
     /// do nothing to it.
-    pub fn prepare_link(&self, member: Weak<dyn CgroupMember>) -> Arc<CssLink> {
-        Arc::new(CssLink {
-            member,
+    ///
+    /// Returned by value, so that the task holds it inline (one allocation per task,
+    /// not two) and hands it to the cgroup side through [`CgroupMember::css`].
+    pub fn prepare_link(&self) -> CssLink {
+        CssLink {
             current_id: AtomicU64::new(self.anchor.cg.node.id),
             state: Mutex::new(LinkState {
                 anchor: self.anchor.clone(),
@@ -491,15 +560,16 @@ impl ForkCharge {
             linked: AtomicBool::new(false),
             charged: AtomicBool::new(false),
             scalable: self.anchor.cg.hier.is_scalable(),
-        })
+        }
     }
 
     /// [`post_fork`](ForkCharge::post_fork) onto a link from
-    /// [`prepare_link`](ForkCharge::prepare_link) of this charge: links it and hands it
-    /// the charge. Returns `killed`.
-    pub fn post_fork_link(mut self, link: &CssLink) -> bool {
+    /// [`prepare_link`](ForkCharge::prepare_link) of this charge, for `member` (the
+    /// task that holds the link): links it and hands it the charge. Returns `killed`.
+    /// The member set keeps `member`; the link itself names no member (a link held
+    /// inline is found through its member, [`CgroupMember::css`]).
+    pub fn post_fork_link(mut self, link: &CssLink, member: Weak<dyn CgroupMember>) -> bool {
         self.armed = false;
-        let member = link.member.clone();
         let anchor = &self.anchor;
         let hier = &anchor.cg.hier;
         let node = &anchor.cg.node;
@@ -609,11 +679,6 @@ impl CssLink {
         self.current_id.load(Ordering::Relaxed)
     }
 
-    /// The task this link belongs to.
-    pub fn member(&self) -> Weak<dyn CgroupMember> {
-        self.member.clone()
-    }
-
     /// Whether this link belongs to hierarchy `h`.
     fn is_of(&self, h: &Hierarchy) -> bool {
         core::ptr::eq(Arc::as_ptr(&self.state.lock().anchor.cg.hier), h)
@@ -660,15 +725,21 @@ impl CssLink {
     /// `css_set_lock` (never under `Scalable`) only if the task was never declared
     /// dead (then it unlinks first, as Linux does for a task still on a list).
     /// Idempotent.
+    #[inline]
     pub fn release(&self) {
         if self.linked.load(Ordering::Acquire) {
             self.task_dead();
         }
         // Released already (or never charged: no lock at all, as in the drop of a
-        // reaped task's link).
-        if !self.charged.load(Ordering::Acquire) {
-            return;
+        // reaped task's link, which is part of every task's final drop: this check is
+        // inlined there, the uncharge is not).
+        if self.charged.load(Ordering::Acquire) {
+            self.uncharge();
         }
+    }
+
+    /// The charged part of [`release`](CssLink::release).
+    fn uncharge(&self) {
         // The swap under the state lock: a migration moves the charge under it, so
         // the cgroup uncharged is the one that holds it.
         let st = self.state.lock();
@@ -695,6 +766,7 @@ impl CssLink {
 }
 
 impl Drop for CssLink {
+    #[inline]
     fn drop(&mut self) {
         self.release();
     }

@@ -622,3 +622,92 @@ fn a_moved_parent_does_not_keep_its_old_cgroup_alive() {
         assert_eq!(b.pids_current(), 0);
     });
 }
+
+/// A member that holds its link inline (as the task list does): built by
+/// `prepare_link` into the member, found through `CgroupMember::css`.
+struct InlineTask {
+    tgid: i32,
+    link: uproc_cgroup::CssLink,
+}
+
+impl uproc_cgroup::CgroupMember for InlineTask {
+    fn tgid(&self) -> i32 {
+        self.tgid
+    }
+    fn is_group_leader(&self) -> bool {
+        true
+    }
+    fn kill(&self) {
+        self.link.task_dead();
+    }
+    fn css(&self) -> Option<&uproc_cgroup::CssLink> {
+        Some(&self.link)
+    }
+}
+
+#[test]
+fn an_inline_link_migrates_through_its_member_and_its_drop_unlinks_and_uncharges() {
+    use uproc_cgroup::{CgroupMember, LinkRef};
+    for_each_profile(|p| {
+        let h = hier(p);
+        let a = h.root().mkdir("a").unwrap();
+        let b = h.root().mkdir("b").unwrap();
+        let charge = a.can_fork().unwrap();
+        let t = Arc::new(InlineTask {
+            tgid: 42,
+            link: charge.prepare_link(),
+        });
+        // Prepared, not linked: neither listed nor charged to the link yet (the charge
+        // is the ForkCharge's until post_fork_link).
+        assert!(!t.link.is_linked() && !t.link.is_charged());
+        let member: Weak<dyn CgroupMember> = Arc::downgrade(&t) as Weak<InlineTask>;
+        assert!(!charge.post_fork_link(&t.link, member));
+        assert!(t.link.is_linked() && t.link.is_charged());
+        assert_eq!(a.read("cgroup.procs").unwrap(), "42\n");
+        // Migration reaches the link through the member.
+        let r = LinkRef::of_member(t.clone()).expect("holds its link inline");
+        b.attach(&r).unwrap();
+        assert_eq!(a.read("cgroup.procs").unwrap(), "");
+        assert_eq!(b.read("cgroup.procs").unwrap(), "42\n");
+        assert_eq!((a.pids_current(), b.pids_current()), (0, 1));
+        assert_eq!(r.cgroup(), b);
+        drop(r);
+        // cgroup.kill reaches it, and its kill unlinks it.
+        b.kill().unwrap();
+        assert!(!t.link.is_linked());
+        assert_eq!(b.read("cgroup.events").unwrap(), "populated 0\nfrozen 0\n");
+        assert_eq!(b.pids_current(), 1, "a dead, unreaped task still counts");
+        // The member's drop releases its inline link: nothing leaks.
+        drop(t);
+        assert_eq!(b.pids_current(), 0);
+        b.rmdir().unwrap();
+    });
+}
+
+#[test]
+fn of_member_refuses_a_member_without_an_inline_link() {
+    let t = fork(&hier(Profile::Scalable).root(), 7).unwrap();
+    assert!(uproc_cgroup::LinkRef::of_member(t.clone()).is_none());
+    t.exit_and_reap();
+}
+
+#[test]
+fn dropping_a_linked_inline_member_unlinks_and_uncharges_it() {
+    use uproc_cgroup::CgroupMember;
+    for_each_profile(|p| {
+        let a = hier(p).root().mkdir("a").unwrap();
+        let charge = a.can_fork().unwrap();
+        let t = Arc::new(InlineTask {
+            tgid: 5,
+            link: charge.prepare_link(),
+        });
+        let member: Weak<dyn CgroupMember> = Arc::downgrade(&t) as Weak<InlineTask>;
+        let _ = charge.post_fork_link(&t.link, member);
+        assert_eq!(a.read("cgroup.events").unwrap(), "populated 1\nfrozen 0\n");
+        drop(t);
+        assert_eq!(a.read("cgroup.events").unwrap(), "populated 0\nfrozen 0\n");
+        assert_eq!(a.read("cgroup.procs").unwrap(), "");
+        assert_eq!(a.pids_current(), 0);
+        a.rmdir().unwrap();
+    });
+}

@@ -103,7 +103,10 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// `do_exit`: this thread exits with `status` (the group exit status wins if the group
 /// is exiting). Idempotent.
 pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
-    if t.leader && t.group().runtime_init {
+    // Read once: the group is immutable, but the compiler cannot know it across the
+    // locks below.
+    let g = t.group();
+    if t.leader && g.runtime_init {
         tracing::warn!("exit of the runtime init ignored: it never exits");
         return;
     }
@@ -116,14 +119,14 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     let hook = t.rare.lock().as_mut().and_then(|r| r.hook.take());
     drop(hook);
     let (group_dead, status) = {
-        let mut st = t.group().sig.lock();
+        let mut st = g.sig.lock();
         st.nr_live -= 1;
         let status = st.group_exit.unwrap_or(status);
         let dead = st.nr_live == 0;
         if dead {
             st.stopped = false;
-            t.group().stop_report.store(0, Ordering::Release);
-            t.group().cont_report.store(false, Ordering::Release);
+            g.stop_report.store(0, Ordering::Release);
+            g.cont_report.store(false, Ordering::Release);
         }
         (dead, status)
     };
@@ -176,17 +179,29 @@ fn exit_notify(sys: Option<&System>, t: &Arc<TaskInner>, group_dead: bool, statu
             });
         }
     }
-    send_exit_signal(t, post.exit_signal.take());
-    if post.notify_self {
+    // Taken apart: each piece is dropped where it is used up, so no drop of the whole
+    // runs at the end.
+    let PostExit {
+        release,
+        release_self,
+        notify_self,
+        zap,
+        exit_signal,
+    } = post;
+    send_exit_signal(t, exit_signal);
+    if notify_self {
         uproc_pidfs::do_notify_pidfd(&t.pid, status);
     }
-    for c in std::mem::take(&mut post.release) {
-        release_task(sys, &c);
+    // Usually empty: no iterator to build and drop then.
+    if !release.is_empty() {
+        for c in release {
+            release_task(sys, &c);
+        }
     }
-    if post.release_self {
+    if release_self {
         release_task(sys, t);
     }
-    if post.zap {
+    if zap {
         if let Some(sys) = t.sys() {
             zap_pid_ns_processes(&sys, t);
         }
@@ -208,6 +223,7 @@ pub(crate) fn claim(t: &TaskInner) -> bool {
 /// wakeup are one critical section for every waiter (they scan under that lock): a
 /// waiter never sees an autoreaped child as a zombie, and a woken waiter always sees
 /// the new state. Returns whether `t` autoreaps.
+#[inline]
 pub(crate) fn publish_exit(
     t: &TaskInner,
     parent: Option<(&Arc<TaskInner>, &mut Children)>,
@@ -230,6 +246,7 @@ pub(crate) fn publish_exit(
 /// (parent ignores SIGCHLD or set `SA_NOCLDWAIT`, or `t` has `autoreap`, or there is no
 /// parent). The caller holds the `children` lock of `parent`'s group; this takes the
 /// parent's siglock (rule 3).
+#[inline]
 pub(crate) fn do_notify_parent(
     t: &TaskInner,
     parent: Option<&Arc<TaskInner>>,
@@ -289,22 +306,27 @@ pub(crate) fn release_task(sys: Option<&System>, t: &Arc<TaskInner>) {
 /// `children` lock. The order is not observable: a task detached from its process
 /// group is ESRCH to `setpgid`/`setsid` (`ids` is `None`), its pid no longer finds it,
 /// and the number is freed after all of it, as before.
-pub(crate) fn release_claimed_child(cur: &Arc<TaskInner>, mut ch: MutexGuard<'_, Children>) {
+#[inline]
+pub(crate) fn release_claimed_child(i: usize, mut ch: MutexGuard<'_, Children>) {
+    // Leave the list: its reference is the one this reap holds from here on (dropped
+    // at the end, after the locks).
+    // The list keeps fork order (wait reports the first ready child); the usual reap
+    // takes the last entry, which needs no shift (`Vec::remove` would still call
+    // `memmove` for the empty tail).
+    let unlinked = if i + 1 == ch.list.len() {
+        ch.list
+            .pop()
+            .expect("the claimed child's index is in the list")
+    } else {
+        ch.list.remove(i)
+    };
+    let cur = &unlinked.0;
     debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
     debug_assert!(cur.leader, "a children list holds thread-group leaders");
     let mut free = FreeList::default();
     // __unhash_process: detach_pid(PGID, SID, PID) under the child's siglock, inside
-    // its parent's `children` lock (rule 3), and leave the list.
+    // its parent's `children` lock (rule 3).
     let ids = detach_leader(&mut cur.group().sig.lock(), &cur.pid, &mut free);
-    let unlinked = ch
-        .list
-        .iter()
-        .position(|c| Arc::ptr_eq(&c.0, cur))
-        .map(|i| ch.list.remove(i));
-    debug_assert!(
-        unlinked.is_some(),
-        "the claimed child is on the waiter's list"
-    );
     *cur.pid.task_slot().write() = None;
     drop(ch);
     let status = cur.exit_status();
@@ -313,15 +335,18 @@ pub(crate) fn release_claimed_child(cur: &Arc<TaskInner>, mut ch: MutexGuard<'_,
     cur.css.release();
     free.free();
     let ids_may_free = ids.release();
-    drop(unlinked);
     tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");
     recheck_zaps_without_runtime(cur, ids_may_free);
+    // The list's reference, dropped last (as the waiter's own handle on the child was
+    // before it moved here): the task may be freed with it.
+    drop(unlinked);
 }
 
 /// `Scalable`'s namespace-init re-check after a reap, which holds no runtime: only when
 /// a freed number (`ids_may_free`: a process-group or session id; or the task's own in a
 /// closed namespace) can have emptied a closed namespace, so that the common reap never
 /// reaches the runtime.
+#[inline]
 fn recheck_zaps_without_runtime(cur: &TaskInner, ids_may_free: bool) {
     if ids_may_free || in_closed_namespace(&cur.pid) {
         if let Some(sys) = cur.sys() {
@@ -383,7 +408,7 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
                 (leader, ready)
             };
             *cur.pid.task_slot().write() = None;
-            free.push(cur.pid.clone());
+            free.push(&cur.pid);
             if let Some(l) = leader {
                 {
                     let mut rare = l.rare.lock();

@@ -17,7 +17,7 @@ use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::task::{GroupHome, GroupState, RUNNING, Task, TaskInner, ThreadGroup};
 use std::sync::{Arc, Weak};
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
-use uproc_cgroup::Cgroup;
+use uproc_cgroup::{Cgroup, CgroupMember};
 use uproc_pidns::{MAX_PID_NS_LEVEL, alloc_pid, free_pid};
 
 /// The arguments of [`Task::fork`] (`struct clone_args`).
@@ -42,6 +42,7 @@ const KNOWN: CloneFlags = CloneFlags::all();
 
 /// Returns the caller's `pid_ns_for_children` if it is not the active namespace
 /// (`None` if it is), read once for the whole fork.
+#[inline]
 fn validate(
     t: &TaskInner,
     args: &CloneArgs,
@@ -203,7 +204,7 @@ impl Task {
         // through its leader.
         // Built inside the closure, field by field, so that the group is written
         // straight into the task rather than built aside and copied in.
-        let child = Arc::new_cyclic(|weak: &Weak<TaskInner>| TaskInner {
+        let child = Arc::new(TaskInner {
             pid: pid.clone(),
             locked_runtime: hot.as_ref().map_or_else(Weak::new, Arc::downgrade),
             home: if thread {
@@ -221,13 +222,14 @@ impl Task {
             pending: AtomicU64::new(0),
             cap_checkpoint_restore: AtomicBool::new(cap),
             rare: Mutex::new(None),
-            css: charge.prepare_link(weak.clone()),
+            css: charge.prepare_link(),
             pidfd,
             name: Mutex::new(*me.name.lock()),
         });
         // A new process can be named in `cgroup.procs` from the attach on: its own
         // group's migration waits for the link too.
-        let new_group_guard = (!thread).then(|| child.group().threadgroup_rwsem.read());
+        let child_group = child.group();
+        let new_group_guard = (!thread).then(|| child_group.threadgroup_rwsem.read());
         // 5. attach: fork's only `tasklist_lock` acquisition (`Linux*`; none under
         // `Scalable`).
         let attached = attach(hot.as_deref(), me, &child, thread, parent_flag, autoreap);
@@ -252,7 +254,8 @@ impl Task {
         let zapped = !child.pid.ns().is_adding();
         // 6. cgroup_post_fork: links the link the child was built with. An exit or a
         // release that ran before found it unlinked and did nothing: redo them here.
-        let killed = charge.post_fork_link(&child.css);
+        let member: Weak<dyn CgroupMember> = Arc::downgrade(&child) as Weak<TaskInner>;
+        let killed = charge.post_fork_link(&child.css, member);
         if child.exiting.load(Ordering::SeqCst) {
             child.css.task_dead();
         }
@@ -264,7 +267,7 @@ impl Task {
         drop(caller_group_guard);
         // wake_up_new_task: from here on signals act on it directly.
         let (fatal, status) = {
-            let st = child.group().sig.lock();
+            let st = child_group.sig.lock();
             child.started.store(true, Ordering::Release);
             (
                 child.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0,
@@ -324,6 +327,7 @@ fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
 ///   The parent's subreaper bits are read under the same lock, so a concurrent
 ///   `PR_SET_CHILD_SUBREAPER` walk (which reads the list after marking the parent)
 ///   either marks the new child or is seen by it.
+#[inline]
 fn attach(
     sys: Option<&crate::system::System>,
     me: &Arc<TaskInner>,
@@ -356,24 +360,31 @@ fn attach(
         *child.pid.task_slot().write() = Some(weak_any);
         return Ok(());
     }
-    let mut rp = if parent_flag {
+    // `CLONE_PARENT`: the caller's parent, re-read under its list's lock. Otherwise
+    // the caller itself, borrowed (no reference count taken and dropped per fork).
+    let mut rp_owned = if parent_flag {
         me.group().sig.lock().real_parent.upgrade()
     } else {
-        Some(me.clone())
+        None
     };
     loop {
-        let p = rp.take().ok_or(Errno::EINVAL)?;
+        let p: &Arc<TaskInner> = if parent_flag {
+            rp_owned.as_ref().ok_or(Errno::EINVAL)?
+        } else {
+            me
+        };
         let mut ch = p.group().children.lock();
+        let my_group = me.group();
         // One siglock round for everything read from the caller's group.
         let (now_parent, ids, dying, my_sub) = {
-            let mut st = me.group().sig.lock();
+            let mut st = my_group.sig.lock();
             (
                 if parent_flag {
                     st.real_parent.upgrade()
                 } else {
                     None
                 },
-                crate::pgrp::ids_for_child(&mut st, me.group()),
+                crate::pgrp::ids_for_child(&mut st, my_group),
                 group_dying(me, &st),
                 st.has_child_subreaper || st.is_subreaper,
             )
@@ -385,7 +396,7 @@ fn attach(
         {
             // Reparented between the read and the lock: retry with the new parent.
             drop(ch);
-            rp = now_parent;
+            rp_owned = now_parent;
             continue;
         }
         if dying || ch.closed {
@@ -394,7 +405,9 @@ fn attach(
             return Err(Errno::EINTR);
         }
         let ids = ids.ok_or(Errno::EINTR)?;
-        let rp = now_parent.unwrap_or_else(|| p.clone());
+        // The parent thread: `p` itself, or (`CLONE_PARENT`) the thread of `p`'s group
+        // that the caller's `real_parent` names now.
+        let rp: &Arc<TaskInner> = now_parent.as_ref().unwrap_or(p);
         let has_sub = if parent_flag {
             let ps = rp.group().sig.lock();
             ps.has_child_subreaper || ps.is_subreaper
@@ -402,10 +415,11 @@ fn attach(
             my_sub
         };
         let init = child.pid.nr() == 1;
+        let child_group = child.group();
         {
-            let mut cs = child.group().sig.lock();
+            let mut cs = child_group.sig.lock();
             cs.leader = Arc::downgrade(child);
-            cs.real_parent = Arc::downgrade(&rp);
+            cs.real_parent = Arc::downgrade(rp);
             cs.ids = Some(ids);
             cs.has_child_subreaper = has_sub;
             cs.unkillable = init;
@@ -413,7 +427,7 @@ fn attach(
         if init {
             child.pid.ns().set_child_reaper(Some(weak_any.clone()));
         }
-        child.group().autoreap.store(autoreap, Ordering::Release);
+        child_group.autoreap.store(autoreap, Ordering::Release);
         ch.list.push(Task::from_inner(child.clone()));
         *child.pid.task_slot().write() = Some(weak_any);
         return Ok(());

@@ -113,6 +113,7 @@ impl ProcessIds {
 /// `PidUse` counts it bumps are written once per such process). A process whose
 /// object is already its own clones it. A reused group address can only make a
 /// process share an object where it could have made its own: the pair is the same.
+#[inline]
 pub(crate) fn ids_for_child(st: &mut GroupState, group: &ThreadGroup) -> Option<Arc<ProcessIds>> {
     let ids = st.ids.as_ref()?;
     if ids.owner != std::ptr::from_ref(group) as usize {
@@ -143,6 +144,7 @@ pub(crate) struct DetachedIds {
 impl DetachedIds {
     /// Drops both; returns whether that may have freed a pid (the leader's own pid was
     /// a process-group/session id, or this was the last process with its pair).
+    #[inline]
     pub(crate) fn release(self) -> bool {
         let last_pair = self.ids.and_then(Arc::into_inner).is_some();
         last_pair || self.own.is_some()
@@ -152,15 +154,16 @@ impl DetachedIds {
 /// `detach_pid` of `PIDTYPE_PGID`, `PIDTYPE_SID` and the leader's own pid, under its
 /// siglock (`st`): queues the leader's pid on `free` unless it is still used as a
 /// process-group or session id (then the last user frees it).
-pub(crate) fn detach_leader(
+#[inline]
+pub(crate) fn detach_leader<'a>(
     st: &mut GroupState,
-    pid: &Arc<Pid>,
-    free: &mut FreeList,
+    pid: &'a Arc<Pid>,
+    free: &mut FreeList<'a>,
 ) -> DetachedIds {
     let own = st.own_use.upgrade();
     match &own {
         Some(u) => u.detach_task(),
-        None => free.push(pid.clone()),
+        None => free.push(pid),
     }
     DetachedIds {
         ids: st.ids.take(),
@@ -206,14 +209,14 @@ impl Hasher for PtrHasher {
 }
 
 /// Pids to free once the caller is done with its locks (`free_pids`): a released
-/// task's own pid.
+/// task's own pid, borrowed from the task (no reference count taken for it).
 #[derive(Default)]
-pub(crate) struct FreeList {
-    pid: Option<Arc<Pid>>,
+pub(crate) struct FreeList<'a> {
+    pid: Option<&'a Arc<Pid>>,
 }
 
-impl FreeList {
-    pub(crate) fn push(&mut self, pid: Arc<Pid>) {
+impl<'a> FreeList<'a> {
+    pub(crate) fn push(&mut self, pid: &'a Arc<Pid>) {
         debug_assert!(self.pid.is_none(), "one pid freed per release");
         self.pid = Some(pid);
     }
@@ -221,7 +224,7 @@ impl FreeList {
     /// `free_pids`: returns the numbers.
     pub(crate) fn free(&mut self) {
         if let Some(p) = self.pid.take() {
-            free_pid(&p);
+            free_pid(p);
         }
     }
 

@@ -101,6 +101,7 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
 /// dying too and has or will hand its children on), the search starts again: R has no
 /// live thread any more, so it is skipped; a namespace init is the exception and keeps
 /// adopting (its orphans autoreap).
+#[inline]
 pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
     let g = t.group();
     let ns = t.active_ns();

@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::{LockStat, NamedRwLock};
 use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
-use uproc_cgroup::{Cgroup, CssLink, Hierarchy, MigrateFn, TaskResolver};
+use uproc_cgroup::{Cgroup, CgroupMember, Hierarchy, LinkRef, MigrateFn, TaskResolver};
 use uproc_pidfs::{FileHandle, PidFd, PidTaskState, PidfdBackend, Pidfs, SignalScope, TaskIds};
 use uproc_pidns::{Pid, PidMap, PidNamespace, PidRefCredits, alloc_pid, free_pid};
 
@@ -95,7 +95,7 @@ impl System {
         let sys = Arc::new_cyclic(|weak: &Weak<System>| {
             let group =
                 ThreadGroup::with_role(GroupState::new_process(true), true, cfg.reap_orphans);
-            let inner = Arc::new_cyclic(|me: &Weak<TaskInner>| TaskInner {
+            let inner = Arc::new(TaskInner {
                 pid: pid.clone(),
                 locked_runtime: if tasklist_on_hot_path(cfg.profile) {
                     weak.clone()
@@ -118,7 +118,7 @@ impl System {
                     runtime: weak.clone(),
                     ..Rare::default()
                 }))),
-                css: charge.prepare_link(me.clone()),
+                css: charge.prepare_link(),
                 pidfd: None,
                 name: Mutex::new(Comm::new("init")),
             });
@@ -157,7 +157,8 @@ impl System {
                 _pid_ref_credits: root_ns.pid_ref_credits(),
             }
         });
-        let _killed = charge.post_fork_link(&sys.init.0.css);
+        let member: Weak<dyn CgroupMember> = Arc::downgrade(&sys.init.0) as Weak<TaskInner>;
+        let _killed = charge.post_fork_link(&sys.init.0.css, member);
         tracing::debug!(profile = %sys.cfg.profile, pid_max = sys.cfg.pid_max, "system created");
         Ok(sys)
     }
@@ -373,7 +374,7 @@ impl PidfdBackend for System {
 }
 
 impl TaskResolver for System {
-    fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno> {
+    fn thread_group_links(&self, pid: i32) -> Result<Vec<LinkRef>, Errno> {
         Ok(self.resolve(pid)?.group().css_links())
     }
 

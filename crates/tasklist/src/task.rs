@@ -15,7 +15,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
 use uproc_abi::{Errno, SigSet, Signal, WaitStatus};
-use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, MigrateFn};
+use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, LinkRef, MigrateFn};
 use uproc_pidfs::PidFd;
 use uproc_pidns::{Pid, PidNamespace};
 
@@ -139,8 +139,10 @@ pub(crate) struct TaskInner {
     /// no lock held.
     pub(crate) rare: Mutex<Option<Box<Rare>>>,
     /// The css_set link, built with the task (`ForkCharge::prepare_link`: in the cgroup
-    /// charged at fork, unlinked) and linked by post_fork.
-    pub(crate) css: Arc<CssLink>,
+    /// charged at fork, unlinked) and linked by post_fork. Inline: the cgroup side
+    /// reaches it through the task ([`CgroupMember::css`]), so it costs no allocation
+    /// of its own; its drop (with the task's) unlinks and uncharges what is left.
+    pub(crate) css: CssLink,
     /// The `CLONE_PIDFD` handle.
     pub(crate) pidfd: Option<PidFd>,
     /// `comm`. Own lock (leaf).
@@ -481,6 +483,7 @@ impl TaskInner {
     }
 
     /// `pid_ns_for_children` if it is not the active namespace (`None` if it is).
+    #[inline(always)]
     pub(crate) fn changed_ns_for_children(&self) -> Option<Arc<PidNamespace>> {
         self.rare
             .lock()
@@ -513,17 +516,19 @@ impl TaskInner {
     ///
     /// Takes one `children` lock and this group's siglock inside it (lock order rules
     /// 2-4); the caller holds no `children` lock or siglock.
+    #[inline]
     pub(crate) fn with_parent_children<R>(
         &self,
         f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
     ) -> R {
-        let mut parent = self.group().sig.lock().real_parent.upgrade();
+        let mine = self.group();
+        let mut parent = mine.sig.lock().real_parent.upgrade();
         loop {
             let Some(p) = parent else {
-                return f(None, self.group().sig.lock());
+                return f(None, mine.sig.lock());
             };
             let mut ch = p.group().children.lock();
-            let st = self.group().sig.lock();
+            let st = mine.sig.lock();
             // The usual case, the same parent thread, needs no second `upgrade`.
             if std::ptr::eq(st.real_parent.as_ptr(), Arc::as_ptr(&p)) {
                 return f(Some((&p, &mut ch)), st);
@@ -580,15 +585,19 @@ impl CgroupMember for TaskInner {
     fn tid(&self) -> i32 {
         self.pid.numbers()[0].nr
     }
+
+    fn css(&self) -> Option<&CssLink> {
+        Some(&self.css)
+    }
 }
 
 impl ThreadGroup {
     /// The css links of the live threads (a migration skips those not linked yet,
     /// which its exclusion of forks leaves none of, and those already dead).
-    pub(crate) fn css_links(&self) -> Vec<Arc<CssLink>> {
+    pub(crate) fn css_links(&self) -> Vec<LinkRef> {
         let st = self.sig.lock();
         ThreadGroup::live_threads(&st)
-            .map(|t| t.css.clone())
+            .map(|t| LinkRef::Inline(t as Arc<dyn CgroupMember>))
             .collect()
     }
 
@@ -601,7 +610,7 @@ impl ThreadGroup {
 }
 
 impl Attachable for Task {
-    fn css_links(&self) -> Vec<Arc<CssLink>> {
+    fn css_links(&self) -> Vec<LinkRef> {
         self.0.group().css_links()
     }
 

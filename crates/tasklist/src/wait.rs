@@ -70,8 +70,10 @@ enum Target {
 }
 
 enum Scan {
-    /// Claimed a zombie: release it, then report.
-    Reap(Arc<TaskInner>, WaitInfo),
+    /// Claimed the zombie at this index of the list: release it, then report. (An
+    /// index, not a handle: the reap takes the list's own reference out of the list,
+    /// with no count taken and dropped and no second search.)
+    Reap(usize, WaitInfo),
     Report(WaitInfo),
     NotReady,
     NoChild,
@@ -158,13 +160,14 @@ impl Task {
         let mut guard = g.children.lock();
         loop {
             match scan(&self.0, &guard.list, &target, opts) {
-                Scan::Reap(child, info) => {
+                Scan::Reap(i, info) => {
                     match sys.as_deref() {
                         // `Scalable`: unlinked in the same hold of the list's lock.
-                        None => release_claimed_child(&child, guard),
+                        None => release_claimed_child(i, guard),
                         // `Linux*`: `tasklist_lock` comes first, so the list's lock is
                         // dropped and taken again inside it.
                         Some(sys) => {
+                            let child = guard.list[i].0.clone();
                             drop(guard);
                             release_task(Some(sys), &child);
                         }
@@ -197,10 +200,11 @@ impl Task {
 
 /// `wait_consider_task` over the children list. The caller holds the group's
 /// `children` lock.
+#[inline]
 fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptions) -> Scan {
     let ns = me.active_ns();
     let mut eligible = false;
-    for c in children {
+    for (i, c) in children.iter().enumerate() {
         let ci = &c.0;
         match target {
             Target::All => {}
@@ -250,7 +254,7 @@ fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptio
                     return Scan::Report(info);
                 }
                 if claim(ci) {
-                    return Scan::Reap(ci.clone(), info);
+                    return Scan::Reap(i, info);
                 }
             }
             DELAYED => eligible = true,

@@ -312,7 +312,33 @@ fn dropping_the_runtime_with_a_pgrp_id_of_a_reaped_leader() {
     drop((init, p, a, b));
 }
 
+/// A task's css link lives inside the task: a runtime dropped with tasks still linked
+/// (running, a thread, a zombie) leaves their cgroup neither populated nor charged once
+/// the tasks are freed (the link's drop unlinks and uncharges).
+fn a_dropped_runtime_leaves_its_cgroups_unpopulated_and_uncharged() {
+    let sys = system();
+    let init = sys.init();
+    let cg = sys.cgroup_root().mkdir("box").unwrap();
+    let a = fork(&init);
+    let t = thread(&a);
+    cg.attach(&a).unwrap();
+    let z = fork(&a);
+    z.exit(0);
+    assert_eq!(z.cgroup(), cg, "forked in its parent's cgroup");
+    assert_eq!(cg.pids_current(), 3);
+    assert!(cg.is_populated());
+    let weak = [a.downgrade(), t.downgrade(), z.downgrade()];
+    drop((sys, init, a, t, z));
+    for w in &weak {
+        assert!(w.upgrade().is_none(), "every task is freed");
+    }
+    assert!(!cg.is_populated(), "unlinked by the links' drop");
+    assert_eq!(cg.read("cgroup.procs").unwrap(), "");
+    assert_eq!(cg.pids_current(), 0, "uncharged by the links' drop");
+}
+
 every_profile!(
+    a_dropped_runtime_leaves_its_cgroups_unpopulated_and_uncharged,
     pid_max_out_of_range_is_einval,
     dropping_the_runtime_with_a_pgrp_id_of_a_reaped_leader,
     pid_namespace_full_is_eagain_and_leaks_nothing,

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use uproc_abi::{Errno, Profile};
-use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, ForkCharge, TaskResolver};
+use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, ForkCharge, LinkRef, TaskResolver};
 
 /// A task: its numbers, its link, how often it was killed, and whether a kill makes
 /// it exit at once (call task_dead, as the task list will).
@@ -117,11 +117,12 @@ pub fn fork_thread(cg: &Cgroup, tgid: i32, tid: i32) -> Result<Arc<FakeTask>, Er
 pub struct Group(pub Vec<Arc<FakeTask>>);
 
 impl Attachable for Group {
-    fn css_links(&self) -> Vec<Arc<CssLink>> {
+    fn css_links(&self) -> Vec<LinkRef> {
         self.0
             .iter()
             .map(|t| t.link())
             .filter(|l| l.is_linked())
+            .map(LinkRef::from)
             .collect()
     }
 }
@@ -139,7 +140,7 @@ impl Resolver {
 }
 
 impl TaskResolver for Resolver {
-    fn thread_group_links(&self, pid: i32) -> Result<Vec<Arc<CssLink>>, Errno> {
+    fn thread_group_links(&self, pid: i32) -> Result<Vec<LinkRef>, Errno> {
         let tasks = self.tasks.lock().unwrap();
         if !tasks
             .iter()
@@ -153,6 +154,7 @@ impl TaskResolver for Resolver {
             .filter(|t| t.tgid == tgid)
             .map(|t| t.link())
             .filter(|l| l.is_linked())
+            .map(LinkRef::from)
             .collect())
     }
 }
