@@ -56,7 +56,7 @@ impl TaskCx {
 
     /// The runtime the task belongs to.
     pub fn runtime(&self) -> &Runtime {
-        &self.tracker.rt
+        self.tracker.runtime()
     }
 
     /// The task's pid in its own (innermost) pid namespace: `getpid(2)`.
@@ -87,7 +87,7 @@ impl TaskCx {
         F: FnOnce(&TaskCx) -> i32 + Send + 'static,
     {
         self.tracker
-            .rt
+            .runtime()
             .spawn(spawn.default_parent(&self.tracker.task), body)
     }
 
@@ -99,7 +99,7 @@ impl TaskCx {
         Fut: std::future::Future<Output = i32> + Send + 'static,
     {
         self.tracker
-            .rt
+            .runtime()
             .spawn_async(spawn.default_parent(&self.tracker.task), body)
     }
 

@@ -1,12 +1,39 @@
 //! `Runtime` and `RuntimeBuilder`: one simulated "kernel" plus the executor its task
-//! bodies run on.
+//! bodies run on, and the per-thread shares of a runtime its spawned tasks hold.
+//!
+//! # Per-thread shares: no shared count touched per spawn
+//!
+//! A spawned task's tracker must keep its runtime alive (its body may call
+//! `cx.runtime()` or spawn after the user dropped every handle). Cloning the
+//! `Runtime` for each tracker would cost two read-modify-writes per spawn on the one
+//! count every worker thread shares. Instead each thread that spawns gets one
+//! [`RtShare`] (a `Runtime` handle of its own, made once), and trackers clone *that*:
+//! its count lives on a line only the spawning thread writes in the common case.
+//!
+//! ```text
+//!  user handles: Runtime { user: true }  --count-->  RtInner.users
+//!  RtInner.shares: [Arc<RtShare>, ...]   (one per thread that spawned, while users > 0)
+//!  thread-local SHARE: Weak<RtShare>     (the fast path: upgrade, no shared line)
+//!  Tracker.rt: Arc<RtShare>  --> RtShare { rt: Runtime { user: false } } --> RtInner
+//! ```
+//!
+//! The shares must not keep the runtime alive once nothing else does: `users` counts
+//! the user handles only (every `Runtime` a caller holds, clones included); when the
+//! last one is dropped, `shares` is emptied, and the shares live on only as long as
+//! the trackers (running or unwaited tasks) that hold them. A share is registered only
+//! while `users > 0`, both sides deciding under the `shares` mutex, so a share made
+//! while the last user handle goes away is never left in the list (where it would hold
+//! the runtime forever).
 
 use crate::child::Child;
 use crate::cx::TaskCx;
 use crate::executor::{DynExecutor, Executor, ThreadExecutor};
 use crate::spawn::{Spawn, launch};
+use parking_lot::Mutex;
+use std::cell::RefCell;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::LockStat;
 use uproc_abi::{Errno, PidfdFlags, Profile};
 use uproc_cgroup::Cgroup;
@@ -29,9 +56,11 @@ use uproc_tasklist::{System, SystemConfig, Task};
 /// assert_eq!(Runtime::builder().pid_max(10).build().unwrap_err(), uproc::Errno::EINVAL);
 /// # Ok::<(), uproc::Errno>(())
 /// ```
-#[derive(Clone)]
 pub struct Runtime {
     inner: Arc<RtInner>,
+    /// Whether this handle counts in `RtInner::users`: every handle a caller holds
+    /// does; the one inside an [`RtShare`] does not (see the module docs).
+    user: bool,
 }
 
 struct RtInner {
@@ -39,6 +68,62 @@ struct RtInner {
     executor: DynExecutor,
     #[cfg(feature = "tokio")]
     tokio: Option<::tokio::runtime::Handle>,
+    /// User handles alive.
+    users: AtomicUsize,
+    /// The per-thread shares, while `users > 0`: one per thread that spawned.
+    shares: Mutex<Vec<Arc<RtShare>>>,
+}
+
+/// One thread's share of a runtime: what a spawned task's tracker holds instead of a
+/// `Runtime` clone, so that spawning touches no count other threads write.
+pub(crate) struct RtShare {
+    rt: Runtime,
+    /// The address of the spawning thread's `SHARE` slot: tells the threads' shares
+    /// apart in `RtInner::shares` (a reused address after a thread ended only makes a
+    /// new thread reuse a share, which is just as good a handle).
+    thread: usize,
+}
+
+impl RtShare {
+    /// The runtime this share keeps alive.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+}
+
+thread_local! {
+    /// This thread's share of the runtime it last spawned on (weak: the thread does
+    /// not keep a runtime alive).
+    static SHARE: RefCell<Weak<RtShare>> = const { RefCell::new(Weak::new()) };
+}
+
+impl Clone for Runtime {
+    /// Another user handle (even when cloned from the one `TaskCx::runtime` lends).
+    fn clone(&self) -> Runtime {
+        self.inner.users.fetch_add(1, Ordering::Relaxed);
+        Runtime {
+            inner: Arc::clone(&self.inner),
+            user: true,
+        }
+    }
+}
+
+impl Drop for Runtime {
+    /// The last user handle empties the shares list, so that the shares (and through
+    /// them the runtime) live only as long as the trackers that hold them.
+    fn drop(&mut self) {
+        if !self.user || self.inner.users.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let mut shares = self.inner.shares.lock();
+        // A clone of a lent handle may have made a user handle since: it empties the
+        // list when it goes.
+        if self.inner.users.load(Ordering::Acquire) == 0 {
+            let gone = std::mem::take(&mut *shares);
+            drop(shares);
+            drop(gone); // `self.inner` outlives this call: the runtime is not freed here
+        }
+    }
 }
 
 impl PartialEq for Runtime {
@@ -138,7 +223,10 @@ impl RuntimeBuilder {
                 executor: DynExecutor(executor),
                 #[cfg(feature = "tokio")]
                 tokio: self.tokio,
+                users: AtomicUsize::new(1),
+                shares: Mutex::new(Vec::new()),
             }),
+            user: true,
         })
     }
 }
@@ -238,6 +326,58 @@ impl Runtime {
     /// The task list underneath (the "kernel"), for what the facade does not wrap.
     pub fn system(&self) -> &Arc<System> {
         &self.inner.system
+    }
+
+    /// This thread's share of the runtime, for a tracker to hold: an upgrade of the
+    /// thread-local weak handle, a count no other thread writes (see the module docs).
+    #[inline]
+    pub(crate) fn share(&self) -> Arc<RtShare> {
+        let cached = SHARE.try_with(|s| s.borrow().upgrade()).ok().flatten();
+        match cached {
+            Some(share) if Arc::ptr_eq(&share.rt.inner, &self.inner) => share,
+            _ => self.share_slow(),
+        }
+    }
+
+    /// The first spawn of this thread on this runtime (or after spawning on another):
+    /// find or make the thread's share and cache it.
+    #[cold]
+    fn share_slow(&self) -> Arc<RtShare> {
+        let Ok(thread) = SHARE.try_with(|s| std::ptr::from_ref(s) as usize) else {
+            // The thread's storage is being destroyed: a share of its own, not cached.
+            return Arc::new(RtShare {
+                rt: self.uncounted(),
+                thread: 0,
+            });
+        };
+        let share = {
+            let mut shares = self.inner.shares.lock();
+            match shares.iter().find(|s| s.thread == thread) {
+                Some(s) => Arc::clone(s),
+                None => {
+                    let share = Arc::new(RtShare {
+                        rt: self.uncounted(),
+                        thread,
+                    });
+                    // Decided under the mutex the last user handle's drop takes: a
+                    // share listed now is emptied by that drop (module docs).
+                    if self.inner.users.load(Ordering::Acquire) > 0 {
+                        shares.push(Arc::clone(&share));
+                    }
+                    share
+                }
+            }
+        };
+        let _ = SHARE.try_with(|s| *s.borrow_mut() = Arc::downgrade(&share));
+        share
+    }
+
+    /// A handle that does not count as a user's.
+    fn uncounted(&self) -> Runtime {
+        Runtime {
+            inner: Arc::clone(&self.inner),
+            user: false,
+        }
     }
 
     /// The executor task bodies run on.

@@ -279,7 +279,7 @@ pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
         name = s.name.as_deref(),
         "spawn"
     );
-    let tracker = Tracker::new(rt.clone(), task, parent, pidfd);
+    let tracker = Tracker::new(rt.share(), task, parent, pidfd);
     let weak = Arc::downgrade(&tracker);
     tracker
         .task
