@@ -13,7 +13,8 @@
 //!   [`Executor::execute_async`].
 //!
 //! The rules, identical on every executor: `current()` is set while the body's future
-//! is polled (on whichever thread polls it); on `SIGKILL` the future is dropped in
+//! is polled (on whichever thread polls it; the job lends its own context to the
+//! thread's slot for the poll, see `cx::lend`); on `SIGKILL` the future is dropped in
 //! place (`Pin::set`) at its next poll, which the signal hook's wake brings about, and
 //! the task ends killed by `SIGKILL`; a panic ends it killed by `SIGABRT`.
 //!

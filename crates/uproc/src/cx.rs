@@ -1,4 +1,11 @@
 //! `TaskCx`: what a body knows about the task it runs as, and [`current()`].
+//!
+//! `current()` reads a slot: the calling coroutine's, or the thread's (`CURRENT`). A
+//! body's runner fills it around the body: [`enter`] clones the context into it (sync
+//! bodies, coroutines); [`lend`] *moves* the job's own context into the thread's slot
+//! around each poll of an async body and back after, so that a poll costs no count on
+//! the tracker (two read-modify-writes less per poll). Both restore what the slot held
+//! before, so bodies polled inside other bodies' polls nest.
 
 use crate::child::{Child, Tracker};
 use crate::coroutine::{self, CurrentSlot};
