@@ -249,6 +249,7 @@ impl Launched {
 }
 
 /// fork + name + pidfd + signal hook: everything but running the body.
+#[inline]
 pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
     let parent = s.parent.unwrap_or_else(|| rt.init());
     // A task of another runtime would fork there while the body's context reports
