@@ -256,6 +256,7 @@ mod sync;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
+mod users;
 
 pub use child::{Child, ChildFuture};
 pub use child_set::{ChildSet, JoinNext};
@@ -294,4 +295,5 @@ pub mod loom_model {
     pub use crate::kill::KillFlag;
     pub use crate::latch::ExitLatch;
     pub use crate::status::StatusSlot;
+    pub use crate::users::UserList;
 }

@@ -11,28 +11,27 @@
 //! its count lives on a line only the spawning thread writes in the common case.
 //!
 //! ```text
-//!  user handles: Runtime { user: true }  --count-->  RtInner.users
+//!  user handles: Runtime { user: true }  --count-->  RtInner.shares (a UserList)
 //!  RtInner.shares: [Arc<RtShare>, ...]   (one per thread that spawned, while users > 0)
 //!  thread-local SHARE: Weak<RtShare>     (the fast path: upgrade, no shared line)
 //!  Tracker.rt: Arc<RtShare>  --> RtShare { rt: Runtime { user: false } } --> RtInner
 //! ```
 //!
-//! The shares must not keep the runtime alive once nothing else does: `users` counts
+//! The shares must not keep the runtime alive once nothing else does: the list counts
 //! the user handles only (every `Runtime` a caller holds, clones included); when the
-//! last one is dropped, `shares` is emptied, and the shares live on only as long as
-//! the trackers (running or unwaited tasks) that hold them. A share is registered only
-//! while `users > 0`, both sides deciding under the `shares` mutex, so a share made
-//! while the last user handle goes away is never left in the list (where it would hold
-//! the runtime forever).
+//! last one is dropped, the list is emptied, and the shares live on only as long as
+//! the trackers (running or unwaited tasks) that hold them. A share is listed only
+//! while there are users, decided under the list's mutex, so a share made while the
+//! last user handle goes away is never left listed (where it would hold the runtime
+//! forever): the protocol and its loom model are in `users.rs`.
 
 use crate::child::Child;
 use crate::cx::TaskCx;
 use crate::executor::{DynExecutor, Executor, ThreadExecutor};
 use crate::spawn::{Spawn, launch};
-use parking_lot::Mutex;
+use crate::users::UserList;
 use std::cell::RefCell;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::LockStat;
 use uproc_abi::{Errno, PidfdFlags, Profile};
@@ -68,10 +67,9 @@ struct RtInner {
     executor: DynExecutor,
     #[cfg(feature = "tokio")]
     tokio: Option<::tokio::runtime::Handle>,
-    /// User handles alive.
-    users: AtomicUsize,
-    /// The per-thread shares, while `users > 0`: one per thread that spawned.
-    shares: Mutex<Vec<Arc<RtShare>>>,
+    /// The user handles alive, and the per-thread shares listed while there are any
+    /// (one per thread that spawned).
+    shares: UserList<Arc<RtShare>>,
 }
 
 /// One thread's share of a runtime: what a spawned task's tracker holds instead of a
@@ -100,7 +98,7 @@ thread_local! {
 impl Clone for Runtime {
     /// Another user handle (even when cloned from the one `TaskCx::runtime` lends).
     fn clone(&self) -> Runtime {
-        self.inner.users.fetch_add(1, Ordering::Relaxed);
+        self.inner.shares.add_user();
         Runtime {
             inner: Arc::clone(&self.inner),
             user: true,
@@ -112,16 +110,10 @@ impl Drop for Runtime {
     /// The last user handle empties the shares list, so that the shares (and through
     /// them the runtime) live only as long as the trackers that hold them.
     fn drop(&mut self) {
-        if !self.user || self.inner.users.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return;
-        }
-        let mut shares = self.inner.shares.lock();
-        // A clone of a lent handle may have made a user handle since: it empties the
-        // list when it goes.
-        if self.inner.users.load(Ordering::Acquire) == 0 {
-            let gone = std::mem::take(&mut *shares);
-            drop(shares);
-            drop(gone); // `self.inner` outlives this call: the runtime is not freed here
+        if self.user {
+            // Dropped outside the list's mutex; `self.inner` outlives this call, so
+            // the runtime is not freed here.
+            drop(self.inner.shares.drop_user());
         }
     }
 }
@@ -223,8 +215,7 @@ impl RuntimeBuilder {
                 executor: DynExecutor(executor),
                 #[cfg(feature = "tokio")]
                 tokio: self.tokio,
-                users: AtomicUsize::new(1),
-                shares: Mutex::new(Vec::new()),
+                shares: UserList::new(),
             }),
             user: true,
         })
@@ -350,24 +341,16 @@ impl Runtime {
                 thread: 0,
             });
         };
-        let share = {
-            let mut shares = self.inner.shares.lock();
-            match shares.iter().find(|s| s.thread == thread) {
-                Some(s) => Arc::clone(s),
-                None => {
-                    let share = Arc::new(RtShare {
-                        rt: self.uncounted(),
-                        thread,
-                    });
-                    // Decided under the mutex the last user handle's drop takes: a
-                    // share listed now is emptied by that drop (module docs).
-                    if self.inner.users.load(Ordering::Acquire) > 0 {
-                        shares.push(Arc::clone(&share));
-                    }
-                    share
-                }
-            }
-        };
+        // Listed only while a user handle exists (see `users.rs`).
+        let share = self.inner.shares.find_or_list(
+            |s| s.thread == thread,
+            || {
+                Arc::new(RtShare {
+                    rt: self.uncounted(),
+                    thread,
+                })
+            },
+        );
         let _ = SHARE.try_with(|s| *s.borrow_mut() = Arc::downgrade(&share));
         share
     }
