@@ -13,7 +13,8 @@
 //! ```text
 //!  user handles: Runtime { user: true }  --count-->  RtInner.shares (a UserList)
 //!  RtInner.shares: [Arc<RtShare>, ...]   (one per thread that spawned, while users > 0)
-//!  thread-local SHARE: Weak<RtShare>     (the fast path: upgrade, no shared line)
+//!  thread-locals LAST: Weak<RtShare>     (the fast path: upgrade, no shared line)
+//!                SHARES: [Weak<RtShare>] (one per runtime the thread spawned on)
 //!  Tracker.rt: Arc<RtShare>  --> RtShare { rt: Runtime { user: false } } --> RtInner
 //! ```
 //!
@@ -76,10 +77,9 @@ struct RtInner {
 /// `Runtime` clone, so that spawning touches no count other threads write.
 pub(crate) struct RtShare {
     rt: Runtime,
-    /// The address of the spawning thread's `SHARE` slot: tells the threads' shares
-    /// apart in `RtInner::shares` (a reused address after a thread ended only makes a
-    /// new thread reuse a share, which is just as good a handle).
-    thread: usize,
+    /// Dead once the thread that made the share ended: the runtime's list then drops
+    /// the share at its next prune (the trackers holding it keep it alive as needed).
+    thread: Weak<()>,
 }
 
 impl RtShare {
@@ -90,9 +90,13 @@ impl RtShare {
 }
 
 thread_local! {
-    /// This thread's share of the runtime it last spawned on (weak: the thread does
-    /// not keep a runtime alive).
-    static SHARE: RefCell<Weak<RtShare>> = const { RefCell::new(Weak::new()) };
+    /// This thread's share of the runtime it last spawned on: the fast path (weak:
+    /// the thread keeps no runtime alive; the runtime's list keeps the shares).
+    static LAST: RefCell<Weak<RtShare>> = const { RefCell::new(Weak::new()) };
+    /// This thread's shares of every runtime it spawned on, for the slow path.
+    static SHARES: RefCell<Vec<Weak<RtShare>>> = const { RefCell::new(Vec::new()) };
+    /// Alive as long as this thread: its shares hold it weakly.
+    static THREAD: Arc<()> = Arc::new(());
 }
 
 impl Clone for Runtime {
@@ -323,35 +327,48 @@ impl Runtime {
     /// thread-local weak handle, a count no other thread writes (see the module docs).
     #[inline]
     pub(crate) fn share(&self) -> Arc<RtShare> {
-        let cached = SHARE.try_with(|s| s.borrow().upgrade()).ok().flatten();
+        let cached = LAST.try_with(|s| s.borrow().upgrade()).ok().flatten();
         match cached {
             Some(share) if Arc::ptr_eq(&share.rt.inner, &self.inner) => share,
             _ => self.share_slow(),
         }
     }
 
-    /// The first spawn of this thread on this runtime (or after spawning on another):
-    /// find or make the thread's share and cache it.
+    /// The first spawn of this thread on this runtime, or one after spawning on
+    /// another: find the thread's share of it, or make and list one.
     #[cold]
     fn share_slow(&self) -> Arc<RtShare> {
-        let Ok(thread) = SHARE.try_with(|s| std::ptr::from_ref(s) as usize) else {
-            // The thread's storage is being destroyed: a share of its own, not cached.
-            return Arc::new(RtShare {
-                rt: self.uncounted(),
-                thread: 0,
-            });
+        let mine = |s: &Arc<RtShare>| Arc::ptr_eq(&s.rt.inner, &self.inner);
+        let found = SHARES.try_with(|cache| {
+            let mut cache = cache.borrow_mut();
+            cache.retain(|w| w.strong_count() > 0);
+            cache.iter().find_map(|w| w.upgrade().filter(|s| mine(s)))
+        });
+        let remember = |share: &Arc<RtShare>| {
+            let _ = LAST.try_with(|last| *last.borrow_mut() = Arc::downgrade(share));
         };
-        // Listed only while a user handle exists (see `users.rs`).
-        let share = self.inner.shares.find_or_list(
-            |s| s.thread == thread,
-            || {
-                Arc::new(RtShare {
-                    rt: self.uncounted(),
-                    thread,
-                })
-            },
-        );
-        let _ = SHARE.try_with(|s| *s.borrow_mut() = Arc::downgrade(&share));
+        let thread = match found {
+            Ok(Some(share)) => {
+                remember(&share);
+                return share;
+            }
+            Ok(None) => THREAD.try_with(Arc::downgrade).unwrap_or_default(),
+            Err(_) => Weak::new(),
+        };
+        let share = Arc::new(RtShare {
+            rt: self.uncounted(),
+            thread,
+        });
+        // Listed only while a user handle exists (see `users.rs`); the shares of ended
+        // threads pruned meanwhile are dropped here, outside the list's mutex (the
+        // caller's handle keeps the runtime itself alive).
+        let pruned = self
+            .inner
+            .shares
+            .list_if_used(Arc::clone(&share), |s| s.thread.strong_count() == 0);
+        drop(pruned);
+        let _ = SHARES.try_with(|cache| cache.borrow_mut().push(Arc::downgrade(&share)));
+        remember(&share);
         share
     }
 
@@ -372,5 +389,35 @@ impl Runtime {
     #[cfg(feature = "tokio")]
     pub(crate) fn executor_tokio_handle(&self) -> Option<&::tokio::runtime::Handle> {
         self.inner.tokio.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Runtime;
+    use crate::Spawn;
+
+    #[test]
+    fn the_share_list_keeps_about_the_live_threads_not_every_thread_that_spawned() {
+        let rt = Runtime::new().unwrap();
+        for _ in 0..200 {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let child = rt.spawn(Spawn::new(), |_| 0).unwrap();
+                    assert_eq!(child.wait().unwrap().exited(), Some(0));
+                });
+            });
+        }
+        let listed = rt.inner.shares.len();
+        assert!(
+            listed <= 16,
+            "{listed} shares listed after 200 threads that each spawned once and ended"
+        );
+        // The spawning thread of the next spawn finds its own share again.
+        let c = rt.spawn(Spawn::new(), |_| 1).unwrap();
+        assert_eq!(c.wait().unwrap().exited(), Some(1));
+        let c = rt.spawn(Spawn::new(), |_| 2).unwrap();
+        assert_eq!(c.wait().unwrap().exited(), Some(2));
+        assert!(rt.inner.shares.len() <= listed + 1, "one share per thread");
     }
 }

@@ -11,7 +11,7 @@
 //!   0 takes the list's mutex and empties the list if the count is *still* 0 (a handle
 //!   made since, e.g. cloned from a share, empties it when it goes).
 //! - **listing**: `list_if_used` adds an item only if the count read *under the mutex*
-//!   is above 0. The last drop's decrement happens before it takes the mutex; so a
+//!   is above 0 (and prunes, now and then, the items of threads that ended). The last drop's decrement happens before it takes the mutex; so a
 //!   listing that takes the mutex after that drop reads 0 and lists nothing, and one
 //!   that took it before has its item emptied out by that drop. Either way no item is
 //!   left listed once the count is 0 and no operation is in flight.
@@ -27,15 +27,28 @@ use crate::sync::{AtomicUsize, Mutex, Ordering};
 #[derive(Debug)]
 pub struct UserList<T> {
     users: AtomicUsize,
-    listed: Mutex<Vec<T>>,
+    listed: Mutex<Listed<T>>,
 }
 
-impl<T: Clone> UserList<T> {
+/// The items, and the length at which the next listing prunes the gone ones.
+#[derive(Debug)]
+struct Listed<T> {
+    items: Vec<T>,
+    prune_at: usize,
+}
+
+impl<T> UserList<T> {
+    /// The fewest items a prune is worth scanning for.
+    const PRUNE_MIN: usize = 16;
+
     /// An empty list with one user (the handle that made it).
     pub fn new() -> UserList<T> {
         UserList {
             users: AtomicUsize::new(1),
-            listed: Mutex::new(Vec::new()),
+            listed: Mutex::new(Listed {
+                items: Vec::new(),
+                prune_at: Self::PRUNE_MIN,
+            }),
         }
     }
 
@@ -52,30 +65,39 @@ impl<T: Clone> UserList<T> {
         }
         let mut listed = self.listed.lock();
         if self.users.load(Ordering::Acquire) == 0 {
-            std::mem::take(&mut *listed)
+            std::mem::take(&mut listed.items)
         } else {
             Vec::new()
         }
     }
 
-    /// The listed item `pick` chooses, else `make()`'s item, listed only while some
-    /// user handle exists.
-    pub fn find_or_list(&self, pick: impl Fn(&T) -> bool, make: impl FnOnce() -> T) -> T {
+    /// Lists `item` if some user handle exists. Once the list has doubled since the
+    /// last prune, first drops from it the items `gone` says are of no more use (their
+    /// thread ended), so that it stays as long as the live items, at an amortised
+    /// constant cost per listing; those are returned for the caller to drop outside
+    /// the mutex.
+    pub fn list_if_used(&self, item: T, gone: impl Fn(&T) -> bool) -> Vec<T> {
         let mut listed = self.listed.lock();
-        if let Some(found) = listed.iter().find(|t| pick(t)) {
-            return found.clone();
+        if self.users.load(Ordering::Acquire) == 0 {
+            return Vec::new();
         }
-        let item = make();
-        if self.users.load(Ordering::Acquire) > 0 {
-            listed.push(item.clone());
+        let mut pruned = Vec::new();
+        if listed.items.len() >= listed.prune_at {
+            let (keep, drop): (Vec<T>, Vec<T>) = std::mem::take(&mut listed.items)
+                .into_iter()
+                .partition(|t| !gone(t));
+            listed.items = keep;
+            listed.prune_at = (2 * listed.items.len()).max(Self::PRUNE_MIN);
+            pruned = drop;
         }
-        item
+        listed.items.push(item);
+        pruned
     }
 
     /// How many items are listed.
-    #[cfg(loom)]
+    #[cfg(any(test, loom))]
     pub fn len(&self) -> usize {
-        self.listed.lock().len()
+        self.listed.lock().items.len()
     }
 
     /// Whether nothing is listed.
@@ -85,7 +107,7 @@ impl<T: Clone> UserList<T> {
     }
 }
 
-impl<T: Clone> Default for UserList<T> {
+impl<T> Default for UserList<T> {
     fn default() -> UserList<T> {
         UserList::new()
     }
