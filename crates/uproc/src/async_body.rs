@@ -13,7 +13,8 @@
 //!   [`Executor::execute_async`].
 //!
 //! The rules, identical on every executor: `current()` is set while the body's future
-//! is polled (on whichever thread polls it); on `SIGKILL` the future is dropped in
+//! is polled (on whichever thread polls it; the job lends its own context to the
+//! thread's slot for the poll, see `cx::lend`); on `SIGKILL` the future is dropped in
 //! place (`Pin::set`) at its next poll, which the signal hook's wake brings about, and
 //! the task ends killed by `SIGKILL`; a panic ends it killed by `SIGABRT`.
 //!
@@ -25,7 +26,8 @@
 use crate::child::Child;
 use crate::cx::{self, TaskCx};
 use crate::runtime::Runtime;
-use crate::spawn::{Launched, Outcome, Spawn, launch, may_start, task_span};
+use crate::spawn::{JobGuard, Launched, Outcome, Spawn, launch, may_start, task_span};
+use std::any::Any;
 use std::future::{Future, poll_fn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::{Pin, pin};
@@ -36,12 +38,21 @@ use uproc_abi::Errno;
 /// so that the polling closure captures two references, not four: the job is moved
 /// several times on its way into a tokio task, and each move copies it.
 struct Managed<'a> {
-    tcx: &'a TaskCx,
+    /// The job's guard: its context is lent to the thread's slot around each poll
+    /// ([`cx::lend`]), so that `current()` costs no count on the tracker.
+    guard: &'a mut JobGuard,
     /// The `uproc::task` span, boxed only when a subscriber wants it: a disabled span
     /// is still a 40-byte value every move would copy.
     span: Option<Box<tracing::Span>>,
     /// The waker the kill flag knows, once the body has parked.
     registered: Option<Waker>,
+}
+
+/// How one poll of the body ended, before the context is back with the job.
+enum Polled {
+    Pending,
+    Done(i32),
+    Unwound(Box<dyn Any + Send>),
 }
 
 impl Managed<'_> {
@@ -53,7 +64,7 @@ impl Managed<'_> {
     /// body that completes in its first poll never touches the waker slot), and only
     /// once (tokio gives a task one waker for its life; a different one is registered
     /// again). So a poll costs one atomic load on top of the body's own poll, plus one
-    /// waker comparison when the body parks: no lock, no allocation.
+    /// waker comparison when the body parks: no lock, no allocation, no count.
     ///
     /// A kill that lands before the waker is registered is caught by the load after
     /// the registration: `raise` sets the flag before it takes the slot's lock, so
@@ -66,9 +77,7 @@ impl Managed<'_> {
         mut fut: Pin<&mut Option<Fut>>,
         cx: &mut Context<'_>,
     ) -> Poll<Outcome> {
-        let tcx = self.tcx;
-        let kill = &tcx.tracker().kill;
-        if kill.is_killed() {
+        if self.guard.cx().tracker().kill.is_killed() {
             // SIGKILL: drop the body here, at the await point it is parked on.
             fut.set(None);
             return Poll::Ready(Outcome::Killed);
@@ -76,30 +85,36 @@ impl Managed<'_> {
         let Some(body) = fut.as_mut().as_pin_mut() else {
             return Poll::Ready(Outcome::Killed);
         };
-        let outcome = {
+        let polled = {
             let _span = self.span.as_deref().map(tracing::Span::enter);
-            let _enter = cx::enter(tcx);
+            let _lent = cx::lend(self.guard.home());
             match catch_unwind(AssertUnwindSafe(|| body.poll(cx))) {
-                Ok(Poll::Pending) => None,
-                Ok(Poll::Ready(code)) => Some(Outcome::Code(code)),
-                Err(p) => Some(Outcome::from_unwind(tcx.task(), p)),
+                Ok(Poll::Pending) => Polled::Pending,
+                Ok(Poll::Ready(code)) => Polled::Done(code),
+                Err(p) => Polled::Unwound(p),
             }
         };
-        let Some(outcome) = outcome else {
-            if !self
-                .registered
-                .as_ref()
-                .is_some_and(|w| w.will_wake(cx.waker()))
-            {
-                kill.register(cx.waker());
-                self.registered = Some(cx.waker().clone());
-                if kill.is_killed() {
-                    // Killed while the body ran, before the hook could find this
-                    // waker: come back at once to drop it.
-                    cx.waker().wake_by_ref();
+        let tcx = self.guard.cx();
+        let outcome = match polled {
+            Polled::Done(code) => Outcome::Code(code),
+            Polled::Unwound(p) => Outcome::from_unwind(tcx.task(), p),
+            Polled::Pending => {
+                if !self
+                    .registered
+                    .as_ref()
+                    .is_some_and(|w| w.will_wake(cx.waker()))
+                {
+                    let kill = &tcx.tracker().kill;
+                    kill.register(cx.waker());
+                    self.registered = Some(cx.waker().clone());
+                    if kill.is_killed() {
+                        // Killed while the body ran, before the hook could find this
+                        // waker: come back at once to drop it.
+                        cx.waker().wake_by_ref();
+                    }
                 }
+                return Poll::Pending;
             }
-            return Poll::Pending;
         };
         fut.set(None);
         Poll::Ready(outcome)
@@ -108,32 +123,36 @@ impl Managed<'_> {
 
 /// Builds the body's future (with `current()` set, in case `body` reads it eagerly)
 /// and runs it to its outcome. The future lives in place in the tokio task: no box.
-async fn run_body<F, Fut>(tcx: &TaskCx, body: F) -> Outcome
+async fn run_body<F, Fut>(guard: &mut JobGuard, body: F) -> Outcome
 where
     F: FnOnce(TaskCx) -> Fut,
     Fut: Future<Output = i32>,
 {
+    let tcx = guard.cx();
     if !may_start(tcx.task()) {
         return Outcome::NotRun;
     }
-    let mut managed = Managed {
-        tcx,
-        span: Some(task_span(tcx.task()))
-            .filter(|s| !s.is_disabled())
-            .map(Box::new),
-        registered: None,
-    };
+    let span = Some(task_span(tcx.task()))
+        .filter(|s| !s.is_disabled())
+        .map(Box::new);
+    // The body's own handle: the one clone of the context a body costs.
+    let arg = tcx.clone();
     let fut = {
-        let _span = managed.span.as_deref().map(tracing::Span::enter);
-        let _enter = cx::enter(tcx);
-        catch_unwind(AssertUnwindSafe(|| body(tcx.clone())))
+        let _span = span.as_deref().map(tracing::Span::enter);
+        let _lent = cx::lend(guard.home());
+        catch_unwind(AssertUnwindSafe(|| body(arg)))
     };
     match fut {
         Ok(fut) => {
             let mut fut = pin!(Some(fut));
+            let mut managed = Managed {
+                guard,
+                span,
+                registered: None,
+            };
             poll_fn(|cx| managed.poll(fut.as_mut(), cx)).await
         }
-        Err(p) => Outcome::from_unwind(tcx.task(), p),
+        Err(p) => Outcome::from_unwind(guard.cx().task(), p),
     }
 }
 
@@ -149,9 +168,9 @@ impl Launched {
         F: FnOnce(TaskCx) -> Fut + Send + 'static,
         Fut: Future<Output = i32> + Send + 'static,
     {
-        let (child, guard) = self.split();
+        let (child, mut guard) = self.split();
         let job = async move {
-            let outcome = run_body(guard.cx(), body).await;
+            let outcome = run_body(&mut guard, body).await;
             guard.complete(outcome);
         };
         (child, job)

@@ -33,7 +33,7 @@
 use crate::coroutine;
 use crate::kill::KillFlag;
 use crate::latch::ExitLatch;
-use crate::runtime::Runtime;
+use crate::runtime::{RtShare, Runtime};
 use crate::spawn::{Outcome, root_pid};
 use crate::status::StatusSlot;
 use std::fmt;
@@ -51,7 +51,9 @@ use uproc_tasklist::{Task, WaitId};
 /// reaped, and the kill flag the signal hook raises. One allocation per task; the
 /// [`TaskCx`](crate::TaskCx), the [`Child`] and the job's guard are `Arc`s of it.
 pub(crate) struct Tracker {
-    pub(crate) rt: Runtime,
+    /// The spawning thread's share of the runtime (not a `Runtime` clone: see
+    /// `runtime.rs`).
+    rt: Arc<RtShare>,
     pub(crate) task: Task,
     parent: Task,
     /// The task's pidfd: the `CLONE_PIDFD` one if the spawn asked for it, else opened
@@ -75,7 +77,12 @@ enum Reap {
 }
 
 impl Tracker {
-    pub(crate) fn new(rt: Runtime, task: Task, parent: Task, pidfd: Option<PidFd>) -> Arc<Tracker> {
+    pub(crate) fn new(
+        rt: Arc<RtShare>,
+        task: Task,
+        parent: Task,
+        pidfd: Option<PidFd>,
+    ) -> Arc<Tracker> {
         let cell = OnceLock::new();
         if let Some(fd) = pidfd {
             let _ = cell.set(fd);
@@ -91,13 +98,18 @@ impl Tracker {
         })
     }
 
+    /// The runtime the task belongs to.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        self.rt.runtime()
+    }
+
     /// The task's pidfd, opened on first use as its parent would open it
     /// (`pidfd_prepare`; `PIDFD_THREAD` for a thread). A task already reaped gets what
     /// its `CLONE_PIDFD` pidfd would read by now: readable, hung up, its exit status
     /// recorded, signals ESRCH.
     fn pidfd(&self) -> &PidFd {
         self.pidfd.get_or_init(|| {
-            let pidfs = self.rt.system().pidfs();
+            let pidfs = self.runtime().system().pidfs();
             let viewer = self.parent.pid_ns();
             let pid = Arc::clone(self.task.struct_pid());
             let flags = if self.task.is_thread_group_leader() {
@@ -128,7 +140,7 @@ impl Tracker {
         let info = match self.pidfd.get() {
             Some(fd) => self.parent.wait(WaitId::PidFd(fd), opts),
             None => {
-                let pidfs = self.rt.system().pidfs();
+                let pidfs = self.runtime().system().pidfs();
                 let fd = pidfs.pidfd_wait_only(Arc::clone(self.task.struct_pid()));
                 self.parent.wait(WaitId::PidFd(&fd), opts)
             }

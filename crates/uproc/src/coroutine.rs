@@ -91,10 +91,12 @@ impl CurrentSlot {
         }
     }
 
+    #[inline]
     pub(crate) fn get(&self) -> Option<TaskCx> {
         self.cx.borrow().clone()
     }
 
+    #[inline]
     pub(crate) fn replace(&self, cx: Option<TaskCx>) -> Option<TaskCx> {
         self.cx.replace(cx)
     }

@@ -1,4 +1,11 @@
 //! `TaskCx`: what a body knows about the task it runs as, and [`current()`].
+//!
+//! `current()` reads a slot: the calling coroutine's, or the thread's (`CURRENT`). A
+//! body's runner fills it around the body: [`enter`] clones the context into it (sync
+//! bodies, coroutines); [`lend`] *moves* the job's own context into the thread's slot
+//! around each poll of an async body and back after, so that a poll costs no count on
+//! the tracker (two read-modify-writes less per poll). Both restore what the slot held
+//! before, so bodies polled inside other bodies' polls nest.
 
 use crate::child::{Child, Tracker};
 use crate::coroutine::{self, CurrentSlot};
@@ -56,7 +63,7 @@ impl TaskCx {
 
     /// The runtime the task belongs to.
     pub fn runtime(&self) -> &Runtime {
-        &self.tracker.rt
+        self.tracker.runtime()
     }
 
     /// The task's pid in its own (innermost) pid namespace: `getpid(2)`.
@@ -87,7 +94,7 @@ impl TaskCx {
         F: FnOnce(&TaskCx) -> i32 + Send + 'static,
     {
         self.tracker
-            .rt
+            .runtime()
             .spawn(spawn.default_parent(&self.tracker.task), body)
     }
 
@@ -99,7 +106,7 @@ impl TaskCx {
         Fut: std::future::Future<Output = i32> + Send + 'static,
     {
         self.tracker
-            .rt
+            .runtime()
             .spawn_async(spawn.default_parent(&self.tracker.task), body)
     }
 
@@ -229,5 +236,54 @@ impl Drop for Enter {
     fn drop(&mut self) {
         let prev = self.prev.take();
         with_slot(|s| s.replace(prev));
+    }
+}
+
+/// Makes the context in `home` current by *moving* it into the thread's slot until the
+/// guard is dropped, which moves it back: [`enter`] without the clone and the drop of a
+/// `TaskCx` (two read-modify-writes on the tracker's count per poll of an async body).
+///
+/// Only the thread's own slot is lent to (outside every coroutine, the case of the
+/// async executors): it lives as long as its thread, so the context always comes back
+/// to the guard that lent it. In a coroutine, and while `home` is empty (lent already,
+/// by an outer guard of the same job), this falls back to [`enter`].
+pub(crate) enum Lend<'a> {
+    /// The context is in the thread's slot; `prev` is what the slot held before.
+    Lent {
+        home: &'a mut Option<TaskCx>,
+        prev: Option<TaskCx>,
+    },
+    /// Made current by a clone (a coroutine), or nothing to make current.
+    Entered { _enter: Option<Enter> },
+}
+
+#[inline]
+pub(crate) fn lend(home: &mut Option<TaskCx>) -> Lend<'_> {
+    if coroutine::active().is_some() || home.is_none() {
+        return Lend::Entered {
+            _enter: home.as_ref().map(enter),
+        };
+    }
+    let mut cx = home.take();
+    let prev = CURRENT.try_with(|s| s.replace(cx.take())).ok().flatten();
+    if cx.is_some() {
+        // The thread's storage is being destroyed: nothing to lend to.
+        *home = cx;
+        return Lend::Entered { _enter: None };
+    }
+    Lend::Lent { home, prev }
+}
+
+impl Drop for Lend<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Lend::Lent { home, prev } = self {
+            let mut prev = prev.take();
+            let back = CURRENT
+                .try_with(|s| s.replace(prev.take()))
+                .expect("the thread's slot outlives a poll that lent to it");
+            debug_assert!(back.is_some(), "the lent context comes back");
+            **home = back;
+        }
     }
 }

@@ -219,7 +219,9 @@
 //! ```
 //!
 //! One `Tracker` per spawned task holds what its handles share; the hook holds it
-//! weakly, so a task never keeps its own tracker alive. `flags` (atomic) records
+//! weakly, so a task never keeps its own tracker alive. `rt` is the spawning thread's
+//! share of the runtime (one per thread, made on its first spawn), so that spawning
+//! writes no count that other worker threads write too. `flags` (atomic) records
 //! "detached" and "exited"; the side that sets the second bit reaps. Two leaf mutexes:
 //! `kill`'s waker slot (the async body's waker, for `SIGKILL`) and `waiter` (an
 //! awaiting `Child`'s waker); no other lock is taken under them, and wakers are woken
@@ -254,6 +256,7 @@ mod sync;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
+mod users;
 
 pub use child::{Child, ChildFuture};
 pub use child_set::{ChildSet, JoinNext};
@@ -292,4 +295,5 @@ pub mod loom_model {
     pub use crate::kill::KillFlag;
     pub use crate::latch::ExitLatch;
     pub use crate::status::StatusSlot;
+    pub use crate::users::UserList;
 }

@@ -1,12 +1,39 @@
 //! `Runtime` and `RuntimeBuilder`: one simulated "kernel" plus the executor its task
-//! bodies run on.
+//! bodies run on, and the per-thread shares of a runtime its spawned tasks hold.
+//!
+//! # Per-thread shares: no shared count touched per spawn
+//!
+//! A spawned task's tracker must keep its runtime alive (its body may call
+//! `cx.runtime()` or spawn after the user dropped every handle). Cloning the
+//! `Runtime` for each tracker would cost two read-modify-writes per spawn on the one
+//! count every worker thread shares. Instead each thread that spawns gets one
+//! [`RtShare`] (a `Runtime` handle of its own, made once), and trackers clone *that*:
+//! its count lives on a line only the spawning thread writes in the common case.
+//!
+//! ```text
+//!  user handles: Runtime { user: true }  --count-->  RtInner.shares (a UserList)
+//!  RtInner.shares: [Arc<RtShare>, ...]   (one per thread that spawned, while users > 0)
+//!  thread-locals LAST: Weak<RtShare>     (the fast path: upgrade, no shared line)
+//!                SHARES: [Weak<RtShare>] (one per runtime the thread spawned on)
+//!  Tracker.rt: Arc<RtShare>  --> RtShare { rt: Runtime { user: false } } --> RtInner
+//! ```
+//!
+//! The shares must not keep the runtime alive once nothing else does: the list counts
+//! the user handles only (every `Runtime` a caller holds, clones included); when the
+//! last one is dropped, the list is emptied, and the shares live on only as long as
+//! the trackers (running or unwaited tasks) that hold them. A share is listed only
+//! while there are users, decided under the list's mutex, so a share made while the
+//! last user handle goes away is never left listed (where it would hold the runtime
+//! forever): the protocol and its loom model are in `users.rs`.
 
 use crate::child::Child;
 use crate::cx::TaskCx;
 use crate::executor::{DynExecutor, Executor, ThreadExecutor};
 use crate::spawn::{Spawn, launch};
+use crate::users::UserList;
+use std::cell::RefCell;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::LockStat;
 use uproc_abi::{Errno, PidfdFlags, Profile};
 use uproc_cgroup::Cgroup;
@@ -29,9 +56,11 @@ use uproc_tasklist::{System, SystemConfig, Task};
 /// assert_eq!(Runtime::builder().pid_max(10).build().unwrap_err(), uproc::Errno::EINVAL);
 /// # Ok::<(), uproc::Errno>(())
 /// ```
-#[derive(Clone)]
 pub struct Runtime {
     inner: Arc<RtInner>,
+    /// Whether this handle counts in `RtInner::users`: every handle a caller holds
+    /// does; the one inside an [`RtShare`] does not (see the module docs).
+    user: bool,
 }
 
 struct RtInner {
@@ -39,6 +68,58 @@ struct RtInner {
     executor: DynExecutor,
     #[cfg(feature = "tokio")]
     tokio: Option<::tokio::runtime::Handle>,
+    /// The user handles alive, and the per-thread shares listed while there are any
+    /// (one per thread that spawned).
+    shares: UserList<Arc<RtShare>>,
+}
+
+/// One thread's share of a runtime: what a spawned task's tracker holds instead of a
+/// `Runtime` clone, so that spawning touches no count other threads write.
+pub(crate) struct RtShare {
+    rt: Runtime,
+    /// Dead once the thread that made the share ended: the runtime's list then drops
+    /// the share at its next prune (the trackers holding it keep it alive as needed).
+    thread: Weak<()>,
+}
+
+impl RtShare {
+    /// The runtime this share keeps alive.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+}
+
+thread_local! {
+    /// This thread's share of the runtime it last spawned on: the fast path (weak:
+    /// the thread keeps no runtime alive; the runtime's list keeps the shares).
+    static LAST: RefCell<Weak<RtShare>> = const { RefCell::new(Weak::new()) };
+    /// This thread's shares of every runtime it spawned on, for the slow path.
+    static SHARES: RefCell<Vec<Weak<RtShare>>> = const { RefCell::new(Vec::new()) };
+    /// Alive as long as this thread: its shares hold it weakly.
+    static THREAD: Arc<()> = Arc::new(());
+}
+
+impl Clone for Runtime {
+    /// Another user handle (even when cloned from the one `TaskCx::runtime` lends).
+    fn clone(&self) -> Runtime {
+        self.inner.shares.add_user();
+        Runtime {
+            inner: Arc::clone(&self.inner),
+            user: true,
+        }
+    }
+}
+
+impl Drop for Runtime {
+    /// The last user handle empties the shares list, so that the shares (and through
+    /// them the runtime) live only as long as the trackers that hold them.
+    fn drop(&mut self) {
+        if self.user {
+            // Dropped outside the list's mutex; `self.inner` outlives this call, so
+            // the runtime is not freed here.
+            drop(self.inner.shares.drop_user());
+        }
+    }
 }
 
 impl PartialEq for Runtime {
@@ -138,7 +219,9 @@ impl RuntimeBuilder {
                 executor: DynExecutor(executor),
                 #[cfg(feature = "tokio")]
                 tokio: self.tokio,
+                shares: UserList::new(),
             }),
+            user: true,
         })
     }
 }
@@ -240,6 +323,63 @@ impl Runtime {
         &self.inner.system
     }
 
+    /// This thread's share of the runtime, for a tracker to hold: an upgrade of the
+    /// thread-local weak handle, a count no other thread writes (see the module docs).
+    #[inline]
+    pub(crate) fn share(&self) -> Arc<RtShare> {
+        let cached = LAST.try_with(|s| s.borrow().upgrade()).ok().flatten();
+        match cached {
+            Some(share) if Arc::ptr_eq(&share.rt.inner, &self.inner) => share,
+            _ => self.share_slow(),
+        }
+    }
+
+    /// The first spawn of this thread on this runtime, or one after spawning on
+    /// another: find the thread's share of it, or make and list one.
+    #[cold]
+    fn share_slow(&self) -> Arc<RtShare> {
+        let mine = |s: &Arc<RtShare>| Arc::ptr_eq(&s.rt.inner, &self.inner);
+        let found = SHARES.try_with(|cache| {
+            let mut cache = cache.borrow_mut();
+            cache.retain(|w| w.strong_count() > 0);
+            cache.iter().find_map(|w| w.upgrade().filter(|s| mine(s)))
+        });
+        let remember = |share: &Arc<RtShare>| {
+            let _ = LAST.try_with(|last| *last.borrow_mut() = Arc::downgrade(share));
+        };
+        let thread = match found {
+            Ok(Some(share)) => {
+                remember(&share);
+                return share;
+            }
+            Ok(None) => THREAD.try_with(Arc::downgrade).unwrap_or_default(),
+            Err(_) => Weak::new(),
+        };
+        let share = Arc::new(RtShare {
+            rt: self.uncounted(),
+            thread,
+        });
+        // Listed only while a user handle exists (see `users.rs`); the shares of ended
+        // threads pruned meanwhile are dropped here, outside the list's mutex (the
+        // caller's handle keeps the runtime itself alive).
+        let pruned = self
+            .inner
+            .shares
+            .list_if_used(Arc::clone(&share), |s| s.thread.strong_count() == 0);
+        drop(pruned);
+        let _ = SHARES.try_with(|cache| cache.borrow_mut().push(Arc::downgrade(&share)));
+        remember(&share);
+        share
+    }
+
+    /// A handle that does not count as a user's.
+    fn uncounted(&self) -> Runtime {
+        Runtime {
+            inner: Arc::clone(&self.inner),
+            user: false,
+        }
+    }
+
     /// The executor task bodies run on.
     pub(crate) fn executor(&self) -> &dyn Executor {
         &*self.inner.executor.0
@@ -249,5 +389,35 @@ impl Runtime {
     #[cfg(feature = "tokio")]
     pub(crate) fn executor_tokio_handle(&self) -> Option<&::tokio::runtime::Handle> {
         self.inner.tokio.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Runtime;
+    use crate::Spawn;
+
+    #[test]
+    fn the_share_list_keeps_about_the_live_threads_not_every_thread_that_spawned() {
+        let rt = Runtime::new().unwrap();
+        for _ in 0..200 {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let child = rt.spawn(Spawn::new(), |_| 0).unwrap();
+                    assert_eq!(child.wait().unwrap().exited(), Some(0));
+                });
+            });
+        }
+        let listed = rt.inner.shares.len();
+        assert!(
+            listed <= 16,
+            "{listed} shares listed after 200 threads that each spawned once and ended"
+        );
+        // The spawning thread of the next spawn finds its own share again.
+        let c = rt.spawn(Spawn::new(), |_| 1).unwrap();
+        assert_eq!(c.wait().unwrap().exited(), Some(1));
+        let c = rt.spawn(Spawn::new(), |_| 2).unwrap();
+        assert_eq!(c.wait().unwrap().exited(), Some(2));
+        assert!(rt.inner.shares.len() <= listed + 1, "one share per thread");
     }
 }

@@ -51,12 +51,14 @@ pub struct Spawn {
 impl Spawn {
     /// Default: parent `rt.init()` (or the spawning task for [`TaskCx::spawn`]), the
     /// parent's name, namespace and cgroup, `CloneArgs::default()`.
+    #[inline]
     pub fn new() -> Spawn {
         Spawn::default()
     }
 
     /// Forks from `t` instead of the default parent. A task of another runtime makes
     /// the spawn fail with EINVAL.
+    #[inline]
     pub fn parent(mut self, t: &Task) -> Spawn {
         self.parent = Some(t.clone());
         self
@@ -64,18 +66,21 @@ impl Spawn {
 
     /// Names the task (`comm`, what [`ps`](crate::Runtime::ps) shows; Linux keeps 15
     /// bytes, the task list decides).
+    #[inline]
     pub fn name(mut self, n: &str) -> Spawn {
         self.name = Some(n.to_owned());
         self
     }
 
     /// Starts the task as pid 1 of a new pid namespace (`CLONE_NEWPID`).
+    #[inline]
     pub fn new_pid_ns(mut self) -> Spawn {
         self.new_pid_ns = true;
         self
     }
 
     /// Starts the task in `cg` (`CLONE_INTO_CGROUP`); `EAGAIN` if its pids.max is reached.
+    #[inline]
     pub fn cgroup(mut self, cg: &Cgroup) -> Spawn {
         self.cgroup = Some(cg.clone());
         self
@@ -87,11 +92,13 @@ impl Spawn {
     /// otherwise the `Child` opens the task's pidfd when first asked for it (a
     /// `PIDFD_THREAD` one for a thread): it names the same task and reads the same,
     /// also once the task was reaped.
+    #[inline]
     pub fn args(mut self, a: CloneArgs) -> Spawn {
         self.args = a;
         self
     }
 
+    #[inline]
     pub(crate) fn default_parent(mut self, t: &Task) -> Spawn {
         if self.parent.is_none() {
             self.parent = Some(t.clone());
@@ -175,6 +182,12 @@ impl JobGuard {
             .expect("a JobGuard holds its context until it completes")
     }
 
+    /// Where the context lives, for [`cx::lend`] to move it out and back around a poll
+    /// of an async body.
+    pub(crate) fn home(&mut self) -> &mut Option<TaskCx> {
+        &mut self.cx
+    }
+
     /// The job's last step: exit the task as `outcome` says, then reap it if its
     /// `Child` is gone.
     pub(crate) fn complete(mut self, outcome: Outcome) {
@@ -236,6 +249,7 @@ impl Launched {
 }
 
 /// fork + name + pidfd + signal hook: everything but running the body.
+#[inline]
 pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
     let parent = s.parent.unwrap_or_else(|| rt.init());
     // A task of another runtime would fork there while the body's context reports
@@ -266,7 +280,7 @@ pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
         name = s.name.as_deref(),
         "spawn"
     );
-    let tracker = Tracker::new(rt.clone(), task, parent, pidfd);
+    let tracker = Tracker::new(rt.share(), task, parent, pidfd);
     let weak = Arc::downgrade(&tracker);
     tracker
         .task

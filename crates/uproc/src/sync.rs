@@ -1,12 +1,13 @@
 //! The synchronisation primitives of the facade's lock-free protocols
 //! ([`ExitLatch`](crate::latch::ExitLatch), [`KillFlag`](crate::kill::KillFlag),
-//! [`StatusSlot`](crate::status::StatusSlot), the `ChildSet` ready queue), swapped for
+//! [`StatusSlot`](crate::status::StatusSlot), the `ChildSet` ready queue, a runtime's
+//! [`UserList`](crate::users::UserList)), swapped for
 //! loom's under `cfg(loom)` so they can be model-checked (`tests/loom_*.rs`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 /// A mutex with parking_lot's shape (`lock()` returns the guard) on both backends.
 #[derive(Debug, Default)]

@@ -113,6 +113,7 @@ impl CallerRuntime<'static> {
 /// `spawn_async` on a tokio runtime: the body's future lives in place in the tokio
 /// task (no box), which is why tokio gets this path rather than
 /// [`Executor::execute_async`].
+#[inline]
 pub(crate) fn spawn_in_place<F, Fut>(
     on: CallerRuntime<'_>,
     rt: &Runtime,

@@ -65,6 +65,51 @@ fn spawn_async_hands_the_job_to_execute_async_and_a_kill_before_the_first_poll_w
     assert_eq!(child.wait().unwrap().signaled(), Some(Signal::KILL));
 }
 
+/// Runs the job `q` holds to its end with a no-op waker (its body never waits).
+fn run_queued(q: &Queue) {
+    let mut job = q.0.lock().unwrap().pop().expect("a queued job");
+    let mut cx = std::task::Context::from_waker(Waker::noop());
+    assert!(job.as_mut().poll(&mut cx).is_ready());
+}
+
+#[test]
+fn an_async_body_polled_inside_another_ones_poll_is_current_there_and_gives_it_back() {
+    let q = Queue::default();
+    let rt = Runtime::builder().executor(q.clone()).build().unwrap();
+    let (q2, rt2) = (q.clone(), rt.clone());
+    let outer = rt
+        .spawn_async(Spawn::new(), move |cx| async move {
+            let me = Some(cx.pid());
+            let seen = || uproc::current().map(|c| c.pid());
+            // A second job polled to its end inside this body's poll: while it runs,
+            // `current()` is that task; after it, this one again.
+            let inner = rt2
+                .spawn_async(Spawn::new(), |icx| async move {
+                    (uproc::current().map(|c| c.pid()) == Some(icx.pid())) as i32
+                })
+                .unwrap();
+            run_queued(&q2);
+            let inner_saw_itself = inner.wait().unwrap().exited() == Some(1);
+            let back_after_inner = seen() == me;
+            // One whose body panics: contained, and this task is current again.
+            let panics = rt2
+                .spawn_async(Spawn::new(), |_| async { panic!("inner body panics") })
+                .unwrap();
+            run_queued(&q2);
+            let panicked = panics.wait().unwrap().signaled() == Some(Signal::ABRT);
+            let back_after_panic = seen() == me;
+            i32::from(inner_saw_itself)
+                | i32::from(back_after_inner) << 1
+                | i32::from(panicked) << 2
+                | i32::from(back_after_panic) << 3
+        })
+        .unwrap();
+    run_queued(&q);
+    assert_eq!(outer.wait().unwrap().exited(), Some(0b1111));
+    assert!(uproc::current().is_none(), "nothing is left current");
+    assert_eq!(rt.ps().len(), 1, "every task was reaped");
+}
+
 #[test]
 fn spawn_async_is_einval_before_forking_without_a_future_executor() {
     // Runs without the tokio feature's fallback only when no tokio runtime is current:

@@ -37,3 +37,75 @@ fn dropping_the_last_runtime_handle_frees_system_namespaces_pids_and_tasks() {
         }
     }
 }
+
+/// What the per-thread shares of a runtime must never do: keep it alive once the user
+/// handles, the children and the running bodies are all gone.
+fn assert_freed(what: &str, weak_sys: &std::sync::Weak<uproc::System>) {
+    assert!(
+        wait_until(10, || weak_sys.upgrade().is_none()),
+        "{what}: the System is freed"
+    );
+}
+
+#[test]
+fn a_body_outliving_every_runtime_handle_can_still_spawn_and_then_frees_the_runtime() {
+    let rt = Runtime::builder().build().unwrap();
+    let weak_sys = Arc::downgrade(rt.system());
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let child = rt
+        .spawn(Spawn::new(), move |cx| {
+            wait.recv().unwrap();
+            // Every user handle is gone: the task's own share keeps the runtime.
+            let rt2 = cx.runtime().clone();
+            let grandchild = cx.spawn(Spawn::new(), |_| 4).unwrap();
+            (grandchild.wait().unwrap().exited() == Some(4) && rt2.ps().len() == 2) as i32
+        })
+        .unwrap();
+    drop(rt);
+    go.send(()).unwrap();
+    assert_eq!(child.wait().unwrap().exited(), Some(1));
+    assert_freed("after a late spawn", &weak_sys);
+}
+
+#[test]
+fn runtimes_spawned_on_alternately_from_many_threads_are_each_freed() {
+    let a = Runtime::builder().build().unwrap();
+    let b = Runtime::builder().build().unwrap();
+    let (wa, wb) = (Arc::downgrade(a.system()), Arc::downgrade(b.system()));
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for i in 0..50 {
+                    let rt = if i % 2 == 0 { &a } else { &b };
+                    let child = rt.spawn(Spawn::new(), move |_| i).unwrap();
+                    assert_eq!(child.wait().unwrap().exited(), Some(i));
+                    // Detached children too: reaped by their jobs, on their threads.
+                    drop(rt.spawn(Spawn::new(), |_| 0).unwrap());
+                }
+            });
+        }
+    });
+    assert!(wait_until(10, || a.ps().len() == 1 && b.ps().len() == 1));
+    drop((a, b));
+    assert_freed("runtime a", &wa);
+    assert_freed("runtime b", &wb);
+}
+
+#[test]
+fn a_runtime_cloned_from_a_bodys_context_is_a_user_handle() {
+    let rt = Runtime::builder().build().unwrap();
+    let weak_sys = Arc::downgrade(rt.system());
+    let child = rt.spawn(Spawn::new(), |cx| {
+        let kept = cx.runtime().clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            // Still a working runtime after the spawner and the body are gone.
+            let c = kept.spawn(Spawn::new(), |_| 2).unwrap();
+            assert_eq!(c.wait().unwrap().exited(), Some(2));
+        });
+        0
+    });
+    assert_eq!(child.unwrap().wait().unwrap().exited(), Some(0));
+    drop(rt);
+    assert_freed("after the clone's thread ends", &weak_sys);
+}
