@@ -1,0 +1,1227 @@
+//! A red-team pass over the concurrent life cycle: two to four threads attack one
+//! window each round, under every lock profile (`Scalable`, with no global lock, is
+//! where the races live), and each round ends with the invariants at rest checked:
+//! every child reaped exactly once, no pid leaked or live twice, charges, pidfs index
+//! entries and cgroup membership balanced, no zombie nobody can reap, and `wait`
+//! returning ECHILD only when there really is no child.
+//!
+//! `UPROC_RACE_ITERS` sets the rounds per case (the defaults keep the whole file at a
+//! few seconds in a debug build).
+
+mod common;
+use common::*;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+use uproc_abi::{CloneFlags, Errno, Profile, Signal, WaitOptions};
+use uproc_tasklist::{CloneArgs, System, Task, TaskState, WaitId};
+
+/// What a system holds with only its init: compared again at rest.
+struct Baseline {
+    tasks: usize,
+    allocated: usize,
+    pidfs: usize,
+}
+
+impl Baseline {
+    fn of(sys: &System) -> Baseline {
+        Baseline {
+            tasks: sys.nr_tasks(),
+            allocated: sys.root_ns().nr_allocated(),
+            pidfs: sys.pidfs().index_len(),
+        }
+    }
+
+    /// Everything the test made is gone: tasks, pids, pidfs entries, charges, and init
+    /// has no child (not even a zombie) left.
+    fn check(&self, sys: &System, what: &str) {
+        assert_eq!(sys.nr_tasks(), self.tasks, "{what}: a task is left behind");
+        assert_eq!(
+            sys.root_ns().nr_allocated(),
+            self.allocated,
+            "{what}: allocated pids == live tasks"
+        );
+        assert_eq!(
+            sys.pidfs().index_len(),
+            self.pidfs,
+            "{what}: a pidfs index entry leaked"
+        );
+        assert_eq!(sys.cgroup_root().pids_current(), 0, "{what}: pids charge");
+        let init = sys.init();
+        assert_eq!(
+            init.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG),
+            Err(Errno::ECHILD),
+            "{what}: init has no child left"
+        );
+    }
+}
+
+/// Runs every side of `sides` at the same moment on its own thread, `iters` rounds:
+/// `setup` builds the round's state, the sides spin on a shared round counter so they
+/// start together (each given the round number, to vary what it does), and `check`
+/// inspects the state once all have returned.
+fn race<S: Send + Sync>(
+    iters: usize,
+    mut setup: impl FnMut(usize) -> S,
+    sides: &[&(dyn Fn(&S, usize) + Sync)],
+    mut check: impl FnMut(S, usize),
+) {
+    use std::sync::RwLock;
+    const FAILED: usize = usize::MAX;
+    let round = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let state: RwLock<Option<S>> = RwLock::new(None);
+    let wait_for = |counter: &AtomicUsize, want: usize| {
+        let mut spins = 0u32;
+        while counter.load(Ordering::Acquire) < want {
+            spins += 1;
+            if spins < 200 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    };
+    let n = sides.len();
+    std::thread::scope(|sc| {
+        for side in sides {
+            let (round, done, state) = (&round, &done, &state);
+            sc.spawn(move || {
+                for r in 1..=iters {
+                    wait_for(round, r);
+                    if round.load(Ordering::Acquire) == FAILED {
+                        return;
+                    }
+                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        side(state.read().unwrap().as_ref().expect("round state"), r)
+                    }));
+                    if let Err(panic) = ran {
+                        done.store(FAILED, Ordering::Release);
+                        std::panic::resume_unwind(panic);
+                    }
+                    done.fetch_add(1, Ordering::AcqRel);
+                }
+            });
+        }
+        let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for r in 1..=iters {
+                *state.write().unwrap() = Some(setup(r));
+                round.store(r, Ordering::Release);
+                wait_for(&done, n * r);
+                assert_ne!(done.load(Ordering::Acquire), FAILED, "a side panicked");
+                let s = state.write().unwrap().take().expect("round state");
+                check(s, r);
+            }
+        }));
+        if let Err(panic) = driven {
+            round.store(FAILED, Ordering::Release);
+            std::panic::resume_unwind(panic);
+        }
+    });
+}
+
+/// A start delay for side `side` in round `r`, spread over `0..width` spins, so that
+/// each side's window is swept across the others' paths.
+fn jitter(r: usize, side: usize, width: usize) -> usize {
+    let mut x = (r as u64 ^ ((side as u64 + 1) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 29;
+    (x % width as u64) as usize
+}
+
+/// The spread of the start delays: a debug build's paths are longer.
+const WIDTH: usize = if cfg!(debug_assertions) { 3000 } else { 600 };
+
+/// Reaps with `WNOHANG` until ECHILD; every reaped pid is pushed to `out`. Fails
+/// (instead of hanging) when a child stays unreapable for ten seconds.
+fn drain(reaper: &Task, out: &Mutex<Vec<i32>>, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match reaper.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG) {
+            Ok(Some(info)) => out.lock().unwrap().push(info.pid),
+            Ok(None) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "{what}: a child is never reapable (a zombie nobody can reap, or a \
+                     lost notification)"
+                );
+                std::thread::yield_now();
+            }
+            Err(Errno::ECHILD) => return,
+            Err(e) => panic!("{what}: wait gave {e}"),
+        }
+    }
+}
+
+fn sorted(mut v: Vec<i32>) -> Vec<i32> {
+    v.sort_unstable();
+    v
+}
+
+// ---------------------------------------------------------------------------------
+// 1. A parent exiting while its children fork, exit and are reaped by the new reaper.
+// ---------------------------------------------------------------------------------
+
+struct Family {
+    p: Task,
+    c0: Task,
+    /// Every task forked this round, as the reaper numbers it.
+    forked: Mutex<Vec<(Task, i32)>>,
+    reaped: Mutex<Vec<i32>>,
+}
+
+#[test]
+fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once() {
+    let iters = race_iterations(20_000, 600);
+    for &prof in Profile::ALL {
+        for ns_init in [false, true] {
+            let what = format!(
+                "{prof}/reaper={}",
+                if ns_init { "ns init" } else { "subreaper" }
+            );
+            let sys = system_with(prof);
+            let init = sys.init();
+            let base = Baseline::of(&sys);
+            let reaper = if ns_init {
+                fork_flags(&init, CloneFlags::NEWPID)
+            } else {
+                let s = fork(&init);
+                s.set_child_subreaper(true);
+                s
+            };
+            race(
+                iters,
+                |_| {
+                    let p = fork(&reaper);
+                    let c0 = fork(&p);
+                    let forked = vec![
+                        (p.clone(), reaper.pid_of(&p)),
+                        (c0.clone(), reaper.pid_of(&c0)),
+                    ];
+                    Family {
+                        p,
+                        c0,
+                        forked: Mutex::new(forked),
+                        reaped: Mutex::new(Vec::new()),
+                    }
+                },
+                &[
+                    // The children fork (plainly from P, and CLONE_PARENT siblings of c0,
+                    // which attach to whoever is c0's parent now) and exit; c0 last.
+                    &|f: &Family, r| {
+                        stagger(jitter(r, 0, WIDTH));
+                        let mut alive = Vec::new();
+                        for k in 0..4 {
+                            let res = if (r + k) % 2 == 0 {
+                                f.p.fork(&CloneArgs::default())
+                            } else {
+                                f.c0.fork(&CloneArgs {
+                                    flags: CloneFlags::PARENT,
+                                    ..Default::default()
+                                })
+                            };
+                            match res {
+                                Ok(c) => {
+                                    f.forked
+                                        .lock()
+                                        .unwrap()
+                                        .push((c.clone(), reaper.pid_of(&c)));
+                                    if k % 2 == 0 {
+                                        c.exit(k as i32);
+                                    } else {
+                                        alive.push(c);
+                                    }
+                                }
+                                // P is dying (EINTR) or gone (ESRCH).
+                                Err(Errno::EINTR | Errno::ESRCH) => {}
+                                Err(e) => panic!("{what}: fork gave {e}"),
+                            }
+                        }
+                        for c in alive {
+                            c.exit(9);
+                        }
+                        f.c0.exit(99);
+                    },
+                    &|f: &Family, r| {
+                        stagger(jitter(r, 1, WIDTH));
+                        if r % 2 == 0 {
+                            f.p.exit(5);
+                        } else {
+                            reaper.kill(reaper.pid_of(&f.p), Signal::KILL).unwrap();
+                        }
+                    },
+                    // The reaper waits all along: P's zombie, then what P handed on.
+                    // The reaper always has a child until c0 (the last to exit) is
+                    // reaped, so an ECHILD earlier is a child lost in flight.
+                    &|f: &Family, r| {
+                        stagger(jitter(r, 2, WIDTH));
+                        drain(&reaper, &f.reaped, &what);
+                    },
+                ],
+                |f, r| {
+                    let forked = f.forked.into_inner().unwrap();
+                    let want = sorted(forked.iter().map(|(_, nr)| *nr).collect());
+                    let got = sorted(f.reaped.into_inner().unwrap());
+                    assert_eq!(
+                        got, want,
+                        "{what} round {r}: the reaper reaps P and every child exactly once, \
+                         and wait gives ECHILD only after the last"
+                    );
+                    for (t, _) in &forked {
+                        assert_eq!(t.state(), TaskState::Dead, "{what}: reaped");
+                    }
+                },
+            );
+            reaper.exit(0);
+            reap(&init, &reaper);
+            base.check(&sys, &what);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 2. setpgid / setsid / exit racing kill(-pgid) and kill(-1).
+// ---------------------------------------------------------------------------------
+
+struct Group {
+    leader: Task,
+    pgid: i32,
+    members: Vec<Task>,
+    newcomer: Task,
+    forked: Mutex<Option<Result<Task, Errno>>>,
+}
+
+#[test]
+fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
+    let iters = race_iterations(20_000, 700);
+    for &prof in Profile::ALL {
+        for everyone in [false, true] {
+            let what = format!(
+                "{prof}/{}",
+                if everyone { "kill(-1)" } else { "kill(-pgid)" }
+            );
+            let sys = system_with(prof);
+            let init = sys.init();
+            let base = Baseline::of(&sys);
+            race(
+                iters,
+                |_| {
+                    let leader = fork(&init);
+                    leader.setpgid(0, 0).unwrap();
+                    let pgid = leader.getpgid();
+                    let members: Vec<Task> = (0..4).map(|_| fork(&leader)).collect();
+                    let newcomer = fork(&leader);
+                    newcomer.setpgid(0, 0).unwrap();
+                    Group {
+                        leader,
+                        pgid,
+                        members,
+                        newcomer,
+                        forked: Mutex::new(None),
+                    }
+                },
+                &[
+                    &|g: &Group, r| {
+                        stagger(jitter(r, 0, WIDTH));
+                        let target = if everyone { -1 } else { -g.pgid };
+                        init.kill(target, Signal::KILL)
+                            .unwrap_or_else(|e| panic!("{what}: the group has members: {e}"));
+                    },
+                    // Member 0 leaves the group (or dies), or the newcomer joins it.
+                    &|g: &Group, r| {
+                        stagger(jitter(r, 1, WIDTH));
+                        let m = &g.members[0];
+                        let res = match r % 4 {
+                            0 => m.setpgid(0, 0),
+                            1 => m.setsid().map(|_| ()),
+                            2 => {
+                                m.exit(0);
+                                Ok(())
+                            }
+                            _ => g.leader.setpgid(g.leader.pid_of(&g.newcomer), g.pgid),
+                        };
+                        // ESRCH: the caller (or the newcomer) was killed first.
+                        assert!(
+                            matches!(res, Ok(()) | Err(Errno::ESRCH)),
+                            "{what}: moving a member gave {res:?}"
+                        );
+                    },
+                    // Member 1 forks: its child joins the group (and the system).
+                    &|g: &Group, r| {
+                        stagger(jitter(r, 2, WIDTH));
+                        let mut args = CloneArgs::default();
+                        args.flags.set(CloneFlags::PARENT, r % 3 == 0);
+                        *g.forked.lock().unwrap() = Some(g.members[1].fork(&args));
+                    },
+                ],
+                |g, r| {
+                    for (i, t) in [&g.leader, &g.members[1], &g.members[2], &g.members[3]]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        assert!(
+                            !t.is_alive(),
+                            "{what} round {r}: member {i} was in the group all along and \
+                             escaped the kill"
+                        );
+                    }
+                    if everyone {
+                        assert!(!g.members[0].is_alive(), "{what}: kill(-1) reaches a mover");
+                        assert!(!g.newcomer.is_alive(), "{what}: kill(-1) reaches everyone");
+                    }
+                    match g.forked.into_inner().unwrap().expect("fork ran") {
+                        Ok(c) => {
+                            assert!(
+                                !c.is_alive(),
+                                "{what} round {r}: a child forked by a member before the \
+                                 kill finished escaped it (it fails with EINTR or dies)"
+                            );
+                        }
+                        Err(e) => assert!(
+                            e == Errno::EINTR || e == Errno::ESRCH,
+                            "{what}: fork gave {e}"
+                        ),
+                    }
+                    for t in [&g.members[0], &g.newcomer] {
+                        if t.is_alive() {
+                            t.exit(0);
+                        }
+                    }
+                    reap(&init, &g.leader);
+                },
+            );
+            base.check(&sys, &what);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 3. cgroup.procs migration racing forks, exits, cgroup.kill and rmdir.
+// ---------------------------------------------------------------------------------
+
+struct Moving {
+    a: uproc_cgroup::Cgroup,
+    p: Task,
+    tgid: String,
+    thread: Task,
+    forked: Mutex<Vec<Task>>,
+    moved: Mutex<Option<Result<(), Errno>>>,
+}
+
+/// The tgids `cgroup.procs` of `cg` lists.
+fn procs(cg: &uproc_cgroup::Cgroup) -> Vec<String> {
+    let s = cg.read("cgroup.procs").expect("cgroup.procs is readable");
+    s.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_group_migration_racing_forks_exits_and_cgroup_kill_never_splits_or_leaks() {
+    let iters = race_iterations(20_000, 600);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let sys = system_with(prof);
+        let init = sys.init();
+        let base = Baseline::of(&sys);
+        let b = sys.cgroup_root().mkdir("b").unwrap();
+        race(
+            iters,
+            |r| {
+                let a = sys.cgroup_root().mkdir(&format!("a{r}")).unwrap();
+                let p = fork(&init);
+                a.attach(&p).unwrap();
+                let thread = fork_flags(&p, CloneFlags::NEW_THREAD);
+                Moving {
+                    tgid: p.nspid()[0].to_string(),
+                    a,
+                    p,
+                    thread,
+                    forked: Mutex::new(Vec::new()),
+                    moved: Mutex::new(None),
+                }
+            },
+            &[
+                &|m: &Moving, r| {
+                    stagger(jitter(r, 0, WIDTH));
+                    *m.moved.lock().unwrap() = Some(b.write("cgroup.procs", &m.tgid));
+                },
+                // The group grows (a thread, a child process) and a thread exits.
+                &|m: &Moving, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    for flags in [CloneFlags::NEW_THREAD, CloneFlags::empty()] {
+                        match m.p.fork(&CloneArgs {
+                            flags,
+                            ..Default::default()
+                        }) {
+                            Ok(t) => m.forked.lock().unwrap().push(t),
+                            Err(Errno::EINTR | Errno::ESRCH) => {}
+                            Err(e) => panic!("{what}: fork gave {e}"),
+                        }
+                    }
+                    if r % 2 == 0 {
+                        m.thread.exit(0);
+                    }
+                },
+                // The old cgroup is killed (every other round).
+                &|m: &Moving, r| {
+                    stagger(jitter(r, 2, WIDTH));
+                    if r % 2 == 1 {
+                        m.a.write("cgroup.kill", "1").unwrap();
+                    }
+                },
+            ],
+            |m, r| {
+                let killed = r % 2 == 1;
+                let moved = m.moved.into_inner().unwrap().expect("migration ran");
+                assert!(
+                    matches!(moved, Ok(()) | Err(Errno::ESRCH)),
+                    "{what}: cgroup.procs write gave {moved:?}"
+                );
+                let forked = m.forked.into_inner().unwrap();
+                let group: Vec<&Task> = [&m.p, &m.thread]
+                    .into_iter()
+                    .chain(forked.iter().filter(|t| !t.is_thread_group_leader()))
+                    .collect();
+                for t in group.iter().filter(|t| t.is_alive()) {
+                    assert_eq!(
+                        t.cgroup(),
+                        m.p.cgroup(),
+                        "{what} round {r}: a thread group is never split across cgroups"
+                    );
+                }
+                if killed {
+                    // The kill ran on `a` while P was there or after it left: P lives
+                    // only in `b`; anything forked into `a` during the kill dies.
+                    for t in [&m.p].into_iter().chain(forked.iter()) {
+                        assert!(
+                            !(t.is_alive() && t.cgroup() == m.a),
+                            "{what} round {r}: a task in the killed cgroup outlived \
+                             cgroup.kill"
+                        );
+                    }
+                }
+                // Membership agrees with the tasks: every live task of `a` is listed.
+                let listed = procs(&m.a);
+                for t in [&m.p].into_iter().chain(forked.iter()) {
+                    if t.is_alive() && t.cgroup() == m.a && t.is_thread_group_leader() {
+                        assert!(
+                            listed.contains(&t.nspid()[0].to_string()),
+                            "{what} round {r}: a live member missing from cgroup.procs"
+                        );
+                    }
+                }
+                // Tear down: everything dies and is reaped, then `a` is empty.
+                if m.p.is_alive() {
+                    init.kill(init.pid_of(&m.p), Signal::KILL).unwrap();
+                }
+                for c in forked.iter().filter(|t| t.is_thread_group_leader()) {
+                    if c.is_alive() {
+                        c.exit(0);
+                    }
+                }
+                reap(&init, &m.p);
+                // P's children went to init (autoreaped).
+                for t in forked.iter().chain([&m.thread]) {
+                    assert_eq!(t.state(), TaskState::Dead, "{what}: every task reaped");
+                }
+                assert!(!m.a.is_populated(), "{what} round {r}: nothing left in a");
+                assert!(
+                    procs(&m.a).is_empty(),
+                    "{what} round {r}: cgroup.procs empty"
+                );
+                assert_eq!(m.a.pids_current(), 0, "{what} round {r}: a's charges");
+                m.a.rmdir().expect("an empty cgroup is removable");
+            },
+        );
+        assert_eq!(b.pids_current(), 0, "{what}: b's charges");
+        assert!(!b.is_populated(), "{what}: b is empty");
+        b.rmdir().unwrap();
+        base.check(&sys, &what);
+    }
+}
+
+struct Removal {
+    a: uproc_cgroup::Cgroup,
+    p: Task,
+    forked: Mutex<Option<Result<Task, Errno>>>,
+    moved: Mutex<Option<Result<(), Errno>>>,
+    removed: Mutex<Option<Result<(), Errno>>>,
+}
+
+#[test]
+fn rmdir_racing_a_fork_into_the_cgroup_and_a_migration_is_ebusy_exactly_when_populated() {
+    let iters = race_iterations(20_000, 800);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let sys = system_with(prof);
+        let init = sys.init();
+        let base = Baseline::of(&sys);
+        race(
+            iters,
+            |r| {
+                let a = sys.cgroup_root().mkdir(&format!("a{r}")).unwrap();
+                Removal {
+                    a,
+                    p: fork(&init),
+                    forked: Mutex::new(None),
+                    moved: Mutex::new(None),
+                    removed: Mutex::new(None),
+                }
+            },
+            &[
+                &|m: &Removal, r| {
+                    stagger(jitter(r, 0, WIDTH));
+                    *m.removed.lock().unwrap() = Some(m.a.rmdir());
+                },
+                &|m: &Removal, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    let res = if r % 2 == 0 {
+                        m.p.fork(&CloneArgs {
+                            flags: CloneFlags::INTO_CGROUP,
+                            cgroup: Some(m.a.clone()),
+                            ..Default::default()
+                        })
+                    } else {
+                        let mut a = CloneArgs::default();
+                        a.flags.set(CloneFlags::NEW_THREAD, r % 4 == 1);
+                        m.p.fork(&a)
+                    };
+                    *m.forked.lock().unwrap() = Some(res);
+                },
+                &|m: &Removal, r| {
+                    stagger(jitter(r, 2, WIDTH));
+                    if r % 2 == 1 {
+                        *m.moved.lock().unwrap() = Some(m.a.attach(&m.p));
+                    }
+                },
+            ],
+            |m, r| {
+                let removed = m.removed.into_inner().unwrap().expect("rmdir ran");
+                let forked = m.forked.into_inner().unwrap().expect("fork ran");
+                let moved = m.moved.into_inner().unwrap();
+                let mut in_a = 0;
+                if let Ok(c) = &forked {
+                    in_a += usize::from(c.cgroup() == m.a);
+                }
+                in_a += usize::from(m.p.cgroup() == m.a);
+                match removed {
+                    Ok(()) => {
+                        assert_eq!(
+                            in_a, 0,
+                            "{what} round {r}: rmdir succeeded but a task is in the removed \
+                             cgroup (fork {forked:?}, attach {moved:?})"
+                        );
+                        assert!(m.a.is_removed());
+                    }
+                    Err(Errno::EBUSY) => {
+                        assert!(
+                            in_a > 0 && m.a.is_populated(),
+                            "{what} round {r}: rmdir gave EBUSY but nothing is in the cgroup \
+                             (fork {forked:?}, attach {moved:?})"
+                        );
+                    }
+                    Err(e) => panic!("{what}: rmdir gave {e}"),
+                }
+                if let Err(e) = &forked {
+                    assert_eq!(*e, Errno::ENOENT, "{what}: a fork into a removed cgroup");
+                }
+                if let Some(Err(e)) = moved {
+                    assert_eq!(e, Errno::ENOENT, "{what}: an attach to a removed cgroup");
+                }
+                if let Ok(c) = forked {
+                    c.exit(0);
+                    if c.is_thread_group_leader() {
+                        reap(&m.p, &c);
+                    }
+                }
+                m.p.exit(0);
+                reap(&init, &m.p);
+                assert_eq!(m.a.pids_current(), 0, "{what} round {r}: charges");
+                if !m.a.is_removed() {
+                    m.a.rmdir().expect("empty now");
+                }
+            },
+        );
+        base.check(&sys, &what);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 4. A namespace init dying while forks into its namespace run (nested, set_tid).
+// ---------------------------------------------------------------------------------
+
+struct Nest {
+    /// Init of the outer namespace (level 1), a child of the runtime init.
+    n1: Task,
+    /// Init of the inner namespace (level 2), a child of `n1`.
+    n2: Task,
+    /// A member of the inner namespace.
+    x: Task,
+    /// Forks into the inner namespace from the root level.
+    outsider: Task,
+    forked: Mutex<Vec<Task>>,
+}
+
+#[test]
+fn a_dying_namespace_init_leaves_nothing_alive_and_is_reapable_exactly_when_empty() {
+    let iters = race_iterations(10_000, 500);
+    for &prof in Profile::ALL {
+        for outer_dies in [false, true] {
+            let what = format!(
+                "{prof}/{}",
+                if outer_dies {
+                    "outer init dies"
+                } else {
+                    "inner init dies"
+                }
+            );
+            let sys = system_with(prof);
+            let init = sys.init();
+            let base = Baseline::of(&sys);
+            race(
+                iters,
+                |_| {
+                    let n1 = fork_flags(&init, CloneFlags::NEWPID);
+                    let n2 = fork_flags(&n1, CloneFlags::NEWPID);
+                    let x = fork(&n2);
+                    let outsider = fork(&init);
+                    outsider.set_cap_checkpoint_restore(true);
+                    outsider.setns_pid(&n2.pid_ns()).unwrap();
+                    Nest {
+                        n1,
+                        n2,
+                        x,
+                        outsider,
+                        forked: Mutex::new(Vec::new()),
+                    }
+                },
+                &[
+                    &|n: &Nest, r| {
+                        stagger(jitter(r, 0, WIDTH));
+                        if outer_dies {
+                            init.kill(init.pid_of(&n.n1), Signal::KILL).unwrap();
+                        } else {
+                            n.n1.kill(n.n1.pid_of(&n.n2), Signal::KILL).unwrap();
+                        }
+                    },
+                    // Forks into the inner namespace from outside: plain and with a
+                    // chosen number there.
+                    &|n: &Nest, r| {
+                        stagger(jitter(r, 1, WIDTH));
+                        for k in 0..3 {
+                            let set_tid = if k == 1 {
+                                vec![20_000 + r as i32 % 1000]
+                            } else {
+                                vec![]
+                            };
+                            match n.outsider.fork(&CloneArgs {
+                                set_tid,
+                                ..Default::default()
+                            }) {
+                                Ok(c) => n.forked.lock().unwrap().push(c),
+                                Err(Errno::ENOMEM) => {}
+                                Err(e) => panic!("{what}: fork into the namespace gave {e}"),
+                            }
+                        }
+                    },
+                    // A member forks inside it.
+                    &|n: &Nest, r| {
+                        stagger(jitter(r, 2, WIDTH));
+                        match n.x.fork(&CloneArgs::default()) {
+                            Ok(c) => n.forked.lock().unwrap().push(c),
+                            Err(Errno::ENOMEM | Errno::EINTR | Errno::ESRCH) => {}
+                            Err(e) => panic!("{what}: fork inside the namespace gave {e}"),
+                        }
+                    },
+                ],
+                |n, r| {
+                    let forked = n.forked.into_inner().unwrap();
+                    let ns2 = n.n2.pid_ns();
+                    let ns1 = n.n1.pid_ns();
+                    for t in forked.iter().chain([&n.x, &n.n2]) {
+                        assert!(
+                            !t.is_alive(),
+                            "{what} round {r}: a task outlived its namespace"
+                        );
+                    }
+                    assert!(!ns2.is_adding(), "{what}: the inner namespace is closed");
+                    assert_eq!(
+                        n.outsider.fork(&CloneArgs::default()).map(|_| ()),
+                        Err(Errno::ENOMEM),
+                        "{what}: a fork into a dead namespace"
+                    );
+                    // The outsider's children are zombies only it can reap: the dead
+                    // init (and, when it died, the outer one) waits for them.
+                    let outsiders: Vec<&Task> = forked
+                        .iter()
+                        .filter(|c| c.parent().is_some_and(|p| p == n.outsider))
+                        .collect();
+                    let (dead_init, its_parent) = if outer_dies {
+                        (&n.n1, &init)
+                    } else {
+                        (&n.n2, &n.n1)
+                    };
+                    let dead_nr = its_parent.pid_of(dead_init);
+                    let opts = WaitOptions::EXITED | WaitOptions::NOHANG;
+                    if !outsiders.is_empty() {
+                        assert_eq!(
+                            its_parent
+                                .wait(WaitId::Pid(dead_nr), opts)
+                                .map(|i| i.is_some()),
+                            Ok(false),
+                            "{what} round {r}: the dead init is reaped only once its \
+                             namespace is empty ({} zombies left)",
+                            outsiders.len()
+                        );
+                    }
+                    for c in &outsiders {
+                        reap(&n.outsider, c);
+                    }
+                    let info = its_parent.wait(WaitId::Pid(dead_nr), opts);
+                    assert!(
+                        matches!(info, Ok(Some(_))),
+                        "{what} round {r}: the dead init is reapable once its namespace is \
+                         empty: {info:?}"
+                    );
+                    if !outer_dies {
+                        n.n1.exit(0);
+                        reap(&init, &n.n1);
+                    }
+                    for t in forked.iter().chain([&n.x, &n.n2, &n.n1]) {
+                        assert_eq!(t.state(), TaskState::Dead, "{what} round {r}: reaped");
+                    }
+                    assert_eq!(ns2.nr_allocated(), 0, "{what} round {r}: inner pids");
+                    assert_eq!(ns1.nr_allocated(), 0, "{what} round {r}: outer pids");
+                    n.outsider.exit(0);
+                    reap(&init, &n.outsider);
+                },
+            );
+            base.check(&sys, &what);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 5. pidfds racing the reap and the reuse of the number.
+// ---------------------------------------------------------------------------------
+
+struct Reuse {
+    child: Task,
+    code: i32,
+    fd: uproc_pidfs::PidFd,
+    /// The task forked after the child was reaped that reused its number, if any.
+    after: Mutex<Vec<Task>>,
+    /// The status the pidfd's waitid / info reported, if any.
+    seen: Mutex<Vec<uproc_abi::WaitStatus>>,
+    /// The reusing side is done.
+    done: AtomicBool,
+}
+
+#[test]
+fn a_pidfd_never_reaches_the_task_that_reused_its_number() {
+    for &prof in Profile::ALL {
+        // Scalable's rounds are long (a number comes back after hundreds of forks).
+        let iters = if prof == Profile::Scalable {
+            race_iterations(2_000, 100)
+        } else {
+            race_iterations(20_000, 1_500)
+        };
+        let what = prof.to_string();
+        let sys = system_with(prof);
+        let init = sys.init();
+        let base = Baseline::of(&sys);
+        // A namespace with few numbers, so that they come round again quickly: once
+        // its cursor passed 300, automatic allocation hands out only 300..310.
+        let n = fork_flags(&init, CloneFlags::NEWPID);
+        n.pid_ns().set_pid_max(310).unwrap();
+        let reused = AtomicUsize::new(0);
+        race(
+            iters,
+            |r| {
+                let child = fork(&n);
+                let fd = n
+                    .pidfd_open(n.pid_of(&child), uproc_abi::PidfdFlags::empty())
+                    .unwrap();
+                Reuse {
+                    child,
+                    code: (r % 200) as i32,
+                    fd,
+                    after: Mutex::new(Vec::new()),
+                    seen: Mutex::new(Vec::new()),
+                    done: AtomicBool::new(false),
+                }
+            },
+            &[
+                // The child exits, its parent reaps it by number, then forks until the
+                // number comes back (or a few times).
+                &|s: &Reuse, r| {
+                    stagger(jitter(r, 0, WIDTH));
+                    s.child.exit(s.code);
+                    let nr = n.pid_of(&s.child);
+                    match n.wait(WaitId::Pid(nr), WaitOptions::EXITED) {
+                        Ok(Some(info)) => s.seen.lock().unwrap().push(info.status),
+                        // The pidfd side reaped it first.
+                        Err(Errno::ECHILD) => {}
+                        other => panic!("{what}: wait gave {other:?}"),
+                    }
+                    // Linux's cursor brings it back within the ten numbers; Scalable's
+                    // FIFO only after every other free number went round.
+                    for _ in 0..400 {
+                        let c = fork(&n);
+                        if n.pid_of(&c) == nr {
+                            s.after.lock().unwrap().push(c);
+                            break;
+                        }
+                        c.exit(0);
+                        reap(&n, &c);
+                    }
+                    s.done.store(true, Ordering::Release);
+                },
+                // The pidfd is used all along: signals, poll, waitid(P_PIDFD).
+                &|s: &Reuse, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    let mut after_done = 0;
+                    for k in 0.. {
+                        if s.done.load(Ordering::Acquire) {
+                            after_done += 1;
+                            if after_done > 3 {
+                                break;
+                            }
+                        }
+                        let sig = if k % 2 == 0 {
+                            Signal::KILL
+                        } else {
+                            Signal::TERM
+                        };
+                        match s.fd.send_signal(sig) {
+                            Ok(()) | Err(Errno::ESRCH) => {}
+                            Err(e) => panic!("{what}: pidfd_send_signal gave {e}"),
+                        }
+                        let _ = s.fd.poll();
+                        match n.wait(
+                            WaitId::PidFd(&s.fd),
+                            WaitOptions::EXITED | WaitOptions::NOHANG,
+                        ) {
+                            Ok(Some(info)) => {
+                                s.seen.lock().unwrap().push(info.status);
+                            }
+                            Ok(None) | Err(Errno::ECHILD) => {}
+                            Err(e) => panic!("{what}: waitid(P_PIDFD) gave {e}"),
+                        }
+                    }
+                },
+            ],
+            |s, r| {
+                let after = s.after.into_inner().unwrap();
+                let nr = n.pid_of(&s.child);
+                for t in &after {
+                    if n.pid_of(t) == nr {
+                        reused.fetch_add(1, Ordering::Relaxed);
+                    }
+                    assert!(
+                        t.is_alive(),
+                        "{what} round {r}: a signal through a pidfd reached the task that \
+                         reused its number"
+                    );
+                    assert!(
+                        t.pending_signals().is_empty(),
+                        "{what} round {r}: stray signal"
+                    );
+                }
+                let seen = s.seen.into_inner().unwrap();
+                assert_eq!(
+                    seen.len(),
+                    1,
+                    "{what} round {r}: reaped exactly once: {seen:?}"
+                );
+                let status = seen[0];
+                assert!(
+                    status.exited() == Some(s.code) || status.is_signaled(),
+                    "{what} round {r}: the status is the child's own: {status:?}"
+                );
+                assert_eq!(
+                    s.fd.exit_status(),
+                    Some(status),
+                    "{what} round {r}: the pidfd reports the status the reap returned"
+                );
+                assert!(s.fd.poll().hangup, "{what}: reaped: EPOLLHUP");
+                assert_eq!(s.fd.send_signal(Signal::KILL), Err(Errno::ESRCH));
+                for t in after {
+                    t.exit(1);
+                    reap(&n, &t);
+                }
+            },
+        );
+        eprintln!(
+            "{what}: the number came back in {} rounds of {iters}",
+            reused.load(Ordering::Relaxed)
+        );
+        assert!(
+            reused.load(Ordering::Relaxed) > 0,
+            "{what}: the test reused no number (it tested nothing)"
+        );
+        n.exit(0);
+        reap(&init, &n);
+        base.check(&sys, &what);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 6. pid_max lowered while forks run; a tiny namespace filled by four threads.
+// ---------------------------------------------------------------------------------
+
+/// A counting semaphore of the test's own (not the crate's).
+struct Permits {
+    left: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Permits {
+    fn try_take(&self) -> bool {
+        let mut n = self.left.lock().unwrap();
+        if *n == 0 {
+            return false;
+        }
+        *n -= 1;
+        true
+    }
+
+    fn give(&self) {
+        *self.left.lock().unwrap() += 1;
+        self.freed.notify_one();
+    }
+}
+
+#[test]
+fn a_full_tiny_namespace_gives_eagain_only_when_truly_full() {
+    let rounds = race_iterations(20_000, 2_000);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let sys = system_with(prof);
+        let init = sys.init();
+        let base = Baseline::of(&sys);
+        let n = fork_flags(&init, CloneFlags::NEWPID);
+        let ns = n.pid_ns();
+        // Once the cursor passed 300 (RESERVED_PIDS), automatic allocation hands out
+        // only 300..400: a hundred numbers, none held by the init or the workers.
+        ns.set_pid_max(400).unwrap();
+        let workers: Vec<Task> = (0..4).map(|_| fork(&n)).collect();
+        let free = 100;
+        let permits = Permits {
+            left: Mutex::new(free - 1),
+            freed: Condvar::new(),
+        };
+        let eagain = AtomicUsize::new(0);
+        let peak = AtomicUsize::new(0);
+        std::thread::scope(|sc| {
+            for (i, w) in workers.iter().enumerate() {
+                let (permits, eagain, peak, what, ns) = (&permits, &eagain, &peak, &what, &ns);
+                sc.spawn(move || {
+                    let mut held: std::collections::VecDeque<Task> = Default::default();
+                    let mut x = i as u64 + 1;
+                    for _ in 0..rounds {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if held.len() < 40 && permits.try_take() {
+                            match w.fork(&CloneArgs::default()) {
+                                Ok(c) => held.push_back(c),
+                                Err(Errno::EAGAIN) => {
+                                    eagain.fetch_add(1, Ordering::Relaxed);
+                                    permits.give();
+                                }
+                                Err(e) => panic!("{what}: fork gave {e}"),
+                            }
+                            peak.fetch_max(ns.nr_allocated(), Ordering::Relaxed);
+                        } else if let Some(c) = held.pop_front() {
+                            c.exit(0);
+                            reap(w, &c);
+                            permits.give();
+                        } else {
+                            std::thread::yield_now();
+                        }
+                        if x % 5 == 0 {
+                            if let Some(c) = held.pop_back() {
+                                c.exit(1);
+                                reap(w, &c);
+                                permits.give();
+                            }
+                        }
+                    }
+                    for c in held {
+                        c.exit(0);
+                        reap(w, &c);
+                        permits.give();
+                    }
+                });
+            }
+        });
+        eprintln!(
+            "{what}: {free} free numbers, peak {} allocated, {} EAGAIN",
+            peak.load(Ordering::Relaxed),
+            eagain.load(Ordering::Relaxed)
+        );
+        assert_eq!(
+            eagain.load(Ordering::Relaxed),
+            0,
+            "{what}: EAGAIN while a number was free (the test never holds more than free - 1)"
+        );
+        assert!(
+            peak.load(Ordering::Relaxed) >= 5 + free - 10,
+            "{what}: the namespace was nearly filled (else the test tested nothing)"
+        );
+        assert_eq!(
+            ns.nr_allocated(),
+            5,
+            "{what}: only the init and workers hold numbers"
+        );
+        for w in &workers {
+            w.exit(0);
+            reap(&n, w);
+        }
+        n.exit(0);
+        reap(&init, &n);
+        base.check(&sys, &what);
+    }
+}
+
+struct Lowering {
+    lowered: AtomicBool,
+    /// (forked after the new limit was in place, the number in the namespace).
+    got: Mutex<Vec<(bool, i32)>>,
+}
+
+#[test]
+fn forks_that_start_after_pid_max_was_lowered_stay_below_it() {
+    let iters = race_iterations(5_000, 300);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let sys = system_with(prof);
+        let init = sys.init();
+        let base = Baseline::of(&sys);
+        race(
+            iters,
+            |_| {
+                let n = fork_flags(&init, CloneFlags::NEWPID);
+                n.pid_ns().set_pid_max(2000).unwrap();
+                // Move the cursor up so that the lowering bites.
+                for _ in 0..5 {
+                    let c = fork(&n);
+                    c.exit(0);
+                    reap(&n, &c);
+                }
+                (
+                    n,
+                    Lowering {
+                        lowered: AtomicBool::new(false),
+                        got: Mutex::new(Vec::new()),
+                    },
+                )
+            },
+            &[
+                &|(n, l): &(Task, Lowering), r| {
+                    stagger(jitter(r, 0, WIDTH));
+                    n.pid_ns().set_pid_max(301).unwrap();
+                    l.lowered.store(true, Ordering::SeqCst);
+                },
+                &|(n, l): &(Task, Lowering), r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    for _ in 0..6 {
+                        let after = l.lowered.load(Ordering::SeqCst);
+                        let c = fork(&n);
+                        l.got.lock().unwrap().push((after, n.pid_of(&c)));
+                        c.exit(0);
+                        reap(n, &c);
+                    }
+                },
+            ],
+            |(n, l), r| {
+                for (after, nr) in l.got.into_inner().unwrap() {
+                    assert!(nr > 1 && nr < 2000, "{what}: {nr} in range");
+                    if after {
+                        assert!(
+                            nr < 301,
+                            "{what} round {r}: a fork started after pid_max was lowered to \
+                             301 got {nr}"
+                        );
+                    }
+                }
+                n.exit(0);
+                reap(&init, &n);
+            },
+        );
+        base.check(&sys, &what);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The pids of a namespace at rest: no number live twice.
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn concurrent_life_cycles_never_publish_a_number_twice() {
+    let rounds = race_iterations(20_000, 3_000);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let sys = system_with(prof);
+        let init = sys.init();
+        let base = Baseline::of(&sys);
+        let n = fork_flags(&init, CloneFlags::NEWPID);
+        let ns = n.pid_ns();
+        ns.set_pid_max(450).unwrap();
+        let workers: Vec<Task> = (0..3).map(|_| fork(&n)).collect();
+        let live: Mutex<HashSet<i32>> = Mutex::new(HashSet::new());
+        std::thread::scope(|sc| {
+            for w in &workers {
+                let (live, ns, what, n) = (&live, &ns, &what, &n);
+                sc.spawn(move || {
+                    let mut held = Vec::new();
+                    for i in 0..rounds {
+                        let c = fork(w);
+                        let nr = n.pid_of(&c);
+                        assert!(
+                            live.lock().unwrap().insert(nr),
+                            "{what}: number {nr} handed out while still live"
+                        );
+                        let found = ns.find_pid(nr).expect("find_pid finds a live task");
+                        assert!(
+                            std::sync::Arc::ptr_eq(&found, c.struct_pid()),
+                            "{what}: find_pid({nr}) names another task"
+                        );
+                        held.push((c, nr));
+                        if i % 3 != 0 {
+                            let (c, nr) = held.swap_remove(i % held.len());
+                            c.exit(0);
+                            // Off the live set before the number can come back.
+                            live.lock().unwrap().remove(&nr);
+                            reap(w, &c);
+                        }
+                        if held.len() > 40 {
+                            for (c, nr) in held.drain(..) {
+                                c.exit(0);
+                                live.lock().unwrap().remove(&nr);
+                                reap(w, &c);
+                            }
+                        }
+                    }
+                    for (c, nr) in held {
+                        c.exit(0);
+                        live.lock().unwrap().remove(&nr);
+                        reap(w, &c);
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            ns.nr_allocated(),
+            4,
+            "{what}: at rest, the init and its workers"
+        );
+        for w in &workers {
+            w.exit(0);
+            reap(&n, w);
+        }
+        n.exit(0);
+        reap(&init, &n);
+        base.check(&sys, &what);
+    }
+}
