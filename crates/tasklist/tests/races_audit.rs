@@ -153,6 +153,58 @@ fn drain(reaper: &Task, out: &Mutex<Vec<i32>>, what: &str) {
     }
 }
 
+/// Reaps with blocking waits until ECHILD; every reaped pid is pushed to `out`. A lost
+/// wake-up hangs here: run it under a [`Watchdog`].
+fn drain_blocking(reaper: &Task, out: &Mutex<Vec<i32>>, what: &str) {
+    loop {
+        match reaper.wait(WaitId::All, WaitOptions::EXITED) {
+            Ok(Some(info)) => out.lock().unwrap().push(info.pid),
+            Ok(None) => panic!("{what}: a blocking wait returned nothing"),
+            Err(Errno::ECHILD) => return,
+            Err(e) => panic!("{what}: wait gave {e}"),
+        }
+    }
+}
+
+/// Aborts the test binary when a test makes no progress for 30 seconds (a blocking wait
+/// that lost its wake-up): a failure with a message instead of a hung CI job.
+struct Watchdog {
+    progress: std::sync::Arc<AtomicUsize>,
+    stop: std::sync::Arc<AtomicBool>,
+}
+
+impl Watchdog {
+    fn arm(what: String) -> Watchdog {
+        let progress = std::sync::Arc::new(AtomicUsize::new(0));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (p, st) = (progress.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut last = (p.load(Ordering::Relaxed), Instant::now());
+            while !st.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                let now = p.load(Ordering::Relaxed);
+                if now != last.0 {
+                    last = (now, Instant::now());
+                } else if last.1.elapsed() > Duration::from_secs(30) {
+                    eprintln!("{what}: no progress for 30 s (a lost wake-up?): aborting");
+                    std::process::abort();
+                }
+            }
+        });
+        Watchdog { progress, stop }
+    }
+
+    fn tick(&self) {
+        self.progress.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 fn sorted(mut v: Vec<i32>) -> Vec<i32> {
     v.sort_unstable();
     v
@@ -182,6 +234,7 @@ fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once(
             let sys = system_with(prof);
             let init = sys.init();
             let base = Baseline::of(&sys);
+            let dog = Watchdog::arm(what.clone());
             let reaper = if ns_init {
                 fork_flags(&init, CloneFlags::NEWPID)
             } else {
@@ -255,10 +308,15 @@ fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once(
                     // reaped, so an ECHILD earlier is a child lost in flight.
                     &|f: &Family, r| {
                         stagger(jitter(r, 2, WIDTH));
-                        drain(&reaper, &f.reaped, &what);
+                        if r % 2 == 0 {
+                            drain(&reaper, &f.reaped, &what);
+                        } else {
+                            drain_blocking(&reaper, &f.reaped, &what);
+                        }
                     },
                 ],
                 |f, r| {
+                    dog.tick();
                     let forked = f.forked.into_inner().unwrap();
                     let want = sorted(forked.iter().map(|(_, nr)| *nr).collect());
                     let got = sorted(f.reaped.into_inner().unwrap());
@@ -276,6 +334,112 @@ fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once(
             reap(&init, &reaper);
             base.check(&sys, &what);
         }
+    }
+}
+
+struct Chain {
+    s: Task,
+    p: Task,
+    /// A child of `p` whose leader exits before its other thread (a delayed zombie).
+    c: Task,
+    c_thread: Task,
+    /// A child of `c`.
+    g: Task,
+    /// Tasks that must end reaped, with their numbers as `s` sees them.
+    all: Mutex<Vec<(Task, i32)>>,
+    reaped: Mutex<Vec<i32>>,
+}
+
+#[test]
+fn a_delayed_zombie_leader_and_its_children_survive_two_dying_ancestors() {
+    let iters = race_iterations(20_000, 500);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let dog = Watchdog::arm(what.clone());
+        let sys = system_with(prof);
+        let init = sys.init();
+        let base = Baseline::of(&sys);
+        race(
+            iters,
+            |_| {
+                let s = fork(&init);
+                s.set_child_subreaper(true);
+                let p = fork(&s);
+                let c = fork(&p);
+                let c_thread = thread(&c);
+                let g = fork(&c);
+                let all = [&p, &c, &g].map(|t| (t.clone(), s.pid_of(t))).to_vec();
+                Chain {
+                    s,
+                    p,
+                    c,
+                    c_thread,
+                    g,
+                    all: Mutex::new(all),
+                    reaped: Mutex::new(Vec::new()),
+                }
+            },
+            &[
+                // The grandchild forks a sibling (CLONE_PARENT: to whoever is its
+                // parent now) and everyone below P ends, the leader of c first.
+                &|ch: &Chain, r| {
+                    stagger(jitter(r, 0, WIDTH));
+                    match ch.g.fork(&CloneArgs {
+                        flags: CloneFlags::PARENT,
+                        ..Default::default()
+                    }) {
+                        Ok(sib) => {
+                            ch.all
+                                .lock()
+                                .unwrap()
+                                .push((sib.clone(), ch.s.pid_of(&sib)));
+                            sib.exit(3);
+                        }
+                        Err(Errno::EINTR | Errno::ESRCH) => {}
+                        Err(e) => panic!("{what}: CLONE_PARENT fork gave {e}"),
+                    }
+                    ch.g.exit(4);
+                    ch.c.exit(1);
+                    ch.c_thread.exit(2);
+                },
+                &|ch: &Chain, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    ch.p.exit(0);
+                },
+                // The subreaper reaps what comes to it, or dies itself (its adoptees
+                // then go on to init, which reaps orphans).
+                &|ch: &Chain, r| {
+                    stagger(jitter(r, 2, WIDTH));
+                    match r % 3 {
+                        0 => ch.s.exit(0),
+                        1 => drain(&ch.s, &ch.reaped, &what),
+                        _ => drain_blocking(&ch.s, &ch.reaped, &what),
+                    }
+                },
+            ],
+            |ch, r| {
+                dog.tick();
+                let all = ch.all.into_inner().unwrap();
+                if r % 3 != 0 {
+                    let want = sorted(all.iter().map(|(_, nr)| *nr).collect());
+                    assert_eq!(
+                        sorted(ch.reaped.into_inner().unwrap()),
+                        want,
+                        "{what} round {r}: the subreaper reaps each descendant exactly once"
+                    );
+                    ch.s.exit(0);
+                }
+                for (t, nr) in &all {
+                    assert_eq!(
+                        t.state(),
+                        TaskState::Dead,
+                        "{what} round {r}: {nr} is a zombie nobody reaps"
+                    );
+                }
+                reap(&init, &ch.s);
+            },
+        );
+        base.check(&sys, &what);
     }
 }
 
@@ -900,6 +1064,14 @@ fn a_pidfd_never_reaches_the_task_that_reused_its_number() {
                         match s.fd.send_signal(sig) {
                             Ok(()) | Err(Errno::ESRCH) => {}
                             Err(e) => panic!("{what}: pidfd_send_signal gave {e}"),
+                        }
+                        if k == 0 && r % 4 == 0 {
+                            // Asleep on the pidfd while the child exits (and is reaped):
+                            // the exit wakes it.
+                            assert!(
+                                s.fd.wait_readable(Duration::from_secs(10)),
+                                "{what} round {r}: a pidfd waiter missed the exit"
+                            );
                         }
                         let _ = s.fd.poll();
                         match n.wait(
