@@ -239,7 +239,6 @@ fn signal_groups(
     // Bounded: processes that are not targets (the caller, an init) may keep forking.
     let mut rounds = 0;
     while !sys.tasklist_on_hot_path && barrier_from < decided.len() && rounds < LATE_WALKS {
-        rounds += 1;
         // The groups marked last (a late child may itself have been forking). A
         // `CLONE_PARENT` fork of a target holds the target's parent's `children` lock
         // from its check to its attach instead: wait for that one too. (If the target
@@ -260,12 +259,32 @@ fn signal_groups(
                 .filter(|t| !decided.iter().any(|(d, _)| Arc::ptr_eq(d, t)))
                 .collect()
         };
+        // A late target whose parent this call doomed was forked by a target that
+        // passed its "dying?" check before the marking: it is this call's to catch
+        // however long such a chain of forks runs, so only rounds without one count
+        // against the bound (which is for non-targets, such as the caller, that may
+        // keep forking).
+        if !late.iter().any(|t| forked_by_doomed(t, &decided)) {
+            rounds += 1;
+        }
         decided.extend(decide_all(late));
     }
     for (t, o) in decided {
         act(&t, o);
     }
     Ok(())
+}
+
+/// Whether `t`'s parent is among `decided` with a fatal outcome (a doomed group forks
+/// no more once marked, so a chain of such children ends).
+fn forked_by_doomed(t: &TaskInner, decided: &[(Arc<TaskInner>, Outcome)]) -> bool {
+    let Some(parent) = t.group().sig.lock().real_parent.upgrade() else {
+        return false;
+    };
+    decided.iter().any(|(d, o)| {
+        matches!(o, Outcome::Fatal { .. } | Outcome::ContinuedToDie { .. })
+            && std::ptr::eq(d.group(), parent.group())
+    })
 }
 
 /// The lowest-numbered signal with a fatal default action queued for the group or one

@@ -57,6 +57,16 @@ impl Baseline {
     }
 }
 
+/// One side of a [`race`]: the round's state and the round number.
+type Side<'a, S> = dyn Fn(&S, usize) + Sync + 'a;
+
+/// A system under `prof`, its init, and what it holds before the test.
+fn fresh(prof: Profile) -> (std::sync::Arc<System>, Task, Baseline) {
+    let sys = system_with(prof);
+    let base = Baseline::of(&sys);
+    (sys.clone(), sys.init(), base)
+}
+
 /// Runs every side of `sides` at the same moment on its own thread, `iters` rounds:
 /// `setup` builds the round's state, the sides spin on a shared round counter so they
 /// start together (each given the round number, to vary what it does), and `check`
@@ -64,7 +74,7 @@ impl Baseline {
 fn race<S: Send + Sync>(
     iters: usize,
     mut setup: impl FnMut(usize) -> S,
-    sides: &[&(dyn Fn(&S, usize) + Sync)],
+    sides: &[&Side<'_, S>],
     mut check: impl FnMut(S, usize),
 ) {
     use std::sync::RwLock;
@@ -231,9 +241,7 @@ fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once(
                 "{prof}/reaper={}",
                 if ns_init { "ns init" } else { "subreaper" }
             );
-            let sys = system_with(prof);
-            let init = sys.init();
-            let base = Baseline::of(&sys);
+            let (sys, init, base) = fresh(prof);
             let dog = Watchdog::arm(what.clone());
             let reaper = if ns_init {
                 fork_flags(&init, CloneFlags::NEWPID)
@@ -356,9 +364,7 @@ fn a_delayed_zombie_leader_and_its_children_survive_two_dying_ancestors() {
     for &prof in Profile::ALL {
         let what = prof.to_string();
         let dog = Watchdog::arm(what.clone());
-        let sys = system_with(prof);
-        let init = sys.init();
-        let base = Baseline::of(&sys);
+        let (sys, init, base) = fresh(prof);
         race(
             iters,
             |_| {
@@ -464,9 +470,7 @@ fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
                 "{prof}/{}",
                 if everyone { "kill(-1)" } else { "kill(-pgid)" }
             );
-            let sys = system_with(prof);
-            let init = sys.init();
-            let base = Baseline::of(&sys);
+            let (sys, init, base) = fresh(prof);
             race(
                 iters,
                 |_| {
@@ -559,6 +563,130 @@ fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
     }
 }
 
+struct Chained {
+    m: Task,
+    pgid: i32,
+    /// Every task the chain forked, in order.
+    forked: Mutex<Vec<Task>>,
+    /// Links forked so far.
+    started: AtomicUsize,
+}
+
+#[test]
+fn a_chain_of_forks_racing_a_group_kill_never_escapes_it() {
+    let iters = race_iterations(2_000, 40);
+    // Long enough to outrun a few walks over the pids in a debug build.
+    let chain: usize = std::env::var("UPROC_CHAIN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    for &prof in Profile::ALL {
+        for everyone in [false, true] {
+            let what = format!(
+                "{prof}/{}",
+                if everyone { "kill(-1)" } else { "kill(-pgid)" }
+            );
+            let (sys, init, base) = fresh(prof);
+            let escaped = AtomicUsize::new(0);
+            // Bystanders (outside the group) make each walk over the pids long, so
+            // that the chain can outrun a bounded number of walks.
+            let bystanders: Vec<Task> = if everyone {
+                Vec::new()
+            } else {
+                (0..1000).map(|_| fork(&init)).collect()
+            };
+            race(
+                iters,
+                |_| {
+                    let m = fork(&init);
+                    m.setpgid(0, 0).unwrap();
+                    Chained {
+                        pgid: m.getpgid(),
+                        m,
+                        forked: Mutex::new(Vec::new()),
+                        started: AtomicUsize::new(0),
+                    }
+                },
+                &[
+                    // The kill lands while the chain runs.
+                    &|c: &Chained, r| {
+                        let start = Instant::now();
+                        while c.started.load(Ordering::Acquire) < 1 + r % 8
+                            && start.elapsed() < Duration::from_secs(1)
+                        {
+                            std::hint::spin_loop();
+                        }
+                        let target = if everyone { -1 } else { -c.pgid };
+                        init.kill(target, Signal::KILL).unwrap();
+                    },
+                    // Each new child forks the next at once (each one is a member of
+                    // the group from its attach on).
+                    &|c: &Chained, r| {
+                        let mut cur = c.m.clone();
+                        // Every other round, CLONE_PARENT links: each a sibling of the
+                        // last, so a child of the target's parent.
+                        let mut args = CloneArgs::default();
+                        args.flags.set(CloneFlags::PARENT, r % 2 == 0);
+                        for _ in 0..chain {
+                            match cur.fork(&args) {
+                                Ok(next) => {
+                                    c.started.fetch_add(1, Ordering::Release);
+                                    c.forked.lock().unwrap().push(next.clone());
+                                    cur = next;
+                                }
+                                Err(Errno::EINTR | Errno::ESRCH) => break,
+                                Err(e) => panic!("{what}: fork gave {e}"),
+                            }
+                        }
+                    },
+                ],
+                |c, r| {
+                    assert!(!c.m.is_alive(), "{what}: the target died");
+                    let forked = c.forked.into_inner().unwrap();
+                    if std::env::var("UPROC_CHAIN_DEBUG").is_ok() {
+                        eprintln!("{what} round {r}: chain of {}", forked.len());
+                    }
+                    let alive: Vec<usize> = (0..forked.len())
+                        .filter(|&i| forked[i].is_alive())
+                        .collect();
+                    if !alive.is_empty() {
+                        escaped.fetch_add(1, Ordering::Relaxed);
+                        eprintln!(
+                            "{what} round {r}: of a chain of {} forks, links {alive:?} \
+                             escaped the kill",
+                            forked.len()
+                        );
+                    }
+                    for t in forked.iter().rev() {
+                        if t.is_alive() {
+                            t.exit(0);
+                        }
+                    }
+                    reap(&init, &c.m);
+                    if r % 2 == 0 {
+                        // Siblings of the target: init's own children.
+                        for t in &forked {
+                            reap(&init, t);
+                        }
+                    }
+                },
+            );
+            assert_eq!(
+                escaped.load(Ordering::Relaxed),
+                0,
+                "{what}: Linux holds tasklist_lock over the whole walk: every child forked \
+                 before it is killed, every fork after it fails (its parent is dying)"
+            );
+            for b in bystanders {
+                assert!(b.is_alive(), "{what}: a bystander was killed");
+                b.exit(0);
+                reap(&init, &b);
+            }
+            base.check(&sys, &what);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // 3. cgroup.procs migration racing forks, exits, cgroup.kill and rmdir.
 // ---------------------------------------------------------------------------------
@@ -583,9 +711,7 @@ fn a_group_migration_racing_forks_exits_and_cgroup_kill_never_splits_or_leaks() 
     let iters = race_iterations(20_000, 600);
     for &prof in Profile::ALL {
         let what = prof.to_string();
-        let sys = system_with(prof);
-        let init = sys.init();
-        let base = Baseline::of(&sys);
+        let (sys, init, base) = fresh(prof);
         let b = sys.cgroup_root().mkdir("b").unwrap();
         race(
             iters,
@@ -721,9 +847,7 @@ fn rmdir_racing_a_fork_into_the_cgroup_and_a_migration_is_ebusy_exactly_when_pop
     let iters = race_iterations(20_000, 800);
     for &prof in Profile::ALL {
         let what = prof.to_string();
-        let sys = system_with(prof);
-        let init = sys.init();
-        let base = Baseline::of(&sys);
+        let (sys, init, base) = fresh(prof);
         race(
             iters,
             |r| {
@@ -843,9 +967,7 @@ fn a_dying_namespace_init_leaves_nothing_alive_and_is_reapable_exactly_when_empt
                     "inner init dies"
                 }
             );
-            let sys = system_with(prof);
-            let init = sys.init();
-            let base = Baseline::of(&sys);
+            let (sys, init, base) = fresh(prof);
             race(
                 iters,
                 |_| {
@@ -995,9 +1117,7 @@ fn a_pidfd_never_reaches_the_task_that_reused_its_number() {
             race_iterations(20_000, 1_500)
         };
         let what = prof.to_string();
-        let sys = system_with(prof);
-        let init = sys.init();
-        let base = Baseline::of(&sys);
+        let (sys, init, base) = fresh(prof);
         // A namespace with few numbers, so that they come round again quickly: once
         // its cursor passed 300, automatic allocation hands out only 300..310.
         let n = fork_flags(&init, CloneFlags::NEWPID);
@@ -1172,9 +1292,7 @@ fn a_full_tiny_namespace_gives_eagain_only_when_truly_full() {
     let rounds = race_iterations(20_000, 2_000);
     for &prof in Profile::ALL {
         let what = prof.to_string();
-        let sys = system_with(prof);
-        let init = sys.init();
-        let base = Baseline::of(&sys);
+        let (sys, init, base) = fresh(prof);
         let n = fork_flags(&init, CloneFlags::NEWPID);
         let ns = n.pid_ns();
         // Once the cursor passed 300 (RESERVED_PIDS), automatic allocation hands out
@@ -1276,9 +1394,7 @@ fn forks_that_start_after_pid_max_was_lowered_stay_below_it() {
     let iters = race_iterations(5_000, 300);
     for &prof in Profile::ALL {
         let what = prof.to_string();
-        let sys = system_with(prof);
-        let init = sys.init();
-        let base = Baseline::of(&sys);
+        let (sys, init, base) = fresh(prof);
         race(
             iters,
             |_| {
@@ -1308,7 +1424,7 @@ fn forks_that_start_after_pid_max_was_lowered_stay_below_it() {
                     stagger(jitter(r, 1, WIDTH));
                     for _ in 0..6 {
                         let after = l.lowered.load(Ordering::SeqCst);
-                        let c = fork(&n);
+                        let c = fork(n);
                         l.got.lock().unwrap().push((after, n.pid_of(&c)));
                         c.exit(0);
                         reap(n, &c);
@@ -1343,9 +1459,7 @@ fn concurrent_life_cycles_never_publish_a_number_twice() {
     let rounds = race_iterations(20_000, 3_000);
     for &prof in Profile::ALL {
         let what = prof.to_string();
-        let sys = system_with(prof);
-        let init = sys.init();
-        let base = Baseline::of(&sys);
+        let (sys, init, base) = fresh(prof);
         let n = fork_flags(&init, CloneFlags::NEWPID);
         let ns = n.pid_ns();
         ns.set_pid_max(450).unwrap();
