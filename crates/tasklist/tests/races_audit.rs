@@ -687,6 +687,158 @@ fn a_chain_of_forks_racing_a_group_kill_never_escapes_it() {
     }
 }
 
+struct Joining {
+    leader: Task,
+    pgid: i32,
+    x: Task,
+    joined: Mutex<Option<Result<(), Errno>>>,
+}
+
+#[test]
+fn joining_a_process_group_whose_last_member_is_reaped_meanwhile_is_all_or_nothing() {
+    let iters = race_iterations(20_000, 1_000);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let (sys, init, base) = fresh(prof);
+        race(
+            iters,
+            |_| {
+                let leader = fork(&init);
+                leader.setpgid(0, 0).unwrap();
+                Joining {
+                    pgid: leader.getpgid(),
+                    leader,
+                    x: fork(&init),
+                    joined: Mutex::new(None),
+                }
+            },
+            &[
+                &|j: &Joining, r| {
+                    stagger(jitter(r, 0, WIDTH));
+                    *j.joined.lock().unwrap() = Some(init.setpgid(init.pid_of(&j.x), j.pgid));
+                },
+                &|j: &Joining, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    j.leader.exit(0);
+                    reap(&init, &j.leader);
+                },
+            ],
+            |j, r| {
+                let joined = j.joined.into_inner().unwrap().expect("setpgid ran");
+                match joined {
+                    Ok(()) => {
+                        assert_eq!(j.x.getpgid(), j.pgid, "{what} round {r}: joined");
+                        // The group lives on in its new member: its number stays taken
+                        // and a group kill reaches it.
+                        assert!(
+                            sys.root_ns().find_pid(j.pgid).is_some(),
+                            "{what} round {r}: a process group's id stays allocated while \
+                             it has a member"
+                        );
+                        assert_eq!(init.kill(-j.pgid, Signal::KILL), Ok(()), "{what}");
+                        assert!(!j.x.is_alive(), "{what} round {r}: kill(-pgid) reached it");
+                    }
+                    Err(Errno::EPERM) => {
+                        assert_eq!(j.x.getpgid(), init.getpgid(), "{what}: unchanged");
+                        assert_eq!(
+                            init.kill(-j.pgid, Signal::KILL),
+                            Err(Errno::ESRCH),
+                            "{what} round {r}: the group is gone"
+                        );
+                        j.x.exit(0);
+                    }
+                    Err(e) => panic!("{what}: setpgid gave {e}"),
+                }
+                reap(&init, &j.x);
+                assert!(
+                    sys.root_ns().find_pid(j.pgid).is_none(),
+                    "{what} round {r}: the group's id is freed with its last member"
+                );
+            },
+        );
+        base.check(&sys, &what);
+    }
+}
+
+struct Marking {
+    s: Task,
+    p: Task,
+    chain: Mutex<Vec<Task>>,
+}
+
+#[test]
+fn a_subreaper_marking_racing_a_chain_of_forks_marks_every_descendant() {
+    let iters = race_iterations(5_000, 150);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let (sys, init, base) = fresh(prof);
+        race(
+            iters,
+            |_| {
+                let s = fork(&init);
+                let p = fork(&s);
+                Marking {
+                    s,
+                    p,
+                    chain: Mutex::new(Vec::new()),
+                }
+            },
+            &[
+                // The marking walk starts while the chain grows.
+                &|m: &Marking, r| {
+                    let start = Instant::now();
+                    while m.chain.lock().unwrap().len() < r % 30
+                        && start.elapsed() < Duration::from_secs(1)
+                    {
+                        std::hint::spin_loop();
+                    }
+                    m.s.set_child_subreaper(true);
+                },
+                // Each link forks the next at once.
+                &|m: &Marking, _| {
+                    let mut cur = m.p.clone();
+                    for _ in 0..40 {
+                        let next = fork(&cur);
+                        m.chain.lock().unwrap().push(next.clone());
+                        cur = next;
+                    }
+                },
+            ],
+            |m, r| {
+                // Every link but the last dies, top down: each orphan must go to the
+                // subreaper (every descendant was marked or forked from a marked one).
+                let chain = m.chain.into_inner().unwrap();
+                m.p.exit(0);
+                for t in &chain[..chain.len() - 1] {
+                    t.exit(0);
+                }
+                for t in &chain {
+                    let parent = t.parent().expect("a parent");
+                    assert!(
+                        parent == m.s,
+                        "{what} round {r}: an orphan passed its subreaper by (went to pid {})",
+                        parent.pid()
+                    );
+                }
+                chain.last().unwrap().exit(0);
+                loop {
+                    match m.s.wait(WaitId::All, WaitOptions::EXITED) {
+                        Ok(Some(_)) => {}
+                        Err(Errno::ECHILD) => break,
+                        other => panic!("{what}: {other:?}"),
+                    }
+                }
+                for t in chain.iter().chain([&m.p]) {
+                    assert_eq!(t.state(), TaskState::Dead, "{what} round {r}: reaped by S");
+                }
+                m.s.exit(0);
+                reap(&init, &m.s);
+            },
+        );
+        base.check(&sys, &what);
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // 3. cgroup.procs migration racing forks, exits, cgroup.kill and rmdir.
 // ---------------------------------------------------------------------------------
