@@ -22,6 +22,7 @@ struct Baseline {
     tasks: usize,
     allocated: usize,
     pidfs: usize,
+    hashed: usize,
 }
 
 impl Baseline {
@@ -30,6 +31,7 @@ impl Baseline {
             tasks: sys.nr_tasks(),
             allocated: sys.root_ns().nr_allocated(),
             pidfs: sys.pidfs().index_len(),
+            hashed: sys.pidfs().hashed_entries(),
         }
     }
 
@@ -46,6 +48,11 @@ impl Baseline {
             sys.pidfs().index_len(),
             self.pidfs,
             "{what}: a pidfs index entry leaked"
+        );
+        assert_eq!(
+            sys.pidfs().hashed_entries(),
+            self.hashed,
+            "{what}: an entry of the pidfs hash table leaked"
         );
         assert_eq!(sys.cgroup_root().pids_current(), 0, "{what}: pids charge");
         let init = sys.init();
@@ -1243,6 +1250,68 @@ fn a_dying_namespace_init_leaves_nothing_alive_and_is_reapable_exactly_when_empt
     }
 }
 
+struct Draining {
+    n: Task,
+    outsider: Task,
+    zombies: Vec<Task>,
+    member: Task,
+}
+
+#[test]
+fn a_dead_init_s_parent_asleep_in_wait_wakes_when_the_last_zombie_is_reaped() {
+    let iters = race_iterations(10_000, 300);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let dog = Watchdog::arm(what.clone());
+        let (sys, init, base) = fresh(prof);
+        let outsider = fork(&init);
+        race(
+            iters,
+            |_| {
+                let n = fork_flags(&init, CloneFlags::NEWPID);
+                let member = fork(&n);
+                outsider.setns_pid(&n.pid_ns()).unwrap();
+                // Children of the outsider inside the namespace: after the zap, zombies
+                // only the outsider can reap.
+                let zombies: Vec<Task> = (0..3).map(|_| fork(&outsider)).collect();
+                init.kill(init.pid_of(&n), Signal::KILL).unwrap();
+                Draining {
+                    n,
+                    outsider: outsider.clone(),
+                    zombies,
+                    member,
+                }
+            },
+            &[
+                // The parent sleeps in wait for the dead init.
+                &|d: &Draining, _| {
+                    let info = init
+                        .wait(WaitId::Pid(init.pid_of(&d.n)), WaitOptions::EXITED)
+                        .unwrap_or_else(|e| panic!("{what}: waiting for the dead init: {e}"));
+                    assert!(info.is_some());
+                },
+                // The outsider reaps the last zombies meanwhile.
+                &|d: &Draining, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    for z in &d.zombies {
+                        reap(&d.outsider, z);
+                    }
+                },
+            ],
+            |d, r| {
+                dog.tick();
+                for t in d.zombies.iter().chain([&d.n, &d.member]) {
+                    assert_eq!(t.state(), TaskState::Dead, "{what} round {r}: reaped");
+                }
+                assert_eq!(d.n.pid_ns().nr_allocated(), 0, "{what} round {r}: empty");
+            },
+        );
+        outsider.exit(0);
+        reap(&init, &outsider);
+        base.check(&sys, &what);
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // 5. pidfds racing the reap and the reuse of the number.
 // ---------------------------------------------------------------------------------
@@ -1410,6 +1479,65 @@ fn a_pidfd_never_reaches_the_task_that_reused_its_number() {
         );
         n.exit(0);
         reap(&init, &n);
+        base.check(&sys, &what);
+    }
+}
+
+struct Opening {
+    p: Task,
+    child: Task,
+    nr: i32,
+    opened: Mutex<Option<Result<uproc_pidfs::PidFd, Errno>>>,
+}
+
+#[test]
+fn pidfd_open_racing_the_reap_leaks_no_index_entry_and_never_names_a_stranger() {
+    let iters = race_iterations(20_000, 800);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let (sys, init, base) = fresh(prof);
+        let p = fork(&init);
+        race(
+            iters,
+            |_| {
+                let child = fork(&p);
+                Opening {
+                    nr: p.pid_of(&child),
+                    p: p.clone(),
+                    child,
+                    opened: Mutex::new(None),
+                }
+            },
+            &[
+                &|o: &Opening, r| {
+                    stagger(jitter(r, 0, WIDTH));
+                    o.child.exit(3);
+                    reap(&o.p, &o.child);
+                },
+                &|o: &Opening, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    let fd = o.p.pidfd_open(o.nr, uproc_abi::PidfdFlags::empty());
+                    *o.opened.lock().unwrap() = Some(fd);
+                },
+            ],
+            |o, r| match o.opened.into_inner().unwrap().expect("pidfd_open ran") {
+                Ok(fd) => {
+                    assert!(
+                        std::sync::Arc::ptr_eq(fd.pid(), o.child.struct_pid()),
+                        "{what} round {r}: the pidfd names the child"
+                    );
+                    assert_eq!(
+                        fd.exit_status().and_then(|s| s.exited()),
+                        Some(3),
+                        "{what} round {r}: a pidfd opened before the reap reports it"
+                    );
+                    assert!(fd.poll().hangup, "{what} round {r}: reaped");
+                }
+                Err(e) => assert_eq!(e, Errno::ESRCH, "{what}: pidfd_open"),
+            },
+        );
+        p.exit(0);
+        reap(&init, &p);
         base.check(&sys, &what);
     }
 }
