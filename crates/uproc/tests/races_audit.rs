@@ -307,3 +307,146 @@ fn a_runtime_dropped_while_its_tasks_run_frees_everything_once_they_end() {
         }
     }
 }
+
+/// An executor of the test's own: a thread per job, and a thread per async body that
+/// polls it to the end (parking between polls). Every `drop_every`-th job (of either
+/// kind) is dropped unrun, as an executor shutting down would.
+#[derive(Clone)]
+struct ParkExecutor {
+    drop_every: usize,
+    seen: Arc<AtomicUsize>,
+}
+
+impl ParkExecutor {
+    fn new(drop_every: usize) -> ParkExecutor {
+        ParkExecutor {
+            drop_every,
+            seen: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Whether this job is dropped unrun.
+    fn refuse(&self) -> bool {
+        let n = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
+        self.drop_every != 0 && n.is_multiple_of(self.drop_every)
+    }
+}
+
+/// Wakes a parked thread.
+struct Unpark(std::thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+impl uproc::Executor for ParkExecutor {
+    fn execute(&self, job: Box<dyn FnOnce() + Send>) {
+        if self.refuse() {
+            return; // dropped unrun
+        }
+        std::thread::spawn(job);
+    }
+
+    fn runs_futures(&self) -> bool {
+        true
+    }
+
+    fn execute_async(&self, mut job: uproc::AsyncJob) {
+        if self.refuse() {
+            return;
+        }
+        std::thread::spawn(move || {
+            let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+            let mut cx = std::task::Context::from_waker(&waker);
+            while job.as_mut().poll(&mut cx).is_pending() {
+                std::thread::park();
+            }
+        });
+    }
+}
+
+#[test]
+fn async_children_killed_while_they_start_or_wait_end_killed_and_leave_nothing() {
+    let n = rounds(100);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let exec = ParkExecutor::new(0);
+        let rt = Runtime::builder()
+            .profile(prof)
+            .executor(exec)
+            .build()
+            .unwrap();
+        let polled = Arc::new(AtomicUsize::new(0));
+        std::thread::scope(|sc| {
+            for side in 0..2 {
+                let (rt, what, polled) = (&rt, &what, polled.clone());
+                sc.spawn(move || {
+                    for i in 0..n {
+                        let polled = polled.clone();
+                        let child = rt
+                            .spawn_async(Spawn::new(), move |_| async move {
+                                polled.fetch_add(1, Ordering::Relaxed);
+                                // Parked until the kill drops it at this await.
+                                std::future::pending::<()>().await;
+                                ESCAPED
+                            })
+                            .unwrap();
+                        if (i + side) % 2 == 0 {
+                            std::thread::yield_now();
+                        }
+                        child.kill().expect("not reaped yet");
+                        let st = child.wait().expect("ours to wait for");
+                        assert!(killed(st), "{what}: an async body killed: {st:?}");
+                    }
+                });
+            }
+        });
+        eprintln!(
+            "{what}: {} of {} async bodies were polled before the kill",
+            polled.load(Ordering::Relaxed),
+            2 * n
+        );
+        assert_at_rest(&rt, &what);
+    }
+}
+
+#[test]
+fn jobs_an_executor_drops_unrun_end_killed_and_their_set_still_joins_them_all() {
+    let n = rounds(30);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let rt = Runtime::builder()
+            .profile(prof)
+            .executor(ParkExecutor::new(3))
+            .build()
+            .unwrap();
+        for round in 0..n {
+            let mut set = ChildSet::new();
+            let mut want = std::collections::HashMap::new();
+            for k in 0..6 {
+                let pid = if k % 2 == 0 {
+                    set.spawn(&rt, Spawn::new(), move |_| k)
+                } else {
+                    set.spawn_async(&rt, Spawn::new(), move |_| async move { k })
+                }
+                .unwrap();
+                want.insert(pid, k);
+            }
+            let mut seen = 0;
+            while let Some((pid, status)) = set.wait_next() {
+                let status = status.expect("a member's status");
+                let k = want.remove(&pid).expect("reported once, and a member");
+                assert!(
+                    status.exited() == Some(k) || killed(status),
+                    "{what} round {round}: a body that ran returns its code, one dropped \
+                     unrun ends killed: {status:?}"
+                );
+                seen += 1;
+            }
+            assert_eq!(seen, 6, "{what}: every member joined");
+        }
+        assert_at_rest(&rt, &what);
+    }
+}
