@@ -993,6 +993,131 @@ fn a_group_migration_racing_forks_exits_and_cgroup_kill_never_splits_or_leaks() 
     }
 }
 
+/// The tasks of `all` that are charged to `cg` right now (live or zombie, not reaped).
+fn charged_to(all: &[Task], cg: &uproc_cgroup::Cgroup) -> u64 {
+    all.iter()
+        .filter(|t| t.state() != TaskState::Dead && t.cgroup() == *cg)
+        .count() as u64
+}
+
+#[test]
+fn charges_and_listings_balance_while_groups_migrate_fork_threads_and_exit() {
+    let rounds = race_iterations(20_000, 1_500);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let (sys, init, base) = fresh(prof);
+        let a = sys.cgroup_root().mkdir("a").unwrap();
+        let b = sys.cgroup_root().mkdir("b").unwrap();
+        let workers: Vec<Task> = (0..3).map(|_| fork(&init)).collect();
+        for w in &workers {
+            a.attach(w).unwrap();
+        }
+        let tgids: Vec<String> = workers.iter().map(|w| w.nspid()[0].to_string()).collect();
+        let stop = AtomicBool::new(false);
+        let kept: Mutex<Vec<Task>> = Mutex::new(Vec::new());
+        std::thread::scope(|sc| {
+            let mover = sc.spawn(|| {
+                let mut i = 0usize;
+                while !stop.load(Ordering::Relaxed) {
+                    let to = if i % 2 == 0 { &b } else { &a };
+                    to.write("cgroup.procs", &tgids[i % tgids.len()])
+                        .unwrap_or_else(|e| panic!("{what}: cgroup.procs write gave {e}"));
+                    i += 1;
+                }
+            });
+            let forkers: Vec<_> = workers
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    let (kept, what) = (&kept, &what);
+                    sc.spawn(move || {
+                        let mut threads: Vec<Task> = Vec::new();
+                        for k in 0..rounds {
+                            match (k + i) % 4 {
+                                0 => threads.push(thread(w)),
+                                1 => {
+                                    if let Some(t) = threads.pop() {
+                                        t.exit(0);
+                                    }
+                                }
+                                2 => {
+                                    let c = fork(w);
+                                    c.exit(1);
+                                    reap(w, &c);
+                                }
+                                _ => {
+                                    // A child kept (its cgroup is its parent's at fork).
+                                    if k % 64 == 3 {
+                                        kept.lock().unwrap().push(fork(w));
+                                    }
+                                }
+                            }
+                            for t in &threads {
+                                assert_eq!(
+                                    t.cgroup(),
+                                    w.cgroup(),
+                                    "{what}: a thread group split across cgroups"
+                                );
+                            }
+                        }
+                        threads
+                    })
+                })
+                .collect();
+            let threads: Vec<Task> = forkers
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect();
+            stop.store(true, Ordering::Relaxed);
+            mover.join().unwrap();
+            // At rest: each cgroup's charge is the tasks it holds, and cgroup.procs
+            // lists exactly its live processes.
+            let kept = kept.lock().unwrap().clone();
+            let all: Vec<Task> = workers
+                .iter()
+                .chain(&threads)
+                .chain(&kept)
+                .cloned()
+                .collect();
+            for cg in [&a, &b] {
+                assert_eq!(
+                    cg.pids_current(),
+                    charged_to(&all, cg),
+                    "{what}: {}'s pids.current is the tasks charged to it",
+                    cg.path()
+                );
+                let mut listed = procs(cg);
+                listed.sort();
+                let mut want: Vec<String> = workers
+                    .iter()
+                    .chain(&kept)
+                    .filter(|t| t.cgroup() == *cg)
+                    .map(|t| t.nspid()[0].to_string())
+                    .collect();
+                want.sort();
+                assert_eq!(listed, want, "{what}: {}'s cgroup.procs", cg.path());
+                assert_eq!(cg.is_populated(), !want.is_empty(), "{what}: populated");
+            }
+            for t in threads {
+                t.exit(0);
+            }
+            for c in kept {
+                c.exit(0);
+            }
+        });
+        for w in &workers {
+            w.exit(0);
+            reap(&init, w);
+        }
+        for cg in [a, b] {
+            assert_eq!(cg.pids_current(), 0, "{what}: charges at rest");
+            assert!(!cg.is_populated(), "{what}: empty at rest");
+            cg.rmdir().expect("an empty cgroup is removable");
+        }
+        base.check(&sys, &what);
+    }
+}
+
 struct Removal {
     a: uproc_cgroup::Cgroup,
     p: Task,
