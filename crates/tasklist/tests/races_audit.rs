@@ -456,6 +456,135 @@ fn a_delayed_zombie_leader_and_its_children_survive_two_dying_ancestors() {
     }
 }
 
+struct Threaded {
+    p: Task,
+    t: Task,
+    /// Forked by the thread `t`, not the leader.
+    c: Task,
+    reaped: Mutex<Vec<i32>>,
+}
+
+#[test]
+fn children_of_a_thread_reach_the_reaper_when_their_whole_group_dies_at_once() {
+    let iters = race_iterations(20_000, 800);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let dog = Watchdog::arm(what.clone());
+        let (sys, init, base) = fresh(prof);
+        let reaper = fork(&init);
+        reaper.set_child_subreaper(true);
+        race(
+            iters,
+            |_| {
+                let p = fork(&reaper);
+                let t = thread(&p);
+                let c = fork(&t);
+                Threaded {
+                    p,
+                    t,
+                    c,
+                    reaped: Mutex::new(Vec::new()),
+                }
+            },
+            &[
+                &|th: &Threaded, r| {
+                    stagger(jitter(r, 0, WIDTH));
+                    th.t.exit(0);
+                },
+                &|th: &Threaded, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    th.p.exit(0);
+                },
+                &|th: &Threaded, r| {
+                    stagger(jitter(r, 2, WIDTH));
+                    th.c.exit(2);
+                },
+                &|th: &Threaded, r| {
+                    if r % 2 == 0 {
+                        drain(&reaper, &th.reaped, &what);
+                    } else {
+                        drain_blocking(&reaper, &th.reaped, &what);
+                    }
+                },
+            ],
+            |th, r| {
+                dog.tick();
+                let want = sorted(vec![reaper.pid_of(&th.p), reaper.pid_of(&th.c)]);
+                assert_eq!(
+                    sorted(th.reaped.into_inner().unwrap()),
+                    want,
+                    "{what} round {r}: the leader and the thread's child, each once"
+                );
+                for t in [&th.p, &th.t, &th.c] {
+                    assert_eq!(t.state(), TaskState::Dead, "{what} round {r}");
+                }
+            },
+        );
+        reaper.exit(0);
+        reap(&init, &reaper);
+        base.check(&sys, &what);
+    }
+}
+
+struct Ignoring {
+    p: Task,
+    c: Task,
+    waited: Mutex<Option<Result<Option<uproc_tasklist::WaitInfo>, Errno>>>,
+}
+
+#[test]
+fn a_waiter_asleep_while_sigchld_becomes_ignored_and_its_child_exits_never_hangs() {
+    let iters = race_iterations(20_000, 1_000);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let dog = Watchdog::arm(what.clone());
+        let (sys, init, base) = fresh(prof);
+        race(
+            iters,
+            |_| {
+                let p = fork(&init);
+                let c = fork(&p);
+                Ignoring {
+                    p,
+                    c,
+                    waited: Mutex::new(None),
+                }
+            },
+            &[
+                &|i: &Ignoring, _| {
+                    *i.waited.lock().unwrap() = Some(i.p.wait(WaitId::All, WaitOptions::EXITED));
+                },
+                &|i: &Ignoring, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    i.p.set_sigchld(uproc_tasklist::SigChld::Ignore);
+                },
+                &|i: &Ignoring, r| {
+                    stagger(jitter(r, 2, WIDTH));
+                    i.c.exit(5);
+                },
+            ],
+            |i, r| {
+                dog.tick();
+                match i.waited.into_inner().unwrap().expect("wait ran") {
+                    // Reaped by the wait (it was a zombie before SIGCHLD was ignored).
+                    Ok(Some(info)) => assert_eq!(info.status.exited(), Some(5), "{what}"),
+                    // Autoreaped: the wait saw no child left.
+                    Err(Errno::ECHILD) => {}
+                    other => panic!("{what} round {r}: wait gave {other:?}"),
+                }
+                assert_eq!(
+                    i.c.state(),
+                    TaskState::Dead,
+                    "{what} round {r}: reaped once"
+                );
+                i.p.exit(0);
+                reap(&init, &i.p);
+            },
+        );
+        base.check(&sys, &what);
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // 2. setpgid / setsid / exit racing kill(-pgid) and kill(-1).
 // ---------------------------------------------------------------------------------
