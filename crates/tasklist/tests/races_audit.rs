@@ -2000,12 +2000,29 @@ fn concurrent_life_cycles_never_publish_a_number_twice() {
         let workers: Vec<Task> = (0..3).map(|_| fork(&n)).collect();
         let live: Mutex<HashSet<i32>> = Mutex::new(HashSet::new());
         std::thread::scope(|sc| {
-            for w in &workers {
+            for (k, w) in workers.iter().enumerate() {
                 let (live, ns, what, n) = (&live, &ns, &what, &n);
                 sc.spawn(move || {
                     let mut held = Vec::new();
                     for i in 0..rounds {
-                        let c = fork(w);
+                        // Every fourth fork names its number (set_tid), racing the
+                        // automatic allocations and frees of the others.
+                        let c = if i % 4 == 1 {
+                            let want = 2 + ((i * 37 + k * 101) % 440) as i32;
+                            match w.fork(&CloneArgs {
+                                set_tid: vec![want],
+                                ..Default::default()
+                            }) {
+                                Ok(c) => {
+                                    assert_eq!(n.pid_of(&c), want, "{what}: set_tid");
+                                    c
+                                }
+                                Err(Errno::EEXIST) => continue,
+                                Err(e) => panic!("{what}: set_tid fork gave {e}"),
+                            }
+                        } else {
+                            fork(w)
+                        };
                         let nr = n.pid_of(&c);
                         assert!(
                             live.lock().unwrap().insert(nr),
