@@ -1351,6 +1351,75 @@ fn rmdir_racing_a_fork_into_the_cgroup_and_a_migration_is_ebusy_exactly_when_pop
     }
 }
 
+struct LastExit {
+    a: uproc_cgroup::Cgroup,
+    p: Task,
+    c: Task,
+    removed: Mutex<Option<Result<(), Errno>>>,
+}
+
+#[test]
+fn rmdir_racing_the_exit_of_the_last_member_succeeds_once_it_is_a_zombie() {
+    let iters = race_iterations(20_000, 800);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let (sys, init, base) = fresh(prof);
+        race(
+            iters,
+            |r| {
+                let a = sys.cgroup_root().mkdir(&format!("z{r}")).unwrap();
+                let p = fork(&init);
+                let c = p
+                    .fork(&CloneArgs {
+                        flags: CloneFlags::INTO_CGROUP,
+                        cgroup: Some(a.clone()),
+                        ..Default::default()
+                    })
+                    .unwrap();
+                LastExit {
+                    a,
+                    p,
+                    c,
+                    removed: Mutex::new(None),
+                }
+            },
+            &[
+                &|l: &LastExit, r| {
+                    stagger(jitter(r, 0, WIDTH));
+                    l.c.exit(0);
+                },
+                &|l: &LastExit, r| {
+                    stagger(jitter(r, 1, WIDTH));
+                    *l.removed.lock().unwrap() = Some(l.a.rmdir());
+                },
+            ],
+            |l, r| {
+                let removed = l.removed.into_inner().unwrap().expect("rmdir ran");
+                assert!(
+                    matches!(removed, Ok(()) | Err(Errno::EBUSY)),
+                    "{what}: rmdir gave {removed:?}"
+                );
+                // The member is a zombie now: the cgroup is no longer populated (a
+                // zombie leaves cgroup.procs at its exit, as in Linux) and removable.
+                assert!(
+                    !l.a.is_populated(),
+                    "{what} round {r}: a zombie does not populate"
+                );
+                if removed.is_err() {
+                    assert!(procs(&l.a).is_empty(), "{what} round {r}: nor is it listed");
+                    l.a.rmdir()
+                        .unwrap_or_else(|e| panic!("{what} round {r}: rmdir after the exit: {e}"));
+                }
+                reap(&l.p, &l.c);
+                assert_eq!(l.a.pids_current(), 0, "{what} round {r}: uncharged at reap");
+                l.p.exit(0);
+                reap(&init, &l.p);
+            },
+        );
+        base.check(&sys, &what);
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // 4. A namespace init dying while forks into its namespace run (nested, set_tid).
 // ---------------------------------------------------------------------------------
