@@ -450,3 +450,50 @@ fn jobs_an_executor_drops_unrun_end_killed_and_their_set_still_joins_them_all() 
         assert_at_rest(&rt, &what);
     }
 }
+
+#[test]
+fn waiting_for_a_child_while_its_parent_exits_and_its_adopter_reaps_it_returns_its_status() {
+    let n = rounds(60);
+    for &prof in Profile::ALL {
+        let what = prof.to_string();
+        let rt = Runtime::builder().profile(prof).build().unwrap();
+        for round in 0..n {
+            let (tx, rx) = std::sync::mpsc::channel::<uproc::Child>();
+            let go = Arc::new(AtomicBool::new(false));
+            let go2 = go.clone();
+            let parent = rt
+                .spawn(Spawn::new(), move |cx| {
+                    let c = cx.spawn(Spawn::new(), until_signalled).unwrap();
+                    tx.send(c).unwrap();
+                    while !go2.load(Ordering::SeqCst) {
+                        std::thread::yield_now();
+                    }
+                    0
+                })
+                .unwrap();
+            let child = rx.recv().unwrap();
+            let killer = child.pidfd();
+            // Asleep in wait while the parent exits (the child moves to init, which
+            // reaps it) and the child is killed, in either order.
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            let waiter = std::thread::spawn(move || {
+                done_tx.send(child.wait()).unwrap();
+            });
+            if round % 2 == 0 {
+                go.store(true, Ordering::SeqCst);
+                killer.send_signal(Signal::KILL).unwrap();
+            } else {
+                killer.send_signal(Signal::KILL).unwrap();
+                go.store(true, Ordering::SeqCst);
+            }
+            let st = done_rx
+                .recv_timeout(Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("{what} round {round}: Child::wait hangs"))
+                .expect("the status, reaped by the parent or by init");
+            assert!(killed(st), "{what} round {round}: {st:?}");
+            waiter.join().unwrap();
+            assert_eq!(parent.wait().unwrap().exited(), Some(0), "{what}");
+        }
+        assert_at_rest(&rt, &what);
+    }
+}
