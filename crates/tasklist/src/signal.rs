@@ -192,7 +192,8 @@ fn act(t: &Arc<TaskInner>, outcome: Outcome) {
     }
 }
 
-/// How many extra walks `Scalable`'s [`signal_groups`] makes at most.
+/// How many extra walks of `Scalable`'s [`signal_groups`] may find only children of
+/// groups it did not doom.
 const LATE_WALKS: usize = 3;
 
 /// Signals every group of `targets` as one step against forks: the targets are
@@ -209,10 +210,13 @@ const LATE_WALKS: usize = 3;
 /// `CLONE_PARENT` fork: its caller's parent's), so after marking, the walk takes each
 /// target's `children` lock and its parent's once (every such attach has then
 /// completed) and collects again: the children found only now are decided too,
-/// and so on until a walk finds nothing new (at most [`LATE_WALKS`] times: a process
-/// that is not a target, such as the caller, may keep forking meanwhile).
-/// A marked parent forks no more (for a fatal signal; a stop or continue reaches the
-/// late child as if it had been forked before the call).
+/// and so on until a walk finds nothing new. A marked parent forks no more (for a fatal
+/// signal; a stop or continue reaches the late child as if it had been forked before
+/// the call), so a walk that finds a child of a group it doomed does not count: a
+/// chain of forks, each child forking the next before the walk reached it, is
+/// followed to its end. Walks that find only other children (a process that is not a
+/// target, such as the caller, may keep forking meanwhile) stop after
+/// [`LATE_WALKS`].
 fn signal_groups(
     sys: &System,
     collect: impl Fn() -> Vec<Arc<TaskInner>>,
