@@ -1988,8 +1988,10 @@ fn a_full_tiny_namespace_gives_eagain_only_when_truly_full() {
 
 struct Lowering {
     lowered: AtomicBool,
-    /// (forked after the new limit was in place, the number in the namespace).
+    /// (forked after the new limit was in place, the number in the lowered namespace).
     got: Mutex<Vec<(bool, i32)>>,
+    /// Forks done so far.
+    forked: AtomicUsize,
 }
 
 #[test]
@@ -1998,45 +2000,60 @@ fn forks_that_start_after_pid_max_was_lowered_stay_below_it() {
     for &prof in Profile::ALL {
         let what = prof.to_string();
         let (sys, init, base) = fresh(prof);
+        // The namespace whose limit goes down, and one nested in it: its tasks have a
+        // number at the lowered level too, bound by that level's limit.
+        let n = fork_flags(&init, CloneFlags::NEWPID);
+        let ns = n.pid_ns();
+        let nested = fork_flags(&n, CloneFlags::NEWPID);
+        let high = AtomicUsize::new(0);
         race(
             iters,
             |_| {
-                let n = fork_flags(&init, CloneFlags::NEWPID);
-                n.pid_ns().set_pid_max(2000).unwrap();
-                // Move the cursor up so that the lowering bites.
-                for _ in 0..5 {
+                ns.set_pid_max(2000).unwrap();
+                // Numbers above the coming limit are handed out again (past 300 the
+                // automatic allocation stays above RESERVED_PIDS).
+                for _ in 0..8 {
                     let c = fork(&n);
                     c.exit(0);
                     reap(&n, &c);
                 }
-                (
-                    n,
-                    Lowering {
-                        lowered: AtomicBool::new(false),
-                        got: Mutex::new(Vec::new()),
-                    },
-                )
+                Lowering {
+                    lowered: AtomicBool::new(false),
+                    got: Mutex::new(Vec::new()),
+                    forked: AtomicUsize::new(0),
+                }
             },
             &[
-                &|(n, l): &(Task, Lowering), r| {
-                    stagger(jitter(r, 0, WIDTH));
-                    n.pid_ns().set_pid_max(301).unwrap();
+                // Lands among the forks: after a few, racing the next.
+                &|l: &Lowering, r| {
+                    let start = Instant::now();
+                    while l.forked.load(Ordering::Acquire) < r % 6
+                        && start.elapsed() < Duration::from_secs(1)
+                    {
+                        std::hint::spin_loop();
+                    }
+                    stagger(jitter(r, 0, WIDTH / 4));
+                    ns.set_pid_max(301).unwrap();
                     l.lowered.store(true, Ordering::SeqCst);
                 },
-                &|(n, l): &(Task, Lowering), r| {
-                    stagger(jitter(r, 1, WIDTH));
-                    for _ in 0..6 {
+                &|l: &Lowering, r| {
+                    for k in 0..6 {
+                        let parent = if (r + k) % 2 == 0 { &n } else { &nested };
                         let after = l.lowered.load(Ordering::SeqCst);
-                        let c = fork(n);
+                        let c = fork(parent);
                         l.got.lock().unwrap().push((after, n.pid_of(&c)));
+                        l.forked.fetch_add(1, Ordering::Release);
                         c.exit(0);
-                        reap(n, &c);
+                        reap(parent, &c);
                     }
                 },
             ],
-            |(n, l), r| {
+            |l, r| {
                 for (after, nr) in l.got.into_inner().unwrap() {
                     assert!(nr > 1 && nr < 2000, "{what}: {nr} in range");
+                    if nr >= 301 {
+                        high.fetch_add(1, Ordering::Relaxed);
+                    }
                     if after {
                         assert!(
                             nr < 301,
@@ -2045,10 +2062,16 @@ fn forks_that_start_after_pid_max_was_lowered_stay_below_it() {
                         );
                     }
                 }
-                n.exit(0);
-                reap(&init, &n);
             },
         );
+        assert!(
+            high.load(Ordering::Relaxed) > 0,
+            "{what}: no fork got a number above the lowered limit (the test tested nothing)"
+        );
+        nested.exit(0);
+        reap(&n, &nested);
+        n.exit(0);
+        reap(&init, &n);
         base.check(&sys, &what);
     }
 }
