@@ -222,6 +222,50 @@ impl Drop for Watchdog {
     }
 }
 
+/// `parties` sides meet here (each returns once all arrived, or after a second, so that a
+/// stalled side cannot hang the round): from this point both are running, and the
+/// calls that follow on each side really overlap instead of one side finishing before
+/// the scheduler gets to the other.
+fn meet(arrived: &AtomicUsize, parties: usize) {
+    arrived.fetch_add(1, Ordering::AcqRel);
+    let start = Instant::now();
+    let mut spins = 0u32;
+    while arrived.load(Ordering::Acquire) < parties && start.elapsed() < Duration::from_secs(1) {
+        spins += 1;
+        if spins < 200 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// How often a racing call went each way: evidence that the rounds hit the window.
+#[derive(Default)]
+struct Overlap {
+    before: AtomicUsize,
+    after: AtomicUsize,
+}
+
+impl Overlap {
+    /// The call got in before the other side's effect (`true`) or after it.
+    fn note(&self, before: bool) {
+        let c = if before { &self.before } else { &self.after };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Reports both counts (`--nocapture` shows them): a test whose race goes one way
+    /// only never hit its window. Not asserted: on a loaded machine one way may win a
+    /// whole run, and a test must not fail for that.
+    fn report(&self, what: &str) {
+        let (b, a) = (
+            self.before.load(Ordering::Relaxed),
+            self.after.load(Ordering::Relaxed),
+        );
+        eprintln!("{what}: {b} calls got in before, {a} after");
+    }
+}
+
 fn sorted(mut v: Vec<i32>) -> Vec<i32> {
     v.sort_unstable();
     v
@@ -237,11 +281,14 @@ struct Family {
     /// Every task forked this round, as the reaper numbers it.
     forked: Mutex<Vec<(Task, i32)>>,
     reaped: Mutex<Vec<i32>>,
+    /// Where the forks and P's death meet.
+    meet: AtomicUsize,
 }
 
 #[test]
 fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once() {
     let iters = race_iterations(20_000, 600);
+    let overlap = Overlap::default();
     for &prof in Profile::ALL {
         for ns_init in [false, true] {
             let what = format!(
@@ -271,16 +318,20 @@ fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once(
                         c0,
                         forked: Mutex::new(forked),
                         reaped: Mutex::new(Vec::new()),
+                        meet: AtomicUsize::new(0),
                     }
                 },
                 &[
                     // The children fork (plainly from P, and CLONE_PARENT siblings of c0,
                     // which attach to whoever is c0's parent now) and exit; c0 last.
                     &|f: &Family, r| {
-                        stagger(jitter(r, 0, WIDTH));
                         let mut alive = Vec::new();
                         for k in 0..4 {
-                            let res = if (r + k) % 2 == 0 {
+                            if k == r % 4 {
+                                meet(&f.meet, 2);
+                            }
+                            let plain = (r + k) % 2 == 0;
+                            let res = if plain {
                                 f.p.fork(&CloneArgs::default())
                             } else {
                                 f.c0.fork(&CloneArgs {
@@ -294,6 +345,9 @@ fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once(
                                         .lock()
                                         .unwrap()
                                         .push((c.clone(), reaper.pid_of(&c)));
+                                    if plain {
+                                        overlap.note(true);
+                                    }
                                     if k % 2 == 0 {
                                         c.exit(k as i32);
                                     } else {
@@ -301,7 +355,7 @@ fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once(
                                     }
                                 }
                                 // P is dying (EINTR) or gone (ESRCH).
-                                Err(Errno::EINTR | Errno::ESRCH) => {}
+                                Err(Errno::EINTR | Errno::ESRCH) => overlap.note(false),
                                 Err(e) => panic!("{what}: fork gave {e}"),
                             }
                         }
@@ -310,8 +364,10 @@ fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once(
                         }
                         f.c0.exit(99);
                     },
+                    // P dies among the forks: after a few, racing the next.
                     &|f: &Family, r| {
-                        stagger(jitter(r, 1, WIDTH));
+                        meet(&f.meet, 2);
+                        stagger(jitter(r, 1, WIDTH / 8));
                         if r % 2 == 0 {
                             f.p.exit(5);
                         } else {
@@ -350,6 +406,7 @@ fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once(
             base.check(&sys, &what);
         }
     }
+    overlap.report("a parent's death among its forks");
 }
 
 struct Chain {
@@ -363,6 +420,8 @@ struct Chain {
     /// Tasks that must end reaped, with their numbers as `s` sees them.
     all: Mutex<Vec<(Task, i32)>>,
     reaped: Mutex<Vec<i32>>,
+    /// Where the racing sides meet before they go.
+    meet: AtomicUsize,
 }
 
 #[test]
@@ -390,13 +449,15 @@ fn a_delayed_zombie_leader_and_its_children_survive_two_dying_ancestors() {
                     g,
                     all: Mutex::new(all),
                     reaped: Mutex::new(Vec::new()),
+                    meet: AtomicUsize::new(0),
                 }
             },
             &[
                 // The grandchild forks a sibling (CLONE_PARENT: to whoever is its
                 // parent now) and everyone below P ends, the leader of c first.
                 &|ch: &Chain, r| {
-                    stagger(jitter(r, 0, WIDTH));
+                    meet(&ch.meet, 3);
+                    stagger(jitter(r, 0, WIDTH / 8));
                     match ch.g.fork(&CloneArgs {
                         flags: CloneFlags::PARENT,
                         ..Default::default()
@@ -416,13 +477,15 @@ fn a_delayed_zombie_leader_and_its_children_survive_two_dying_ancestors() {
                     ch.c_thread.exit(2);
                 },
                 &|ch: &Chain, r| {
-                    stagger(jitter(r, 1, WIDTH));
+                    meet(&ch.meet, 3);
+                    stagger(jitter(r, 1, WIDTH / 8));
                     ch.p.exit(0);
                 },
                 // The subreaper reaps what comes to it, or dies itself (its adoptees
                 // then go on to init, which reaps orphans).
                 &|ch: &Chain, r| {
-                    stagger(jitter(r, 2, WIDTH));
+                    meet(&ch.meet, 3);
+                    stagger(jitter(r, 2, WIDTH / 8));
                     match r % 3 {
                         0 => ch.s.exit(0),
                         1 => drain(&ch.s, &ch.reaped, &what),
@@ -595,11 +658,14 @@ struct Group {
     members: Vec<Task>,
     newcomer: Task,
     forked: Mutex<Option<Result<Task, Errno>>>,
+    /// Where the racing sides meet before they go.
+    meet: AtomicUsize,
 }
 
 #[test]
 fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
     let iters = race_iterations(20_000, 700);
+    let overlap = Overlap::default();
     for &prof in Profile::ALL {
         for everyone in [false, true] {
             let what = format!(
@@ -622,18 +688,21 @@ fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
                         members,
                         newcomer,
                         forked: Mutex::new(None),
+                        meet: AtomicUsize::new(0),
                     }
                 },
                 &[
                     &|g: &Group, r| {
-                        stagger(jitter(r, 0, WIDTH));
+                        meet(&g.meet, 3);
+                        stagger(jitter(r, 0, WIDTH / 8));
                         let target = if everyone { -1 } else { -g.pgid };
                         init.kill(target, Signal::KILL)
                             .unwrap_or_else(|e| panic!("{what}: the group has members: {e}"));
                     },
                     // Member 0 leaves the group (or dies), or the newcomer joins it.
                     &|g: &Group, r| {
-                        stagger(jitter(r, 1, WIDTH));
+                        meet(&g.meet, 3);
+                        stagger(jitter(r, 1, WIDTH / 8));
                         let m = &g.members[0];
                         let res = match r % 4 {
                             0 => m.setpgid(0, 0),
@@ -652,7 +721,8 @@ fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
                     },
                     // Member 1 forks: its child joins the group (and the system).
                     &|g: &Group, r| {
-                        stagger(jitter(r, 2, WIDTH));
+                        meet(&g.meet, 3);
+                        stagger(jitter(r, 2, WIDTH / 8));
                         let mut args = CloneArgs::default();
                         args.flags.set(CloneFlags::PARENT, r % 3 == 0);
                         *g.forked.lock().unwrap() = Some(g.members[1].fork(&args));
@@ -673,7 +743,9 @@ fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
                         assert!(!g.members[0].is_alive(), "{what}: kill(-1) reaches a mover");
                         assert!(!g.newcomer.is_alive(), "{what}: kill(-1) reaches everyone");
                     }
-                    match g.forked.into_inner().unwrap().expect("fork ran") {
+                    let forked = g.forked.into_inner().unwrap().expect("fork ran");
+                    overlap.note(forked.is_ok());
+                    match forked {
                         Ok(c) => {
                             assert!(
                                 !c.is_alive(),
@@ -697,6 +769,7 @@ fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
             base.check(&sys, &what);
         }
     }
+    overlap.report("a group kill among a member's fork");
 }
 
 struct Chained {
@@ -828,11 +901,14 @@ struct Joining {
     pgid: i32,
     x: Task,
     joined: Mutex<Option<Result<(), Errno>>>,
+    /// Where the racing sides meet before they go.
+    meet: AtomicUsize,
 }
 
 #[test]
 fn joining_a_process_group_whose_last_member_is_reaped_meanwhile_is_all_or_nothing() {
     let iters = race_iterations(20_000, 1_000);
+    let overlap = Overlap::default();
     for &prof in Profile::ALL {
         let what = prof.to_string();
         let (sys, init, base) = fresh(prof);
@@ -846,21 +922,25 @@ fn joining_a_process_group_whose_last_member_is_reaped_meanwhile_is_all_or_nothi
                     leader,
                     x: fork(&init),
                     joined: Mutex::new(None),
+                    meet: AtomicUsize::new(0),
                 }
             },
             &[
                 &|j: &Joining, r| {
-                    stagger(jitter(r, 0, WIDTH));
+                    meet(&j.meet, 2);
+                    stagger(jitter(r, 0, WIDTH / 8));
                     *j.joined.lock().unwrap() = Some(init.setpgid(init.pid_of(&j.x), j.pgid));
                 },
                 &|j: &Joining, r| {
-                    stagger(jitter(r, 1, WIDTH));
+                    meet(&j.meet, 2);
+                    stagger(jitter(r, 1, WIDTH / 8));
                     j.leader.exit(0);
                     reap(&init, &j.leader);
                 },
             ],
             |j, r| {
                 let joined = j.joined.into_inner().unwrap().expect("setpgid ran");
+                overlap.note(joined.is_ok());
                 match joined {
                     Ok(()) => {
                         assert_eq!(j.x.getpgid(), j.pgid, "{what} round {r}: joined");
@@ -894,6 +974,7 @@ fn joining_a_process_group_whose_last_member_is_reaped_meanwhile_is_all_or_nothi
         );
         base.check(&sys, &what);
     }
+    overlap.report("setpgid among the last member's reap");
 }
 
 struct Marking {
@@ -986,6 +1067,8 @@ struct Moving {
     thread: Task,
     forked: Mutex<Vec<Task>>,
     moved: Mutex<Option<Result<(), Errno>>>,
+    /// Where the racing sides meet before they go.
+    meet: AtomicUsize,
 }
 
 /// The tgids `cgroup.procs` of `cg` lists.
@@ -1015,16 +1098,19 @@ fn a_group_migration_racing_forks_exits_and_cgroup_kill_never_splits_or_leaks() 
                     thread,
                     forked: Mutex::new(Vec::new()),
                     moved: Mutex::new(None),
+                    meet: AtomicUsize::new(0),
                 }
             },
             &[
                 &|m: &Moving, r| {
-                    stagger(jitter(r, 0, WIDTH));
+                    meet(&m.meet, 3);
+                    stagger(jitter(r, 0, WIDTH / 8));
                     *m.moved.lock().unwrap() = Some(b.write("cgroup.procs", &m.tgid));
                 },
                 // The group grows (a thread, a child process) and a thread exits.
                 &|m: &Moving, r| {
-                    stagger(jitter(r, 1, WIDTH));
+                    meet(&m.meet, 3);
+                    stagger(jitter(r, 1, WIDTH / 8));
                     for flags in [CloneFlags::NEW_THREAD, CloneFlags::empty()] {
                         match m.p.fork(&CloneArgs {
                             flags,
@@ -1041,7 +1127,8 @@ fn a_group_migration_racing_forks_exits_and_cgroup_kill_never_splits_or_leaks() 
                 },
                 // The old cgroup is killed (every other round).
                 &|m: &Moving, r| {
-                    stagger(jitter(r, 2, WIDTH));
+                    meet(&m.meet, 3);
+                    stagger(jitter(r, 2, WIDTH / 8));
                     if r % 2 == 1 {
                         m.a.write("cgroup.kill", "1").unwrap();
                     }
@@ -1253,11 +1340,14 @@ struct Removal {
     forked: Mutex<Option<Result<Task, Errno>>>,
     moved: Mutex<Option<Result<(), Errno>>>,
     removed: Mutex<Option<Result<(), Errno>>>,
+    /// Where the racing sides meet before they go.
+    meet: AtomicUsize,
 }
 
 #[test]
 fn rmdir_racing_a_fork_into_the_cgroup_and_a_migration_is_ebusy_exactly_when_populated() {
     let iters = race_iterations(20_000, 800);
+    let overlap = Overlap::default();
     for &prof in Profile::ALL {
         let what = prof.to_string();
         let (sys, init, base) = fresh(prof);
@@ -1271,15 +1361,18 @@ fn rmdir_racing_a_fork_into_the_cgroup_and_a_migration_is_ebusy_exactly_when_pop
                     forked: Mutex::new(None),
                     moved: Mutex::new(None),
                     removed: Mutex::new(None),
+                    meet: AtomicUsize::new(0),
                 }
             },
             &[
                 &|m: &Removal, r| {
-                    stagger(jitter(r, 0, WIDTH));
+                    meet(&m.meet, 3);
+                    stagger(jitter(r, 0, WIDTH / 8));
                     *m.removed.lock().unwrap() = Some(m.a.rmdir());
                 },
                 &|m: &Removal, r| {
-                    stagger(jitter(r, 1, WIDTH));
+                    meet(&m.meet, 3);
+                    stagger(jitter(r, 1, WIDTH / 8));
                     let res = if r % 2 == 0 {
                         m.p.fork(&CloneArgs {
                             flags: CloneFlags::INTO_CGROUP,
@@ -1294,7 +1387,8 @@ fn rmdir_racing_a_fork_into_the_cgroup_and_a_migration_is_ebusy_exactly_when_pop
                     *m.forked.lock().unwrap() = Some(res);
                 },
                 &|m: &Removal, r| {
-                    stagger(jitter(r, 2, WIDTH));
+                    meet(&m.meet, 3);
+                    stagger(jitter(r, 2, WIDTH / 8));
                     if r % 2 == 1 {
                         *m.moved.lock().unwrap() = Some(m.a.attach(&m.p));
                     }
@@ -1302,6 +1396,7 @@ fn rmdir_racing_a_fork_into_the_cgroup_and_a_migration_is_ebusy_exactly_when_pop
             ],
             |m, r| {
                 let removed = m.removed.into_inner().unwrap().expect("rmdir ran");
+                overlap.note(removed.is_ok());
                 let forked = m.forked.into_inner().unwrap().expect("fork ran");
                 let moved = m.moved.into_inner().unwrap();
                 let mut in_a = 0;
@@ -1349,6 +1444,7 @@ fn rmdir_racing_a_fork_into_the_cgroup_and_a_migration_is_ebusy_exactly_when_pop
         );
         base.check(&sys, &what);
     }
+    overlap.report("rmdir among a fork and an attach");
 }
 
 struct LastExit {
@@ -1356,11 +1452,14 @@ struct LastExit {
     p: Task,
     c: Task,
     removed: Mutex<Option<Result<(), Errno>>>,
+    /// Where the racing sides meet before they go.
+    meet: AtomicUsize,
 }
 
 #[test]
 fn rmdir_racing_the_exit_of_the_last_member_succeeds_once_it_is_a_zombie() {
     let iters = race_iterations(20_000, 800);
+    let overlap = Overlap::default();
     for &prof in Profile::ALL {
         let what = prof.to_string();
         let (sys, init, base) = fresh(prof);
@@ -1381,20 +1480,24 @@ fn rmdir_racing_the_exit_of_the_last_member_succeeds_once_it_is_a_zombie() {
                     p,
                     c,
                     removed: Mutex::new(None),
+                    meet: AtomicUsize::new(0),
                 }
             },
             &[
                 &|l: &LastExit, r| {
-                    stagger(jitter(r, 0, WIDTH));
+                    meet(&l.meet, 2);
+                    stagger(jitter(r, 0, WIDTH / 8));
                     l.c.exit(0);
                 },
                 &|l: &LastExit, r| {
-                    stagger(jitter(r, 1, WIDTH));
+                    meet(&l.meet, 2);
+                    stagger(jitter(r, 1, WIDTH / 8));
                     *l.removed.lock().unwrap() = Some(l.a.rmdir());
                 },
             ],
             |l, r| {
                 let removed = l.removed.into_inner().unwrap().expect("rmdir ran");
+                overlap.note(removed.is_err());
                 assert!(
                     matches!(removed, Ok(()) | Err(Errno::EBUSY)),
                     "{what}: rmdir gave {removed:?}"
@@ -1418,6 +1521,7 @@ fn rmdir_racing_the_exit_of_the_last_member_succeeds_once_it_is_a_zombie() {
         );
         base.check(&sys, &what);
     }
+    overlap.report("rmdir among the last exit");
 }
 
 // ---------------------------------------------------------------------------------
@@ -1434,11 +1538,14 @@ struct Nest {
     /// Forks into the inner namespace from the root level.
     outsider: Task,
     forked: Mutex<Vec<Task>>,
+    /// Where the forks and the init's death meet.
+    meet: AtomicUsize,
 }
 
 #[test]
 fn a_dying_namespace_init_leaves_nothing_alive_and_is_reapable_exactly_when_empty() {
     let iters = race_iterations(10_000, 500);
+    let overlap = Overlap::default();
     for &prof in Profile::ALL {
         for outer_dies in [false, true] {
             let what = format!(
@@ -1465,11 +1572,14 @@ fn a_dying_namespace_init_leaves_nothing_alive_and_is_reapable_exactly_when_empt
                         x,
                         outsider,
                         forked: Mutex::new(Vec::new()),
+                        meet: AtomicUsize::new(0),
                     }
                 },
                 &[
+                    // The init dies among the forks: after a few, racing the next.
                     &|n: &Nest, r| {
-                        stagger(jitter(r, 0, WIDTH));
+                        meet(&n.meet, 2);
+                        stagger(jitter(r, 0, WIDTH / 8));
                         if outer_dies {
                             init.kill(init.pid_of(&n.n1), Signal::KILL).unwrap();
                         } else {
@@ -1479,8 +1589,10 @@ fn a_dying_namespace_init_leaves_nothing_alive_and_is_reapable_exactly_when_empt
                     // Forks into the inner namespace from outside: plain and with a
                     // chosen number there.
                     &|n: &Nest, r| {
-                        stagger(jitter(r, 1, WIDTH));
-                        for k in 0..3 {
+                        for k in 0..4 {
+                            if k == r % 4 {
+                                meet(&n.meet, 2);
+                            }
                             let set_tid = if k == 1 {
                                 vec![20_000 + r as i32 % 1000]
                             } else {
@@ -1490,8 +1602,11 @@ fn a_dying_namespace_init_leaves_nothing_alive_and_is_reapable_exactly_when_empt
                                 set_tid,
                                 ..Default::default()
                             }) {
-                                Ok(c) => n.forked.lock().unwrap().push(c),
-                                Err(Errno::ENOMEM) => {}
+                                Ok(c) => {
+                                    overlap.note(true);
+                                    n.forked.lock().unwrap().push(c);
+                                }
+                                Err(Errno::ENOMEM) => overlap.note(false),
                                 Err(e) => panic!("{what}: fork into the namespace gave {e}"),
                             }
                         }
@@ -1571,6 +1686,7 @@ fn a_dying_namespace_init_leaves_nothing_alive_and_is_reapable_exactly_when_empt
             base.check(&sys, &what);
         }
     }
+    overlap.report("an init's death among forks into its namespace");
 }
 
 struct Draining {
@@ -1811,11 +1927,14 @@ struct Opening {
     child: Task,
     nr: i32,
     opened: Mutex<Option<Result<uproc_pidfs::PidFd, Errno>>>,
+    /// Where the racing sides meet before they go.
+    meet: AtomicUsize,
 }
 
 #[test]
 fn pidfd_open_racing_the_reap_leaks_no_index_entry_and_never_names_a_stranger() {
     let iters = race_iterations(20_000, 800);
+    let overlap = Overlap::default();
     for &prof in Profile::ALL {
         let what = prof.to_string();
         let (sys, init, base) = fresh(prof);
@@ -1829,40 +1948,49 @@ fn pidfd_open_racing_the_reap_leaks_no_index_entry_and_never_names_a_stranger() 
                     p: p.clone(),
                     child,
                     opened: Mutex::new(None),
+                    meet: AtomicUsize::new(0),
                 }
             },
             &[
                 &|o: &Opening, r| {
-                    stagger(jitter(r, 0, WIDTH));
+                    meet(&o.meet, 2);
+                    stagger(jitter(r, 0, WIDTH / 8));
                     o.child.exit(3);
                     reap(&o.p, &o.child);
                 },
                 &|o: &Opening, r| {
-                    stagger(jitter(r, 1, WIDTH));
+                    meet(&o.meet, 2);
+                    // Spread over the exit and the reap, which take longer than the open.
+                    stagger(jitter(r, 1, WIDTH * 2));
                     let fd = o.p.pidfd_open(o.nr, uproc_abi::PidfdFlags::empty());
                     *o.opened.lock().unwrap() = Some(fd);
                 },
             ],
-            |o, r| match o.opened.into_inner().unwrap().expect("pidfd_open ran") {
-                Ok(fd) => {
-                    assert!(
-                        std::sync::Arc::ptr_eq(fd.pid(), o.child.struct_pid()),
-                        "{what} round {r}: the pidfd names the child"
-                    );
-                    assert_eq!(
-                        fd.exit_status().and_then(|s| s.exited()),
-                        Some(3),
-                        "{what} round {r}: a pidfd opened before the reap reports it"
-                    );
-                    assert!(fd.poll().hangup, "{what} round {r}: reaped");
+            |o, r| {
+                let opened = o.opened.into_inner().unwrap().expect("pidfd_open ran");
+                overlap.note(opened.is_ok());
+                match opened {
+                    Ok(fd) => {
+                        assert!(
+                            std::sync::Arc::ptr_eq(fd.pid(), o.child.struct_pid()),
+                            "{what} round {r}: the pidfd names the child"
+                        );
+                        assert_eq!(
+                            fd.exit_status().and_then(|s| s.exited()),
+                            Some(3),
+                            "{what} round {r}: a pidfd opened before the reap reports it"
+                        );
+                        assert!(fd.poll().hangup, "{what} round {r}: reaped");
+                    }
+                    Err(e) => assert_eq!(e, Errno::ESRCH, "{what}: pidfd_open"),
                 }
-                Err(e) => assert_eq!(e, Errno::ESRCH, "{what}: pidfd_open"),
             },
         );
         p.exit(0);
         reap(&init, &p);
         base.check(&sys, &what);
     }
+    overlap.report("pidfd_open among the reap");
 }
 
 // ---------------------------------------------------------------------------------
