@@ -287,7 +287,7 @@ struct Family {
 
 #[test]
 fn a_dying_parent_hands_every_child_to_its_reaper_which_reaps_each_exactly_once() {
-    let iters = race_iterations(20_000, 600);
+    let iters = race_iterations(20_000, 400);
     let overlap = Overlap::default();
     for &prof in Profile::ALL {
         for ns_init in [false, true] {
@@ -426,7 +426,7 @@ struct Chain {
 
 #[test]
 fn a_delayed_zombie_leader_and_its_children_survive_two_dying_ancestors() {
-    let iters = race_iterations(20_000, 500);
+    let iters = race_iterations(20_000, 300);
     for &prof in Profile::ALL {
         let what = prof.to_string();
         let dog = Watchdog::arm(what.clone());
@@ -597,7 +597,7 @@ struct Ignoring {
 
 #[test]
 fn a_waiter_asleep_while_sigchld_becomes_ignored_and_its_child_exits_never_hangs() {
-    let iters = race_iterations(20_000, 1_000);
+    let iters = race_iterations(20_000, 500);
     for &prof in Profile::ALL {
         let what = prof.to_string();
         let dog = Watchdog::arm(what.clone());
@@ -664,7 +664,7 @@ struct Group {
 
 #[test]
 fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
-    let iters = race_iterations(20_000, 700);
+    let iters = race_iterations(20_000, 400);
     let overlap = Overlap::default();
     for &prof in Profile::ALL {
         for everyone in [false, true] {
@@ -1079,7 +1079,7 @@ fn procs(cg: &uproc_cgroup::Cgroup) -> Vec<String> {
 
 #[test]
 fn a_group_migration_racing_forks_exits_and_cgroup_kill_never_splits_or_leaks() {
-    let iters = race_iterations(20_000, 600);
+    let iters = race_iterations(20_000, 400);
     for &prof in Profile::ALL {
         let what = prof.to_string();
         let (sys, init, base) = fresh(prof);
@@ -1544,7 +1544,7 @@ struct Nest {
 
 #[test]
 fn a_dying_namespace_init_leaves_nothing_alive_and_is_reapable_exactly_when_empty() {
-    let iters = race_iterations(10_000, 500);
+    let iters = race_iterations(10_000, 250);
     let overlap = Overlap::default();
     for &prof in Profile::ALL {
         for outer_dies in [false, true] {
