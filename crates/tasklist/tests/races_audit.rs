@@ -722,7 +722,8 @@ fn a_group_kill_reaches_every_member_that_stays_while_members_move_and_fork() {
                     // Member 1 forks: its child joins the group (and the system).
                     &|g: &Group, r| {
                         meet(&g.meet, 3);
-                        stagger(jitter(r, 2, WIDTH / 8));
+                        // Spread over the kill's walk, which takes longer than the fork.
+                        stagger(jitter(r, 2, WIDTH * 2));
                         let mut args = CloneArgs::default();
                         args.flags.set(CloneFlags::PARENT, r % 3 == 0);
                         *g.forked.lock().unwrap() = Some(g.members[1].fork(&args));
