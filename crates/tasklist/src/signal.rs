@@ -192,8 +192,13 @@ fn act(t: &Arc<TaskInner>, outcome: Outcome) {
     }
 }
 
-/// How many extra walks `Scalable`'s [`signal_groups`] makes at most.
+/// How many extra walks of `Scalable`'s [`signal_groups`] may find only children of
+/// groups it did not doom.
 const LATE_WALKS: usize = 3;
+
+/// How many extra walks [`signal_groups`] makes at most in all: a guard against a fork
+/// bomb that outruns every walk (a chain of forks ends long before).
+const MAX_LATE_WALKS: usize = 64;
 
 /// Signals every group of `targets` as one step against forks: the targets are
 /// collected and each group marked (its fate decided under its siglock) with
@@ -209,10 +214,14 @@ const LATE_WALKS: usize = 3;
 /// `CLONE_PARENT` fork: its caller's parent's), so after marking, the walk takes each
 /// target's `children` lock and its parent's once (every such attach has then
 /// completed) and collects again: the children found only now are decided too,
-/// and so on until a walk finds nothing new (at most [`LATE_WALKS`] times: a process
-/// that is not a target, such as the caller, may keep forking meanwhile).
-/// A marked parent forks no more (for a fatal signal; a stop or continue reaches the
-/// late child as if it had been forked before the call).
+/// and so on until a walk finds nothing new. A marked parent forks no more (for a fatal
+/// signal; a stop or continue reaches the late child as if it had been forked before
+/// the call), so a walk that finds a child attached where a doomed target's fork
+/// attaches (the target's list, or its parent's for `CLONE_PARENT`) does not count: a
+/// chain of forks, each child forking the next before the walk reached it, is
+/// followed to its end. Walks that find only other children (a process that is not a
+/// target, such as the caller, may keep forking meanwhile) stop after
+/// [`LATE_WALKS`], and all walks after [`MAX_LATE_WALKS`].
 fn signal_groups(
     sys: &System,
     collect: impl Fn() -> Vec<Arc<TaskInner>>,
@@ -238,18 +247,30 @@ fn signal_groups(
     let mut barrier_from = 0;
     // Bounded: processes that are not targets (the caller, an init) may keep forking.
     let mut rounds = 0;
-    while !sys.tasklist_on_hot_path && barrier_from < decided.len() && rounds < LATE_WALKS {
-        rounds += 1;
+    let mut walks = 0;
+    // The groups under whose `children` lock a doomed target's fork attaches its child:
+    // the target's own, and its parent's (`CLONE_PARENT`).
+    let mut doomed_forks = std::collections::HashSet::new();
+    while !sys.tasklist_on_hot_path
+        && barrier_from < decided.len()
+        && rounds < LATE_WALKS
+        && walks < MAX_LATE_WALKS
+    {
+        walks += 1;
         // The groups marked last (a late child may itself have been forking). A
         // `CLONE_PARENT` fork of a target holds the target's parent's `children` lock
         // from its check to its attach instead: wait for that one too. (If the target
         // was reparented since, its old parent's exit closed that list after any such
         // attach, and this reads the new parent.)
-        for (t, _) in &decided[barrier_from..] {
+        for (t, o) in &decided[barrier_from..] {
             drop(t.group().children.lock());
             let parent = t.group().sig.lock().real_parent.upgrade();
-            if let Some(p) = parent {
+            if let Some(p) = &parent {
                 drop(p.group().children.lock());
+            }
+            if matches!(o, Outcome::Fatal { .. } | Outcome::ContinuedToDie { .. }) {
+                doomed_forks.insert(group_key(t));
+                doomed_forks.extend(parent.as_ref().map(group_key));
             }
         }
         barrier_from = decided.len();
@@ -260,12 +281,30 @@ fn signal_groups(
                 .filter(|t| !decided.iter().any(|(d, _)| Arc::ptr_eq(d, t)))
                 .collect()
         };
+        // A late target attached where a doomed target's fork attaches (under the
+        // target's own list, or its parent's for `CLONE_PARENT`) may have been forked
+        // by it after its "dying?" check passed before the marking: it is this call's
+        // to catch however long such a chain of forks runs, so only rounds without one
+        // count against the bound (which is for non-targets, such as the caller, that
+        // may keep forking).
+        let chained = late.iter().any(|t| {
+            let parent = t.group().sig.lock().real_parent.upgrade();
+            parent.is_some_and(|p| doomed_forks.contains(&group_key(&p)))
+        });
+        if !chained {
+            rounds += 1;
+        }
         decided.extend(decide_all(late));
     }
     for (t, o) in decided {
         act(&t, o);
     }
     Ok(())
+}
+
+/// A thread group's identity (its address) for the walk's set of doomed forkers.
+fn group_key(t: &Arc<TaskInner>) -> usize {
+    std::ptr::from_ref(t.group()) as usize
 }
 
 /// The lowest-numbered signal with a fatal default action queued for the group or one
