@@ -115,16 +115,11 @@ impl Task {
     /// [wait(2)](https://man7.org/linux/man-pages/man2/wait.2.html), `do_wait` in
     /// `kernel/exit.c`.
     pub fn wait(&self, which: WaitId<'_>, opts: WaitOptions) -> Result<Option<WaitInfo>, Errno> {
-        if opts.bits() & !VALID.bits() != 0 {
-            return Err(Errno::EINVAL);
-        }
-        if !opts.intersects(WaitOptions::EXITED | WaitOptions::STOPPED | WaitOptions::CONTINUED) {
-            return Err(Errno::EINVAL);
-        }
+        check_options(opts)?;
         let mut nohang = opts.contains(WaitOptions::NOHANG);
         let mut eagain = false;
         let ns = self.0.active_ns();
-        let mut target = match which {
+        let target = match which {
             WaitId::All => Target::All,
             WaitId::Pid(n) => {
                 if n <= 0 {
@@ -154,6 +149,34 @@ impl Task {
                 Target::Pid(fd.pid().clone())
             }
         };
+        self.wait_for(target, opts, nohang, eagain)
+    }
+
+    /// `waitid(P_PIDFD)` for `child` without a pidfd: the wait names the child by its
+    /// task object (its `struct pid`), never by a number that may have been recycled,
+    /// exactly as a pidfd of it would, for a holder of the child's [`Task`] handle (a
+    /// runtime's child handle) that needs no pidfd otherwise. Options, errors and the
+    /// reap are [`wait`](Task::wait)'s; ECHILD if `child` is not (or no longer) a child
+    /// of this task's group, EINVAL if it belongs to another runtime.
+    pub fn wait_task(&self, child: &Task, opts: WaitOptions) -> Result<Option<WaitInfo>, Errno> {
+        check_options(opts)?;
+        if !Arc::ptr_eq(child.0.pid.ns().map(), self.0.active_ns().map()) {
+            return Err(Errno::EINVAL);
+        }
+        let target = Target::Pid(child.0.pid.clone());
+        self.wait_for(target, opts, opts.contains(WaitOptions::NOHANG), false)
+    }
+
+    /// The body of [`wait`](Task::wait) once the target is resolved: scan, claim and
+    /// reap, or sleep on the group's `wait_chldexit` queue.
+    fn wait_for(
+        &self,
+        mut target: Target,
+        opts: WaitOptions,
+        nohang: bool,
+        eagain: bool,
+    ) -> Result<Option<WaitInfo>, Errno> {
+        let ns = self.0.active_ns();
         // `Linux*`: the runtime for the reap's `tasklist_lock`; `Scalable`: nothing.
         let sys = self.0.hot_sys().map_err(|_| Errno::ECHILD)?;
         let g = self.0.group();
@@ -196,6 +219,17 @@ impl Task {
             g.wait_chldexit.wait(&mut guard);
         }
     }
+}
+
+/// The option checks of `waitid`: unknown bits, or none of `EXITED|STOPPED|CONTINUED`,
+/// are EINVAL.
+fn check_options(opts: WaitOptions) -> Result<(), Errno> {
+    if opts.bits() & !VALID.bits() != 0
+        || !opts.intersects(WaitOptions::EXITED | WaitOptions::STOPPED | WaitOptions::CONTINUED)
+    {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 /// `wait_consider_task` over the children list. The caller holds the group's

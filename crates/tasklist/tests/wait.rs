@@ -396,7 +396,89 @@ fn reap_takes_the_child_off_everything() {
     assert_at_rest(&sys);
 }
 
+/// `wait_task`: `P_PIDFD` without a pidfd. It reaps exactly the named child (never a
+/// sibling, never a number a new child reused), keeps `wait`'s option checks, and is
+/// ECHILD for a task that is not a child (a grandchild, a child already reaped) and
+/// EINVAL for a task of another runtime.
+fn wait_task_names_the_child_by_its_object() {
+    let sys = system();
+    let init = sys.init();
+    let a = fork(&init);
+    let b = fork(&init);
+    assert_eq!(
+        init.wait_task(&a, WaitOptions::NOHANG),
+        Err(Errno::EINVAL),
+        "none of WEXITED|WSTOPPED|WCONTINUED -> EINVAL"
+    );
+    assert_eq!(
+        init.wait_task(
+            &a,
+            WaitOptions::EXITED | WaitOptions::from_bits_retain(0x10)
+        ),
+        Err(Errno::EINVAL),
+        "unknown options -> EINVAL"
+    );
+    assert_eq!(
+        init.wait_task(&a, WaitOptions::EXITED | WaitOptions::NOHANG),
+        Ok(None),
+        "running child, NOHANG -> nothing yet"
+    );
+    // A sibling's exit does not satisfy a wait for `a`.
+    b.exit(2);
+    assert_eq!(
+        init.wait_task(&a, WaitOptions::EXITED | WaitOptions::NOHANG),
+        Ok(None)
+    );
+    let g = fork(&a);
+    assert_eq!(
+        init.wait_task(&g, WaitOptions::EXITED),
+        Err(Errno::ECHILD),
+        "a grandchild is not a child"
+    );
+    g.exit(0);
+    reap(&a, &g);
+    a.exit(7);
+    let nr = init.pid_of(&a);
+    let info = init
+        .wait_task(&a, WaitOptions::EXITED)
+        .expect("a is a child")
+        .expect("a exited");
+    assert_eq!((info.pid, info.status.exited()), (nr, Some(7)));
+    assert_eq!(a.state(), TaskState::Dead);
+    assert_eq!(
+        init.wait_task(&a, WaitOptions::EXITED | WaitOptions::NOHANG),
+        Err(Errno::ECHILD),
+        "reaped -> no longer a child"
+    );
+    // A child given `a`'s number (set_tid) is not `a`.
+    let args = CloneArgs {
+        set_tid: vec![nr],
+        ..CloneArgs::default()
+    };
+    let reuse = init.fork(&args).expect("set_tid claims the freed number");
+    assert_eq!(init.pid_of(&reuse), nr);
+    reuse.exit(0);
+    assert_eq!(
+        init.wait_task(&a, WaitOptions::EXITED | WaitOptions::NOHANG),
+        Err(Errno::ECHILD),
+        "the number's new owner never matches the old task"
+    );
+    reap(&init, &reuse);
+    reap(&init, &b);
+    // Another runtime's task.
+    let other = system();
+    let stranger = fork(&other.init());
+    assert_eq!(
+        init.wait_task(&stranger, WaitOptions::EXITED),
+        Err(Errno::EINVAL)
+    );
+    stranger.exit(0);
+    reap(&other.init(), &stranger);
+    assert_at_rest(&sys);
+}
+
 every_profile!(
+    wait_task_names_the_child_by_its_object,
     invalid_options_are_einval,
     reap_takes_the_child_off_everything,
     no_eligible_child_is_echild,

@@ -132,18 +132,14 @@ impl Tracker {
     }
 
     /// `waitid(P_PIDFD, .., WEXITED | WNOHANG)` from the parent. Without an opened
-    /// pidfd the wait names the task through a wait-only handle
-    /// ([`Pidfs::pidfd_wait_only`](uproc_pidfs::Pidfs::pidfd_wait_only)): the same
-    /// match on the pid object, never on a number that may have been recycled.
+    /// pidfd the wait names the task by its object ([`Task::wait_task`]): the same
+    /// match on the pid object, never on a number that may have been recycled, with no
+    /// handle made and no shared count touched.
     fn wait_nohang(&self) -> Result<Option<WaitStatus>, Errno> {
         let opts = WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::ALL;
         let info = match self.pidfd.get() {
             Some(fd) => self.parent.wait(WaitId::PidFd(fd), opts),
-            None => {
-                let pidfs = self.runtime().system().pidfs();
-                let fd = pidfs.pidfd_wait_only(Arc::clone(self.task.struct_pid()));
-                self.parent.wait(WaitId::PidFd(&fd), opts)
-            }
+            None => self.parent.wait_task(&self.task, opts),
         };
         info.map(|i| i.map(|i| i.status))
     }
