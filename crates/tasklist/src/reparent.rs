@@ -106,9 +106,8 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
     let g = t.group();
     let ns = t.active_ns();
     // Only a nested namespace's init is handled apart (the root's init hands its
-    // children on like anyone): for the root namespace, skip the reaper lookup (a
-    // read lock and a `Weak::upgrade` on the namespace's shared cache lines).
-    let is_init = ns.level() > 0 && child_reaper(ns).is_some_and(|r| std::ptr::eq(r.group(), g));
+    // children on like anyone).
+    let is_init = ns.level() > 0 && group_is_init_of(t, ns);
     if is_init {
         // find_child_reaper -> zap_pid_ns_processes: the init keeps its children; they
         // autoreap from now on, and the zombies among them are reaped now.
@@ -185,6 +184,20 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
         reaper.group().wait_chldexit.notify_all();
         return;
     }
+}
+
+/// Whether the group whose last thread `t` is ends the init of `ns`, decided without
+/// the namespace's reaper lookup when `t` is the group's leader: a namespace's
+/// `child_reaper` is only ever its pid 1 (set at that fork's attach), and number 1 is
+/// never handed out again once the namespace's init died (the namespace is closed).
+/// The lookup is a read lock and a `Weak::upgrade` on cache lines every exit in the
+/// namespace would otherwise share; a non-leader thread ending its group (rare) still
+/// asks the namespace.
+fn group_is_init_of(t: &TaskInner, ns: &PidNamespace) -> bool {
+    if t.leader {
+        return t.pid.nr() == 1 && std::ptr::eq(Arc::as_ptr(t.pid.ns()), ns);
+    }
+    is_child_reaper_of(t, ns)
 }
 
 /// Whether `t`'s group is the init of `ns`.
