@@ -67,10 +67,8 @@ type Bucket = Mutex<HashMap<u64, Weak<Pid>, BuildHasherDefault<InoHasher>>>;
 /// The hash of an ino inside a bucket: one multiply and a rotate, no SipHash.
 ///
 /// Inos are not chosen by an adversary (they come from our own counter), so a keyed
-/// hash buys nothing. The product's top 6 bits chose the bucket ([`shard_of`]) and are
-/// the same for every key of a bucket, so the rotate moves them out of the way: the
-/// table's slot index comes from the product's well-mixed bits 32.., its control byte
-/// from bits 25..32.
+/// hash buys nothing. The rotate puts the product's well-mixed high bits where the
+/// table takes its slot index (bits 32..) and control byte (bits 25..32).
 #[derive(Default)]
 pub(crate) struct InoHasher(u64);
 
@@ -91,9 +89,14 @@ impl Hasher for InoHasher {
     }
 }
 
-/// Fibonacci hashing: inos from one batch are consecutive, so spread them over buckets.
+/// The bucket of `ino`: one per batch of [`INO_BATCH`] numbers (Fibonacci hashing of
+/// the batch's index spreads batches over buckets). A thread's inos come from its own
+/// batch, so two threads registering pidfds at once lock different buckets (unless
+/// their current batches collide, 1 in [`SHARDS`]); spreading each ino on its own made
+/// every thread take every bucket's lock in turn, a shared line per registration.
 fn shard_of(ino: u64) -> usize {
-    (ino.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SHARDS.trailing_zeros())) as usize
+    let batch = ino.wrapping_sub(1) / INO_BATCH;
+    (batch.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SHARDS.trailing_zeros())) as usize
 }
 
 impl InoIndex {

@@ -25,9 +25,43 @@ struct File {
     pid: Arc<Pid>,
     flags: PidfdFlags,
     /// The namespace numbers are reported in (the opener's).
-    viewer: Arc<PidNamespace>,
+    viewer: Viewer,
     state: Arc<PidState>,
-    backend: Arc<BackendCell>,
+    backend: Backend,
+}
+
+/// The viewer namespace, held without a reference count of its own when it is one of
+/// the pid's namespaces (the usual case: the opener sees the pid): the pid's own
+/// `Upid` holds it then. A pidfd made at fork (`CLONE_PIDFD`) would otherwise write the
+/// namespace's count, a line every fork of the namespace shares.
+enum Viewer {
+    /// `pid.numbers()[level].ns`.
+    Level(usize),
+    Own(Arc<PidNamespace>),
+}
+
+/// The runtime's backend cell, likewise reached through the pid's map (its installed
+/// pidfs, see [`crate::Pidfs::of_map`]) when the pidfd was made by that pidfs, rather
+/// than by a count on the cell every pidfd of the runtime shares.
+enum Backend {
+    OfMap,
+    Own(Arc<BackendCell>),
+}
+
+impl File {
+    fn viewer(&self) -> &Arc<PidNamespace> {
+        match &self.viewer {
+            Viewer::Level(level) => &self.pid.numbers()[*level].ns,
+            Viewer::Own(ns) => ns,
+        }
+    }
+
+    fn backend_cell(&self) -> Option<&BackendCell> {
+        match &self.backend {
+            Backend::OfMap => crate::Pidfs::of_map(self.pid.ns().map()).map(|p| p.backend_cell()),
+            Backend::Own(cell) => Some(cell),
+        }
+    }
 }
 
 /// A pidfd: names exactly one [`Pid`] object for ever, never a number, so it cannot hit a
@@ -99,10 +133,25 @@ impl PidFd {
     pub(crate) fn new(
         pid: Arc<Pid>,
         flags: PidfdFlags,
-        viewer: Arc<PidNamespace>,
+        viewer: &Arc<PidNamespace>,
         state: Arc<PidState>,
-        backend: Arc<BackendCell>,
+        backend: &Arc<BackendCell>,
     ) -> PidFd {
+        let viewer = match pid
+            .numbers()
+            .iter()
+            .position(|u| Arc::ptr_eq(&u.ns, viewer))
+        {
+            Some(level) => Viewer::Level(level),
+            None => Viewer::Own(Arc::clone(viewer)),
+        };
+        let of_map = crate::Pidfs::of_map(pid.ns().map())
+            .is_some_and(|p| std::ptr::eq(p.backend_cell(), Arc::as_ptr(backend)));
+        let backend = if of_map {
+            Backend::OfMap
+        } else {
+            Backend::Own(Arc::clone(backend))
+        };
         PidFd {
             file: Arc::new(File {
                 pid,
@@ -115,7 +164,7 @@ impl PidFd {
     }
 
     fn backend(&self) -> Option<Arc<dyn PidfdBackend>> {
-        self.file.backend.get().and_then(Weak::upgrade)
+        self.file.backend_cell()?.get().and_then(Weak::upgrade)
     }
 
     /// The pid object this pidfd names.
@@ -125,7 +174,7 @@ impl PidFd {
 
     /// The namespace the pidfd reports numbers in (its opener's).
     pub fn viewer_ns(&self) -> &Arc<PidNamespace> {
-        &self.file.viewer
+        self.file.viewer()
     }
 
     /// The pidfd's flags (`PIDFD_NONBLOCK`, `PIDFD_THREAD`).
@@ -188,7 +237,7 @@ impl PidFd {
     /// `pidfd_info` in `fs/pidfs.c`.
     pub fn info(&self, mask: InfoMask) -> Result<PidfdInfo, Errno> {
         let f = &*self.file;
-        if f.pid.nr_in(&f.viewer) == 0 {
+        if f.pid.nr_in(f.viewer()) == 0 {
             return Err(Errno::EREMOTE);
         }
         let mut out = PidfdInfo::default();
@@ -205,7 +254,7 @@ impl PidFd {
         }
         let ids = match reaped {
             Some(_) => None,
-            None => self.backend().and_then(|b| b.task_ids(&f.pid, &f.viewer)),
+            None => self.backend().and_then(|b| b.task_ids(&f.pid, f.viewer())),
         };
         match ids {
             None if !mask.contains(InfoMask::EXIT) => return Err(Errno::ESRCH),
@@ -278,7 +327,7 @@ impl PidFd {
     /// already has: for runtimes that multiplex many pidfds on one receiver loop.
     pub fn subscribe(&self) -> crossbeam_channel::Receiver<ExitEvent> {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let nr = self.file.pid.nr_in(&self.file.viewer);
+        let nr = self.file.pid.nr_in(self.file.viewer());
         let now = {
             let mut inner = self.file.state.inner.lock();
             match inner.event_status() {
@@ -341,7 +390,7 @@ impl fmt::Debug for PidFd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PidFd")
             .field("ino", &self.ino())
-            .field("nr", &self.file.pid.nr_in(&self.file.viewer))
+            .field("nr", &self.file.pid.nr_in(self.file.viewer()))
             .field("flags", &self.file.flags)
             .finish_non_exhaustive()
     }

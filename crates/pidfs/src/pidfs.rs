@@ -51,6 +51,18 @@ impl fmt::Debug for Pidfs {
 }
 
 impl Pidfs {
+    /// The pidfs installed on `map` (the runtime of every pid made on it), borrowed:
+    /// no reference count of the runtime or of the pidfs is touched, so a fork that
+    /// needs it (`CLONE_PIDFD`) writes no line the runtime's other forks share.
+    pub fn of_map(map: &uproc_pidns::PidMap) -> Option<&Pidfs> {
+        map.pidfs_hooks()?.as_any().downcast_ref::<Pidfs>()
+    }
+
+    /// This pidfs's backend cell (its pidfds reach the task list through it).
+    pub(crate) fn backend_cell(&self) -> &BackendCell {
+        &self.backend
+    }
+
     /// A pidfs for the runtime of `map`, installed as its pidfs hooks
     /// (`map.set_pidfs_hooks`). Install it before the first `alloc_pid`: pids allocated
     /// before get no inode number. A map accepts only one pidfs; a second one is
@@ -215,13 +227,7 @@ impl Pidfs {
             ?flags,
             "pidfs: pidfd opened"
         );
-        Ok(PidFd::new(
-            pid,
-            flags,
-            viewer_ns.clone(),
-            state,
-            self.backend.clone(),
-        ))
+        Ok(PidFd::new(pid, flags, viewer_ns, state, &self.backend))
     }
 
     /// `pidfd_prepare(.., PIDFD_STALE)` for `CLONE_PIDFD`: the child has no task attached
@@ -255,7 +261,7 @@ impl Pidfs {
             ?flags,
             "pidfs: pidfd opened (stale)"
         );
-        PidFd::new(pid, flags, viewer_ns.clone(), state, self.backend.clone())
+        PidFd::new(pid, flags, viewer_ns, state, &self.backend)
     }
 
     /// A pidfd for a pid already reaped with `status` (its cgroup at exit `cgroupid`):
@@ -283,7 +289,7 @@ impl Pidfs {
         );
         let state = Arc::new(PidState::reaped(status, cgroupid));
         let flags = flags & PidfdFlags::all();
-        PidFd::new(pid, flags, viewer_ns.clone(), state, self.backend.clone())
+        PidFd::new(pid, flags, viewer_ns, state, &self.backend)
     }
 
     /// A handle that names `pid` for `waitid(P_PIDFD)` and nothing else, for a holder
@@ -304,13 +310,7 @@ impl Pidfs {
         }
         let state = UNREGISTERED.with(Arc::clone);
         let viewer = Arc::clone(pid.ns());
-        PidFd::new(
-            pid,
-            PidfdFlags::empty(),
-            viewer,
-            state,
-            self.backend.clone(),
-        )
+        PidFd::new(pid, PidfdFlags::empty(), &viewer, state, &self.backend)
     }
 
     /// `open_by_handle_at(2)` on a pidfs handle.
@@ -360,13 +360,7 @@ impl Pidfs {
             ?flags,
             "pidfs: pidfd opened by handle"
         );
-        Ok(PidFd::new(
-            pid,
-            flags,
-            caller_ns.clone(),
-            state,
-            self.backend.clone(),
-        ))
+        Ok(PidFd::new(pid, flags, caller_ns, state, &self.backend))
     }
 
     fn backend(&self) -> Option<Arc<dyn PidfdBackend>> {
@@ -406,5 +400,9 @@ impl PidfsHooks for Pidfs {
         } else {
             self.index.remove(pid.ino());
         }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

@@ -25,6 +25,9 @@ pub trait PidfsHooks: Send + Sync + 'static {
     fn add_pid(&self, pid: &Arc<Pid>) -> Result<(), Errno>;
     /// Remove the pid from the index (its numbers are being freed).
     fn remove_pid(&self, pid: &Pid);
+    /// The hooks' owner, for a caller that holds a pid and needs the concrete pidfs
+    /// of its runtime without a reference count ([`PidMap::pidfs_hooks`]).
+    fn as_any(&self) -> &dyn Any;
 }
 
 /// Called after `free_pid` when a closed namespace is down to its last one or two pids:
@@ -112,6 +115,11 @@ impl PidMap {
     /// Installs pidfs's hooks. Only the first call takes effect (returns false after).
     pub fn set_pidfs_hooks(&self, hooks: Arc<dyn PidfsHooks>) -> bool {
         self.pidfs.set(hooks).is_ok()
+    }
+
+    /// The installed pidfs hooks, borrowed (no reference count touched).
+    pub fn pidfs_hooks(&self) -> Option<&dyn PidfsHooks> {
+        self.pidfs.get().map(|h| &**h)
     }
 
     /// Installs the reaper wakeup. Only the first call takes effect.

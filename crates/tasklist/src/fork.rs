@@ -156,14 +156,13 @@ impl Task {
             } else {
                 PidfdFlags::empty()
             };
-            let Some(sys) = me.sys() else {
+            // The runtime's pidfs through the pid's map, borrowed: fetching the
+            // runtime itself would take the root init's locks and counts.
+            let Some(pidfs) = uproc_pidfs::Pidfs::of_map(pid.ns().map()) else {
                 free_pid(&pid);
                 return Err(Errno::ESRCH);
             };
-            Some(
-                sys.pidfs
-                    .pidfd_prepare_stale(me.active_ns(), pid.clone(), fl),
-            )
+            Some(pidfs.pidfd_prepare_stale(me.active_ns(), pid.clone(), fl))
         } else {
             None
         };
