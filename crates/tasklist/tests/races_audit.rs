@@ -64,78 +64,11 @@ impl Baseline {
     }
 }
 
-/// One side of a [`race`]: the round's state and the round number.
-type Side<'a, S> = dyn Fn(&S, usize) + Sync + 'a;
-
 /// A system under `prof`, its init, and what it holds before the test.
 fn fresh(prof: Profile) -> (std::sync::Arc<System>, Task, Baseline) {
     let sys = system_with(prof);
     let base = Baseline::of(&sys);
     (sys.clone(), sys.init(), base)
-}
-
-/// Runs every side of `sides` at the same moment on its own thread, `iters` rounds:
-/// `setup` builds the round's state, the sides spin on a shared round counter so they
-/// start together (each given the round number, to vary what it does), and `check`
-/// inspects the state once all have returned.
-fn race<S: Send + Sync>(
-    iters: usize,
-    mut setup: impl FnMut(usize) -> S,
-    sides: &[&Side<'_, S>],
-    mut check: impl FnMut(S, usize),
-) {
-    use std::sync::RwLock;
-    const FAILED: usize = usize::MAX;
-    let round = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let state: RwLock<Option<S>> = RwLock::new(None);
-    let wait_for = |counter: &AtomicUsize, want: usize| {
-        let mut spins = 0u32;
-        while counter.load(Ordering::Acquire) < want {
-            spins += 1;
-            if spins < 200 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-    };
-    let n = sides.len();
-    std::thread::scope(|sc| {
-        for side in sides {
-            let (round, done, state) = (&round, &done, &state);
-            sc.spawn(move || {
-                for r in 1..=iters {
-                    wait_for(round, r);
-                    if round.load(Ordering::Acquire) == FAILED {
-                        return;
-                    }
-                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        side(state.read().unwrap().as_ref().expect("round state"), r)
-                    }));
-                    if let Err(panic) = ran {
-                        done.store(FAILED, Ordering::Release);
-                        std::panic::resume_unwind(panic);
-                    }
-                    done.fetch_add(1, Ordering::AcqRel);
-                }
-            });
-        }
-        let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            for r in 1..=iters {
-                *state.write().unwrap() = Some(setup(r));
-                round.store(r, Ordering::Release);
-                wait_for(&done, n * r);
-                assert_ne!(done.load(Ordering::Acquire), FAILED, "a side panicked");
-                let s = state.write().unwrap().take().expect("round state");
-                check(s, r);
-            }
-        }));
-        if let Err(panic) = driven {
-            round.store(FAILED, Ordering::Release);
-            std::panic::resume_unwind(panic);
-        }
-    });
 }
 
 /// A start delay for side `side` in round `r`, spread over `0..width` spins, so that

@@ -80,13 +80,31 @@ pub fn race_iterations(release: usize, debug: usize) -> usize {
 /// so they begin together, and `check` inspects the state once both have returned.
 pub fn hammer<S: Send + Sync>(
     iters: usize,
-    mut setup: impl FnMut(usize) -> S,
+    setup: impl FnMut(usize) -> S,
     a: impl Fn(&S) + Sync,
     b: impl Fn(&S) + Sync,
     mut check: impl FnMut(S),
 ) {
+    let (a, b) = (|s: &S, _: usize| a(s), |s: &S, _: usize| b(s));
+    race(iters, setup, &[&a, &b], |s, _| check(s));
+}
+
+/// One side of a [`race`]: the round's state and the round number.
+pub type Side<'a, S> = dyn Fn(&S, usize) + Sync + 'a;
+
+/// Runs every side of `sides` at the same moment on its own thread, `iters` rounds:
+/// `setup` builds the round's state, the sides spin on a shared round counter so they
+/// start together (each given the round number, to vary what it does), and `check`
+/// inspects the state once all have returned.
+pub fn race<S: Send + Sync>(
+    iters: usize,
+    mut setup: impl FnMut(usize) -> S,
+    sides: &[&Side<'_, S>],
+    mut check: impl FnMut(S, usize),
+) {
     use std::sync::RwLock;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    const FAILED: usize = usize::MAX;
     let round = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let state: RwLock<Option<S>> = RwLock::new(None);
@@ -101,20 +119,21 @@ pub fn hammer<S: Send + Sync>(
             }
         }
     };
+    let n = sides.len();
     std::thread::scope(|sc| {
-        for side in [&a as &(dyn Fn(&S) + Sync), &b] {
+        for side in sides {
             let (round, done, state) = (&round, &done, &state);
             sc.spawn(move || {
                 for r in 1..=iters {
                     wait_for(round, r);
-                    if round.load(Ordering::Acquire) == usize::MAX {
-                        return; // the driver failed
+                    if round.load(Ordering::Acquire) == FAILED {
+                        return;
                     }
                     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        side(state.read().unwrap().as_ref().expect("round state"))
+                        side(state.read().unwrap().as_ref().expect("round state"), r)
                     }));
                     if let Err(panic) = ran {
-                        done.store(usize::MAX, Ordering::Release); // release the driver
+                        done.store(FAILED, Ordering::Release);
                         std::panic::resume_unwind(panic);
                     }
                     done.fetch_add(1, Ordering::AcqRel);
@@ -125,14 +144,14 @@ pub fn hammer<S: Send + Sync>(
             for r in 1..=iters {
                 *state.write().unwrap() = Some(setup(r));
                 round.store(r, Ordering::Release);
-                wait_for(&done, 2 * r);
-                assert_ne!(done.load(Ordering::Acquire), usize::MAX, "a side panicked");
+                wait_for(&done, n * r);
+                assert_ne!(done.load(Ordering::Acquire), FAILED, "a side panicked");
                 let s = state.write().unwrap().take().expect("round state");
-                check(s);
+                check(s, r);
             }
         }));
         if let Err(panic) = driven {
-            round.store(usize::MAX, Ordering::Release);
+            round.store(FAILED, Ordering::Release);
             std::panic::resume_unwind(panic);
         }
     });
