@@ -6,7 +6,7 @@ use common::{World, both};
 use proptest::prelude::*;
 use std::collections::HashSet;
 use std::sync::Arc;
-use uproc_abi::{Errno, PidfdFlags, Profile, WaitStatus, lockstat};
+use uproc_abi::{Errno, PidfdFlags, Profile, Signal, WaitStatus, lockstat};
 use uproc_pidfs::{FileHandle, Pidfs};
 use uproc_pidns::{PidMap, PidNamespace, alloc_pid, free_pid};
 
@@ -189,6 +189,55 @@ fn second_pidfs_on_a_map_is_not_installed() {
     assert_eq!(first.index_len(), 1);
     assert_eq!(second.index_len(), 0);
     assert!(first.find_by_ino(pid.ino()).is_some());
+}
+
+/// A pidfd reaches the task list through the pidfs that made it: the map's installed
+/// one (found through the pid's map, `Pidfs::of_map`) or, for a pidfs that is not
+/// installed, its own backend; and it reports numbers in the namespace it was opened
+/// from, whether or not that namespace is one of the pid's.
+#[test]
+fn a_pidfd_uses_the_backend_of_the_pidfs_that_made_it() {
+    both(|p| {
+        let w = World::new(p);
+        let pid = w.spawn();
+        assert!(std::ptr::eq(Pidfs::of_map(&w.map).unwrap(), &*w.pidfs));
+        let second = Pidfs::new(&w.map);
+        let fake2 = Arc::new(common::Fake::default());
+        let backend2: Arc<dyn uproc_pidfs::PidfdBackend> = fake2.clone();
+        second.set_backend(Arc::downgrade(&backend2));
+        let task = w.fake.tasks.lock().get(&pid.ino()).cloned().unwrap();
+        fake2.tasks.lock().insert(pid.ino(), task);
+
+        let installed = w.open(&pid);
+        let other = second
+            .pidfd_prepare(&w.root, pid.clone(), PidfdFlags::empty())
+            .unwrap();
+        installed.send_signal(Signal::USR1).unwrap();
+        other.send_signal(Signal::USR2).unwrap();
+        let sigs =
+            |f: &common::Fake| -> Vec<Signal> { f.signals.lock().iter().map(|s| s.1).collect() };
+        assert_eq!(
+            sigs(&w.fake),
+            vec![Signal::USR1],
+            "installed pidfs's backend"
+        );
+        assert_eq!(
+            sigs(&fake2),
+            vec![Signal::USR2],
+            "the other pidfs's own backend"
+        );
+
+        // A viewer that is not one of the pid's namespaces: numbers read 0 there.
+        let child_ns = w.root.new_child().unwrap();
+        let blind = w
+            .pidfs
+            .pidfd_prepare(&child_ns, pid.clone(), PidfdFlags::empty())
+            .unwrap();
+        assert!(Arc::ptr_eq(blind.viewer_ns(), &child_ns));
+        assert_eq!(blind.info(uproc_abi::InfoMask::PID), Err(Errno::EREMOTE));
+        assert!(Arc::ptr_eq(installed.viewer_ns(), &w.root));
+        w.kill_and_reap(&pid, WaitStatus::exited_with(0));
+    });
 }
 
 #[test]
