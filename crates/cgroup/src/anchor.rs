@@ -18,17 +18,16 @@
 //!   cycle node -> anchor -> node), for the rare readers: `cgroup.procs`,
 //!   `cgroup.kill`, rmdir, `populated`. Dead entries are pruned as the list grows.
 //!
-//! Each anchor's member list is its own lock; under `Scalable` an anchor also counts
-//! the forks in flight through it (`nr_forking`, the fork gate of `fork_gate.rs`), so
+//! Each anchor's member list is its own lock; under `Scalable` it also holds an entry
+//! reserved by each fork in flight through it (the fork gate of `fork_gate.rs`), so
 //! can_fork writes only the anchor's line. Lock order: a link's state -> a node's
 //! registry -> anchors' member lists (rmdir: every anchor of the node, in registry
 //! order; migration: two, by address).
 
-use parking_lot::Mutex;
-
 use crate::Cgroup;
 use crate::members::MemberSet;
-use crate::sync::{Arc, AtomicU64, Weak};
+use crate::spin::SpinMutex;
+use crate::sync::{Arc, Weak};
 
 /// One css_set of a cgroup: the members linked through it. Aligned to its own cache
 /// lines: it is written by one forking task's forks, exits and reaps.
@@ -37,11 +36,9 @@ pub(crate) struct Anchor {
     /// The cgroup this anchor belongs to (never changes).
     pub(crate) cg: Cgroup,
     /// The tasks linked through this anchor.
-    pub(crate) members: Mutex<MemberSet>,
-    /// `Scalable`: forks between can_fork and post_fork/cancel through this anchor
-    /// (the fork gate; rmdir sums every anchor's count). Unused by the Linux profiles,
-    /// which count on the node under `css_set_lock`.
-    pub(crate) nr_forking: AtomicU64,
+    /// The tasks linked through this anchor, and (`Scalable`, the fork gate of
+    /// `fork_gate.rs`) the entries reserved by forks in flight through it.
+    pub(crate) members: SpinMutex<MemberSet>,
 }
 
 /// A node's anchors, under the node's registry lock.
@@ -61,8 +58,7 @@ impl Registry {
     pub(crate) fn create(&mut self, cg: &Cgroup) -> Arc<Anchor> {
         let a = Arc::new(Anchor {
             cg: cg.clone(),
-            members: Mutex::new(MemberSet::default()),
-            nr_forking: AtomicU64::new(0),
+            members: SpinMutex::new(MemberSet::default()),
         });
         if self.anchors.len() >= self.prune_at {
             self.anchors.retain(|w| w.strong_count() > 0);

@@ -110,22 +110,16 @@ impl Cgroup {
         }
         if self.hier.is_scalable() {
             // Rule: cgroup_mutex -> registry -> every anchor's member lock. Members
-            // change only under those; a fork past can_fork is counted in its
-            // anchor's nr_forking, and one not yet there will see `closing` and wait
-            // for this decision on its anchor's lock. The registry stays held so that
-            // no anchor appears meanwhile.
+            // change only under those, and a fork past can_fork holds a reserved
+            // entry in its anchor's set until post_fork or cancel; one that takes its
+            // anchor's lock after this decision sees `removed`. The registry stays
+            // held so that no anchor appears meanwhile.
             let reg = self.node.registry.lock();
             let anchors = reg.live();
             let sets: Vec<_> = anchors.iter().map(|a| a.members.lock()).collect();
-            if sets.iter().any(|s| !s.is_empty())
-                || !fork_gate::close_if_idle(
-                    &self.node.closing,
-                    anchors.iter().map(|a| &a.nr_forking),
-                )
-            {
+            if !fork_gate::close_if_idle(sets.iter().map(|s| &**s), &self.node.removed) {
                 return Err(Errno::EBUSY);
             }
-            self.node.removed.store(true, Ordering::Release);
         } else {
             // Rule: cgroup_mutex -> css_set_lock.
             let _css = self.hier.css_set_lock.lock();

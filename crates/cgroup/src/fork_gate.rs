@@ -1,61 +1,49 @@
 //! The `Scalable` fork gate: what keeps rmdir and fork apart without `css_set_lock`,
 //! with no counter every fork into the cgroup shares.
 //!
-//! Each anchor (`anchor.rs`) counts the forks in flight through it (`nr_forking`,
-//! between can_fork and post_fork or cancel): a fork writes only its own anchor's
-//! line. rmdir, holding the node's registry and every anchor's member lock, raises
-//! the node's `closing` flag and then sums the anchors' counts. The two sides are a
-//! store, a `SeqCst` fence, then a load each (Dekker's handshake; the fences are
-//! totally ordered, so one side's load sees the other's store): a fork that did not
-//! see `closing` had counted itself before rmdir's loads, so rmdir sees it (EBUSY);
-//! a fork that sees `closing` uncounts itself and waits for rmdir's decision by taking
-//! its anchor's member lock, which rmdir holds until it has decided; then it reads
-//! `removed` (ENOENT) or tries again (rmdir failed and lowered the flag). A fork that
-//! was counted keeps its count until post_fork linked it, under that same lock: rmdir
-//! never removes a cgroup a fork is linking into, and a fork is refused with ENOENT
-//! only once `removed` is set. `tests/loom_fork_gate.rs` explores the interleavings.
+//! A fork into a cgroup that can be removed (every one but the root) reserves an entry
+//! in its anchor's member set at can_fork, under that anchor's member lock, unless the
+//! cgroup is removed already (ENOENT); post_fork fills the entry with the task, cancel
+//! gives it back (`members.rs`). rmdir decides holding the node's registry and every
+//! anchor's member lock: any entry, member or reservation, is EBUSY; none, and it sets
+//! `removed` before it lets the locks go. The two sides meet on the anchor's lock: a
+//! fork that took it first left its reservation for rmdir to see; one that takes it
+//! after sees `removed`. A fork is counted from can_fork until its member is in the set
+//! (one entry all along), so rmdir never removes a cgroup a fork is linking into, and
+//! a fork is refused with ENOENT only once `removed` is set. An anchor registered while
+//! rmdir decides cannot appear: registration checks `removed` under the registry lock,
+//! which rmdir holds. `tests/loom_fork_gate.rs` explores the interleavings.
 //!
-//! The Linux profiles count on the node under `css_set_lock` and never use the flag.
+//! It costs a fork the one atomic of the anchor's lock at can_fork (post_fork takes
+//! the lock anyway). The gate it replaces counted forks on the anchor and raised a flag
+//! on the node, with a `SeqCst` fence on each side: three atomics per fork.
+//!
+//! The root is never removed: forks into it reserve nothing. The Linux profiles count
+//! on the node under `css_set_lock` and never use this.
 
-use crate::sync::{AtomicBool, AtomicU64, Ordering, fence};
+use crate::members::MemberSet;
+use crate::sync::{AtomicBool, Ordering};
 
-/// can_fork: counts a fork in through its anchor; false (nothing counted) while
-/// rmdir is closing the cgroup (the caller waits on the anchor's member lock, then
-/// reads `removed`).
+/// can_fork, with the anchor's member set locked: reserves the fork's entry, or `None`
+/// (ENOENT) if rmdir has removed the cgroup.
 #[inline]
-pub(crate) fn enter(nr_forking: &AtomicU64, closing: &AtomicBool) -> bool {
-    nr_forking.fetch_add(1, Ordering::Relaxed);
-    // Pairs with rmdir's fence: either rmdir's loads see this count or this load sees
-    // its flag. (A `SeqCst` read-modify-write and load would do in the C++ model, but
-    // loom checks only the fence form; on x86 the cost is the same order.)
-    fence(Ordering::SeqCst);
-    if closing.load(Ordering::Relaxed) {
-        nr_forking.fetch_sub(1, Ordering::Relaxed);
+pub(crate) fn enter(members: &mut MemberSet, removed: &AtomicBool) -> Option<usize> {
+    // `Relaxed` would do: rmdir stores it under this same lock.
+    if removed.load(Ordering::Acquire) {
+        return None;
+    }
+    Some(members.reserve())
+}
+
+/// rmdir, with the node's registry and every anchor's member set locked: removes the
+/// cgroup (sets `removed`) if no anchor holds a member or a fork's reservation.
+pub(crate) fn close_if_idle<'a>(
+    mut sets: impl Iterator<Item = &'a MemberSet>,
+    removed: &AtomicBool,
+) -> bool {
+    if !sets.all(MemberSet::is_idle) {
         return false;
     }
+    removed.store(true, Ordering::Release);
     true
-}
-
-/// post_fork (after the member is linked) or cancel: the fork is done.
-#[inline]
-pub(crate) fn leave(nr_forking: &AtomicU64) {
-    nr_forking.fetch_sub(1, Ordering::Release);
-}
-
-/// rmdir, with the node's registry and every anchor's member lock held and no member
-/// linked: closes the cgroup if no fork is in flight through any anchor. On `false`
-/// the flag is down again (EBUSY); on `true` it stays up for good.
-pub(crate) fn close_if_idle<'a>(
-    closing: &AtomicBool,
-    mut anchors_forking: impl Iterator<Item = &'a AtomicU64>,
-) -> bool {
-    closing.store(true, Ordering::Relaxed);
-    // Pairs with every can_fork's fence (see `enter`).
-    fence(Ordering::SeqCst);
-    if anchors_forking.all(|n| n.load(Ordering::Relaxed) == 0) {
-        return true;
-    }
-    // Still under every anchor's lock: a fork that saw the flag waits for it.
-    closing.store(false, Ordering::Relaxed);
-    false
 }

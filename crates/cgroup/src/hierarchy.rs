@@ -133,12 +133,9 @@ pub(crate) struct Node {
     /// `None` on the root: the pids controller keeps no counter there.
     pub(crate) pids: Option<PidsCounter>,
     /// Set by rmdir, under `cgroup_mutex` and `css_set_lock` (`Scalable`: the node's
-    /// registry and every anchor's member lock, after `closing` was raised for good).
+    /// registry and every anchor's member lock; read by can_fork under its anchor's,
+    /// the fork gate of `fork_gate.rs`).
     pub(crate) removed: AtomicBool,
-    /// `Scalable` fork gate (`fork_gate.rs`): raised by rmdir while it decides, and for
-    /// good once it removed the cgroup; every can_fork reads it after counting itself
-    /// in on its anchor.
-    pub(crate) closing: AtomicBool,
     /// `cgrp->kill_seq`: bumped by cgroup.kill on this cgroup or an ancestor (under
     /// `css_set_lock`; `Scalable`: before the anchors are collected); read by can_fork
     /// and post_fork.
@@ -146,7 +143,7 @@ pub(crate) struct Node {
     /// Linux profiles: forks between can_fork and post_fork/cancel, incremented under
     /// `css_set_lock`, decremented by post_fork or cancel. rmdir refuses (EBUSY) while
     /// non-zero, as Linux's parent task (or `cgroup_mutex`, with CLONE_INTO_CGROUP)
-    /// keeps the cgroup populated. `Scalable` counts per anchor instead.
+    /// keeps the cgroup populated. `Scalable` reserves member-set entries instead.
     pub(crate) nr_forking: AtomicU64,
     /// Linux profiles: linked members in this cgroup and its descendants
     /// (`nr_populated_*`), written under `css_set_lock` with a load and a store; read
@@ -168,7 +165,6 @@ impl Node {
             parent,
             pids,
             removed: AtomicBool::new(false),
-            closing: AtomicBool::new(false),
             kill_seq: AtomicU64::new(0),
             nr_forking: AtomicU64::new(0),
             nr_populated: AtomicU64::new(0),
@@ -186,6 +182,14 @@ impl Node {
     /// This node and every ancestor up to and including the root.
     pub(crate) fn ancestors(&self) -> Ancestors<'_> {
         Ancestors(Some(self))
+    }
+
+    /// Whether a `Scalable` fork into this cgroup passes the fork gate (`fork_gate.rs`):
+    /// every cgroup but the root, which is never removed nor killed (a fork into it
+    /// counts itself nowhere and its `kill_seq` stays 0).
+    #[inline]
+    pub(crate) fn is_gated(&self) -> bool {
+        self.parent.is_some()
     }
 
     /// Whether a task here is charged to any pids level: every cgroup but the root

@@ -45,10 +45,10 @@
 //! | lock | kind | protects |
 //! |---|---|---|
 //! | `cgroup_mutex` | `parking_lot::Mutex` | the tree's shape: children, ids (mkdir, rmdir, kill's subtree walk) |
-//! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's anchor, `linked`, `populated`, `kill_seq`, `nr_forking`, `removed` (never taken under `Scalable`) |
-//! | a link's state | `parking_lot::Mutex` | its anchor (the current cgroup, its id mirrored in an atomic for lock-free reads) and its children's anchor |
+//! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's anchor and phase, `populated`, `kill_seq`, `nr_forking`, `removed` (never taken under `Scalable`) |
+//! | a link's state | spin lock (`spin.rs`: one atomic a round) | its anchor (the current cgroup, its id mirrored in an atomic for lock-free reads) and its children's anchor |
 //! | a cgroup's registry | `parking_lot::Mutex` | which anchors the cgroup has (anchor creation, rmdir's decision) |
-//! | an anchor's member set | `parking_lot::Mutex` | its members; inside `css_set_lock` under the Linux profiles; under `Scalable` the lock of membership (post_fork, task_dead, migration, kill, rmdir takes all of a cgroup's) |
+//! | an anchor's member set | spin lock (`spin.rs`) | its members and the phase of the links in it; inside `css_set_lock` under the Linux profiles; under `Scalable` the lock of membership (can_fork's reservation, post_fork, task_dead, migration, kill, rmdir takes all of a cgroup's) |
 //! | pids counters | atomics | `counter`, per-thread credits, `limit`, `peak`, events |
 //! | a pids level's `exact` lock | `parking_lot::Mutex` | the exact path: closing every credit shard, the decision, reopening. Taken only by a charge that finds the level's counter at its limit (with no other lock held), and by a reading of `pids.current` that raced it; a leaf: nothing is taken under it |
 //!
@@ -62,11 +62,15 @@
 //! task_dead. Migration and `cgroup.kill` take it once each, reading `cgroup.procs`
 //! once; release takes it only for a task that was never declared dead.
 //!
-//! Under `Scalable` nothing takes it: `can_fork` counts the fork on its anchor and
-//! reads rmdir's `closing` flag after a fence (`fork_gate.rs`), then charges each level
-//! (a credit parked by the thread's last uncharge, or the level's counter); post_fork
-//! and task_dead take the anchor's member lock; nothing keeps a populated count (it
-//! is computed when read). A task forking into its own cgroup
+//! Under `Scalable` nothing takes it: `can_fork` reserves the fork's entry in its
+//! anchor's member set under the anchor's lock (`fork_gate.rs`; not in the root,
+//! which is never removed), then charges each level (a credit parked by the thread's
+//! last uncharge, or the level's counter); post_fork and task_dead take the anchor's
+//! member lock, and release of a task charged to the root only takes nothing; nothing
+//! keeps a populated count (it is computed when read). The per-task locks are spin
+//! locks of one atomic a round: a life cycle in the root cgroup costs the cgroup code
+//! nine atomic read-modify-writes (four lock rounds, two anchor refcount pairs, the
+//! member's `Weak`). A task forking into its own cgroup
 //! ([`CssLink::can_fork`]) bumps no shared refcount: the child holds its parent's
 //! anchor. No lock, counter or refcount a life cycle in the root cgroup writes is
 //! shared with another parent's, and in a cgroup with `pids.max` only the rare
@@ -134,7 +138,7 @@
 //! assert_eq!(jobs.pids_current(), 0);
 //! # Ok::<(), Errno>(())
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod anchor;
 mod cgroup;
@@ -144,6 +148,7 @@ mod fork_gate;
 mod hierarchy;
 mod members;
 mod membership;
+mod spin;
 mod sync;
 
 pub use cgroup::{Cgroup, WeakCgroup};
@@ -202,60 +207,145 @@ pub mod loom_model {
         }
     }
 
+    /// The member and link-state spin lock's algorithm (`spin.rs`) on a loom flag,
+    /// guarding a loom cell: loom reports a data race if two holders overlap or a
+    /// holder's writes do not happen before the next holder's reads.
+    #[derive(Debug)]
+    pub struct Spin {
+        flag: loom::sync::atomic::AtomicBool,
+        value: loom::cell::UnsafeCell<u64>,
+    }
+
+    impl Default for Spin {
+        fn default() -> Spin {
+            Spin {
+                flag: loom::sync::atomic::AtomicBool::new(false),
+                value: loom::cell::UnsafeCell::new(0),
+            }
+        }
+    }
+
+    impl Spin {
+        /// Lock, read-modify-write the value, unlock.
+        pub fn increment(&self) {
+            crate::spin::lock(&self.flag);
+            self.bump();
+            crate::spin::unlock(&self.flag);
+        }
+
+        /// As [`Spin::increment`] if the lock is free; whether it was.
+        pub fn try_increment(&self) -> bool {
+            if !crate::spin::try_lock(&self.flag) {
+                return false;
+            }
+            self.bump();
+            crate::spin::unlock(&self.flag);
+            true
+        }
+
+        /// Whether the lock is held.
+        pub fn is_locked(&self) -> bool {
+            self.flag.load(std::sync::atomic::Ordering::SeqCst)
+        }
+
+        /// The value (under the lock).
+        pub fn value(&self) -> u64 {
+            crate::spin::lock(&self.flag);
+            let v = self.value.with(|p| {
+                // SAFETY: the lock is held, so no holder writes the cell meanwhile
+                // (loom reports it otherwise: that is the model's check).
+                #[allow(unsafe_code)]
+                unsafe {
+                    *p
+                }
+            });
+            crate::spin::unlock(&self.flag);
+            v
+        }
+
+        fn bump(&self) {
+            self.value.with_mut(|p| {
+                // SAFETY: called with the lock held: the cell's only accessor now
+                // (loom reports it otherwise: that is the model's check).
+                #[allow(unsafe_code)]
+                unsafe {
+                    *p += 1;
+                }
+            });
+        }
+    }
+
     /// One cgroup's `Scalable` fork gate with two anchors, driven through the crate's
-    /// own gate functions: each anchor's fork count and a loom mutex standing for its
-    /// member lock (holding its member count), the node's `closing` and `removed`.
+    /// own gate functions: each anchor's member set behind a loom mutex standing for
+    /// its member lock, and the node's `removed`.
     #[derive(Debug)]
     pub struct Gate {
-        closing: crate::sync::AtomicBool,
         removed: crate::sync::AtomicBool,
-        forking: [crate::sync::AtomicU64; 2],
-        members: [loom::sync::Mutex<u64>; 2],
+        members: [loom::sync::Mutex<MemberSet>; 2],
+    }
+
+    /// A member set, for the model (its `Debug` shows nothing).
+    pub struct MemberSet(crate::members::MemberSet);
+
+    impl core::fmt::Debug for MemberSet {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.write_str("MemberSet")
+        }
+    }
+
+    /// The model's task: no member a reader would upgrade.
+    struct Task;
+
+    impl crate::CgroupMember for Task {
+        fn tgid(&self) -> i32 {
+            1
+        }
+        fn is_group_leader(&self) -> bool {
+            true
+        }
+        fn kill(&self) {}
     }
 
     impl Default for Gate {
         fn default() -> Gate {
             Gate {
-                closing: crate::sync::AtomicBool::new(false),
                 removed: crate::sync::AtomicBool::new(false),
-                forking: [
-                    crate::sync::AtomicU64::new(0),
-                    crate::sync::AtomicU64::new(0),
+                members: [
+                    loom::sync::Mutex::new(MemberSet(Default::default())),
+                    loom::sync::Mutex::new(MemberSet(Default::default())),
                 ],
-                members: [loom::sync::Mutex::new(0), loom::sync::Mutex::new(0)],
             }
         }
     }
 
     impl Gate {
-        /// can_fork through anchor `a` (waiting out an rmdir deciding), then post_fork
-        /// (link under the anchor's lock, leave): false if the cgroup was removed.
+        /// can_fork through anchor `a` (reserve an entry under its lock unless removed),
+        /// then post_fork (fill it under the lock): false if the cgroup was removed.
         pub fn fork(&self, a: usize) -> bool {
-            while !crate::fork_gate::enter(&self.forking[a], &self.closing) {
-                drop(self.members[a].lock().expect("member lock"));
-                if self.is_removed() {
-                    return false;
-                }
-            }
-            *self.members[a].lock().expect("member lock") += 1;
-            crate::fork_gate::leave(&self.forking[a]);
+            let slot = {
+                let mut set = self.members[a].lock().expect("member lock");
+                crate::fork_gate::enter(&mut set.0, &self.removed)
+            };
+            let Some(slot) = slot else {
+                return false;
+            };
+            let task: std::sync::Weak<dyn crate::CgroupMember> = std::sync::Weak::<Task>::new();
+            self.members[a]
+                .lock()
+                .expect("member lock")
+                .0
+                .fill(slot, task);
             true
         }
 
-        /// rmdir: every anchor's lock, no member, no fork in flight closes it; then
-        /// the `removed` flag, as `Cgroup::rmdir` stores it, before the locks go.
+        /// rmdir: every anchor's lock; no member and no reservation removes it.
         pub fn rmdir(&self) -> bool {
             let sets: Vec<_> = self
                 .members
                 .iter()
                 .map(|m| m.lock().expect("member lock"))
                 .collect();
-            let closed = sets.iter().all(|s| **s == 0)
-                && crate::fork_gate::close_if_idle(&self.closing, self.forking.iter());
-            if closed {
-                self.removed.store(true, crate::sync::Ordering::Release);
-            }
-            closed
+            crate::fork_gate::close_if_idle(sets.iter().map(|s| &s.0), &self.removed)
         }
 
         /// `Cgroup::is_removed`.
@@ -263,11 +353,11 @@ pub mod loom_model {
             self.removed.load(crate::sync::Ordering::Acquire)
         }
 
-        /// Linked members counted, over both anchors.
+        /// Linked members counted, over both anchors (reservations left out).
         pub fn populated(&self) -> u64 {
             self.members
                 .iter()
-                .map(|m| *m.lock().expect("member lock"))
+                .map(|m| m.lock().expect("member lock").0.linked() as u64)
                 .sum()
         }
     }

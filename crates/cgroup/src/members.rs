@@ -7,11 +7,31 @@
 //! allocation once the slab has grown to the anchor's high-water mark). Order is kept
 //! by the serials instead of by position: the rare readers (`cgroup.procs`,
 //! `cgroup.threads`) sort what they collect, so the life cycle pays nothing for it.
+//!
+//! Under `Scalable` a fork into a cgroup that can be removed reserves its entry at
+//! can_fork (a *reserved* entry: no member yet, no serial) and fills it at post_fork:
+//! rmdir, which decides under every anchor's lock, sees the fork in flight as an entry
+//! (EBUSY), and a fork that takes the lock after rmdir decided sees the cgroup
+//! removed (ENOENT). Readers skip reserved entries: their member never upgrades.
 
 use slab::Slab;
 
 use crate::membership::CgroupMember;
 use crate::sync::Weak;
+
+/// The member type of a reserved entry: its `Weak` never upgrades (and costs nothing
+/// to make or drop: `Weak::new` allocates nothing).
+struct Reserved;
+
+impl CgroupMember for Reserved {
+    fn tgid(&self) -> i32 {
+        unreachable!("a reserved entry has no member")
+    }
+    fn is_group_leader(&self) -> bool {
+        unreachable!("a reserved entry has no member")
+    }
+    fn kill(&self) {}
+}
 
 /// One member and its link serial: 24 bytes (32 in the slab), one per live task.
 struct Entry {
@@ -24,6 +44,8 @@ struct Entry {
 /// `Scalable`).
 pub(crate) struct MemberSet {
     slots: Slab<Entry>,
+    /// Entries reserved by a fork in flight (can_fork to post_fork or cancel).
+    reserved: usize,
     /// The serial [`append`](MemberSet::append) gives next (`Scalable`: serials are per
     /// anchor, drawn under this set's lock, instead of one runtime-wide counter).
     next_serial: u64,
@@ -33,6 +55,7 @@ impl Default for MemberSet {
     fn default() -> Self {
         MemberSet {
             slots: Slab::new(),
+            reserved: 0,
             next_serial: 1,
         }
     }
@@ -57,6 +80,37 @@ impl MemberSet {
         self.slots.insert(Entry { serial, member })
     }
 
+    /// Reserves an entry for a fork in flight (see the module essay); returns its key,
+    /// for [`fill`](MemberSet::fill) or [`unreserve`](MemberSet::unreserve).
+    #[inline]
+    pub(crate) fn reserve(&mut self) -> usize {
+        self.reserved += 1;
+        self.slots.insert(Entry {
+            serial: 0,
+            member: Weak::<Reserved>::new(),
+        })
+    }
+
+    /// Puts `member` in the entry `key` reserved, after every member already here
+    /// (as [`append`](MemberSet::append)); returns `key`.
+    #[inline]
+    pub(crate) fn fill(&mut self, key: usize, member: Weak<dyn CgroupMember>) -> usize {
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        let e = self.slots.get_mut(key).expect("a reserved entry");
+        debug_assert!(e.member.upgrade().is_none() && e.serial == 0, "reserved");
+        *e = Entry { serial, member };
+        self.reserved -= 1;
+        key
+    }
+
+    /// Gives back the entry `key` reserved (the fork failed, or its task is gone).
+    pub(crate) fn unreserve(&mut self, key: usize) {
+        let e = self.slots.try_remove(key);
+        debug_assert!(e.is_some_and(|e| e.serial == 0), "a reserved entry");
+        self.reserved -= 1;
+    }
+
     /// Removes the entry `key` (from [`insert`](MemberSet::insert)): its serial and
     /// member; `None` if there is none.
     #[inline]
@@ -76,8 +130,14 @@ impl MemberSet {
         self.slots.iter().map(|(_, e)| (e.serial, &e.member))
     }
 
-    /// Whether no member is linked here.
+    /// Whether no member is linked here (reserved entries are not members).
     pub(crate) fn is_empty(&self) -> bool {
+        self.slots.len() == self.reserved
+    }
+
+    /// Whether no member is linked here and no fork holds a reserved entry (rmdir's
+    /// test).
+    pub(crate) fn is_idle(&self) -> bool {
         self.slots.is_empty()
     }
 
@@ -85,6 +145,12 @@ impl MemberSet {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.slots.len()
+    }
+
+    /// How many members are linked (reservations left out), for the loom model.
+    #[cfg(loom)]
+    pub(crate) fn linked(&self) -> usize {
+        self.slots.len() - self.reserved
     }
 }
 
@@ -148,6 +214,34 @@ mod tests {
         // Reuses the freed slot, still listed last.
         s.append(Arc::downgrade(&ms[3]));
         assert_eq!(tgids(&s), vec![0, 1, 3]);
+    }
+
+    #[test]
+    fn reserved_entries_keep_rmdir_off_but_are_not_members() {
+        let m: Arc<dyn CgroupMember> = Arc::new(M(9));
+        let mut s = MemberSet::default();
+        s.append(Arc::downgrade(&m));
+        let r = s.reserve();
+        let gone = s.reserve();
+        assert!(!s.is_idle() && !s.is_empty());
+        let live: Vec<i32> = s
+            .values()
+            .filter_map(|w| Some(w.upgrade()?.tgid()))
+            .collect();
+        assert_eq!(live, vec![9], "a reserved entry lists nothing");
+        s.unreserve(gone);
+        assert_eq!(s.fill(r, Arc::downgrade(&m)), r);
+        assert_eq!(tgids(&s), vec![9, 9]);
+        assert_eq!(s.len(), 2);
+        let mut e = MemberSet::default();
+        let k = e.reserve();
+        assert!(
+            e.is_empty() && !e.is_idle(),
+            "a fork in flight is no member"
+        );
+        assert_eq!(e.values().filter(|w| w.upgrade().is_some()).count(), 0);
+        e.unreserve(k);
+        assert!(e.is_empty() && e.is_idle());
     }
 
     #[test]

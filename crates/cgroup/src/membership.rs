@@ -19,7 +19,6 @@
 
 use core::fmt;
 
-use parking_lot::{Mutex, MutexGuard};
 use uproc_abi::Errno;
 
 use crate::Cgroup;
@@ -28,7 +27,8 @@ use crate::controller::pids;
 use crate::fork_gate;
 use crate::hierarchy::{Hierarchy, common_ancestor};
 use crate::members::MemberSet;
-use crate::sync::{Arc, AtomicBool, AtomicU32, AtomicU64, Ordering, Weak};
+use crate::spin::{SpinGuard, SpinMutex};
+use crate::sync::{Arc, AtomicU8, AtomicU32, AtomicU64, Ordering, Weak};
 
 /// What the cgroup code knows of a task. The task list implements it; cgroup knows
 /// nothing of pids otherwise.
@@ -178,6 +178,9 @@ pub struct ForkCharge {
     anchor: Arc<Anchor>,
     /// `kill_seq` read under `css_set_lock` at can_fork (`cgroup_css_set_fork`).
     kill_seq: u64,
+    /// `Scalable`, a cgroup that can be removed: the member-set entry reserved at
+    /// can_fork (rmdir is EBUSY while it is there), [`NO_SLOT`] otherwise.
+    slot: u32,
     armed: bool,
 }
 
@@ -209,19 +212,52 @@ pub struct CssLink {
     /// Lock order: `css_set_lock` -> `state` -> a node's registry -> anchors' member
     /// locks (`Scalable`: no `css_set_lock`; two anchors by address). `release` takes
     /// `state` alone.
-    state: Mutex<LinkState>,
-    /// This link's entry in its anchor's member set (meaningful while linked). Stored
-    /// by post_fork before `linked` is published, then changed only by migration with
-    /// `state` held; narrow, so that the link stays small (one per task).
+    state: SpinMutex<LinkState>,
+    /// This link's entry in its anchor's member set (meaningful while linked). Written
+    /// under the anchor's member lock (post_fork, migration), read under it.
     key: AtomicU32,
-    /// Between post_fork and task_dead. Set by post_fork (`SeqCst`, after `key` and
-    /// `charged`), cleared under `state` (and `css_set_lock` under the Linux profiles).
-    linked: AtomicBool,
-    /// Still counted in the pids controller (until release). Set by post_fork before
-    /// `linked`; cleared (swap) under `state`, read by migration under it.
-    charged: AtomicBool,
+    /// Where the link is in its life ([`PREPARED`], [`LINKED`], [`UNLINKED`],
+    /// [`DEAD_EARLY`], [`RELEASED_EARLY`]). Changed only under the member lock of the
+    /// link's anchor (and `css_set_lock` under the Linux profiles), so post_fork,
+    /// task_dead, release and migration decide on one value each, in one order; read
+    /// without a lock (`Acquire`) only to skip work for a link past the step.
+    phase: AtomicU8,
+    /// What release has to uncharge ([`NOT_CHARGED`], [`CHARGED_TO_ROOT`],
+    /// [`CHARGED_TO_LEVELS`]). Set with the phase by post_fork, then written only
+    /// under `state` (migration, and release for pids levels) or, for a root charge,
+    /// cleared by release once the link is unlinked for good.
+    charged: AtomicU8,
     /// `Profile::Scalable` (no `css_set_lock`), fixed with the hierarchy.
     scalable: bool,
+}
+
+/// [`CssLink::phase`]: built by `prepare_link`, post_fork not run yet.
+const PREPARED: u8 = 0;
+/// In its anchor's member set (between post_fork and task_dead).
+const LINKED: u8 = 1;
+/// Out of the member set for good: task_dead ran after post_fork, or post_fork found
+/// the task already dead (or released) and did not link it.
+const UNLINKED: u8 = 2;
+/// task_dead ran before post_fork: post_fork hands the charge over without linking.
+const DEAD_EARLY: u8 = 3;
+/// release ran before post_fork: post_fork uncharges instead of handing the charge over.
+const RELEASED_EARLY: u8 = 4;
+
+/// [`CssLink::charged`]: nothing to uncharge (released, or post_fork not run yet).
+const NOT_CHARGED: u8 = 0;
+/// Charged to the root, which keeps no pids counter: release only clears the flag.
+const CHARGED_TO_ROOT: u8 = 1;
+/// Charged to the pids levels of the current cgroup: release uncharges them.
+const CHARGED_TO_LEVELS: u8 = 2;
+
+/// The [`CssLink::charged`] value of a task charged to `node`.
+#[inline]
+fn charge_kind(node: &crate::hierarchy::Node) -> u8 {
+    if node.is_charged_to() {
+        CHARGED_TO_LEVELS
+    } else {
+        CHARGED_TO_ROOT
+    }
 }
 
 struct LinkState {
@@ -239,29 +275,34 @@ fn narrow_key(key: usize) -> u32 {
     u32::try_from(key).expect("fewer than 2^32 members in one anchor")
 }
 
+/// [`ForkCharge::slot`] of a fork that reserved no entry.
+const NO_SLOT: u32 = u32::MAX;
+
 /// `cgroup_can_fork` through `anchor` (an anchor of the cgroup the child goes to).
 #[inline]
 fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
     let cg = &anchor.cg;
     let node = &cg.node;
-    let kill_seq = if cg.hier.is_scalable() {
-        // No lock: count the fork in on the anchor, then look at rmdir's flag (the
-        // fork gate). Refused only once rmdir has decided and removed the cgroup.
-        while !fork_gate::enter(&anchor.nr_forking, &node.closing) {
-            // rmdir decides holding every anchor's member lock: wait for it.
-            drop(anchor.members.lock());
-            if node.is_removed() {
-                return Err(Errno::ENOENT);
-            }
-        }
-        node.kill_seq.load(Ordering::Acquire)
-    } else {
+    let (kill_seq, slot) = if !cg.hier.is_scalable() {
         let _css = cg.hier.css_set_lock.lock();
         if node.is_removed() {
             return Err(Errno::ENOENT);
         }
         node.nr_forking.fetch_add(1, Ordering::AcqRel);
-        node.kill_seq.load(Ordering::Relaxed)
+        (node.kill_seq.load(Ordering::Relaxed), NO_SLOT)
+    } else if node.is_gated() {
+        // rmdir decides under every anchor's member lock: either it sees this fork's
+        // reserved entry (EBUSY), or this fork, taking the lock after, sees the
+        // cgroup removed. The entry is filled at post_fork, given back at cancel.
+        let reserved = fork_gate::enter(&mut anchor.members.lock(), &node.removed);
+        let Some(slot) = reserved else {
+            return Err(Errno::ENOENT);
+        };
+        let slot = narrow_key(slot);
+        (node.kill_seq.load(Ordering::Acquire), slot)
+    } else {
+        // The root: never removed, never killed (its kill_seq stays 0).
+        (0, NO_SLOT)
     };
     // The root has no pids level (and no cgroup below it lacks one): nothing to charge.
     let charged = if node.is_charged_to() {
@@ -270,24 +311,26 @@ fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
         Ok(())
     };
     if let Err(level) = charged {
-        leave_gate(&anchor);
+        leave_gate(&anchor, slot);
         cg.pids_event(level);
         return Err(Errno::EAGAIN);
     }
     Ok(ForkCharge {
         anchor,
         kill_seq,
+        slot,
         armed: true,
     })
 }
 
-/// A fork through `anchor` is done (post_fork or cancel): the gate count it took.
+/// A fork through `anchor` failed after can_fork: what it did to keep rmdir off
+/// (`slot`: its reserved entry under `Scalable`) is undone.
 #[inline]
-fn leave_gate(anchor: &Anchor) {
-    if anchor.cg.hier.is_scalable() {
-        fork_gate::leave(&anchor.nr_forking);
-    } else {
-        fork_gate::leave(&anchor.cg.node.nr_forking);
+fn leave_gate(anchor: &Anchor, slot: u32) {
+    if !anchor.cg.hier.is_scalable() {
+        anchor.cg.node.nr_forking.fetch_sub(1, Ordering::Release);
+    } else if slot != NO_SLOT {
+        anchor.members.lock().unreserve(slot as usize);
     }
 }
 
@@ -366,13 +409,18 @@ impl Cgroup {
             for link in links {
                 // Rule: css_set_lock -> link state -> anchors' member sets.
                 let mut st = link.state.lock();
-                if !link.linked.load(Ordering::Relaxed) || Arc::ptr_eq(&st.anchor.cg.node, dest) {
+                if Arc::ptr_eq(&st.anchor.cg.node, dest) {
                     continue;
                 }
                 let src_anchor = st.anchor.clone();
                 let src = &src_anchor.cg.node;
                 // `Scalable`: both member sets, by address (no css_set_lock).
                 let (mut src_set, mut dest_set) = lock_pair(&src_anchor, &dest_anchor);
+                // The phase changes only under the source's member lock: a link not
+                // linked (dead, or not linked yet) stays where its charge is.
+                if link.phase.load(Ordering::Relaxed) != LINKED {
+                    continue;
+                }
                 if scalable && dest.is_removed() {
                     // rmdir won the race before anything moved in (a populated cgroup
                     // cannot be removed): report it as the locked profiles would.
@@ -382,13 +430,14 @@ impl Cgroup {
                     break;
                 }
                 let ca = common_ancestor(src, dest);
-                if link.charged.load(Ordering::Relaxed) {
-                    // pids_can_attach: charge the new css, uncharge the old one. The
-                    // common ancestors would see +1 -1; they are skipped so their peak
-                    // does not move.
-                    pids::charge(dest.pids_levels_below(ca));
-                    pids::uncharge_shared(src.pids_levels_below(ca));
-                }
+                // A linked link holds its charge (post_fork hands both at once).
+                debug_assert_ne!(link.charged.load(Ordering::Relaxed), NOT_CHARGED);
+                // pids_can_attach: charge the new css, uncharge the old one. The common
+                // ancestors would see +1 -1; they are skipped so their peak does not
+                // move.
+                pids::charge(dest.pids_levels_below(ca));
+                pids::uncharge_shared(src.pids_levels_below(ca));
+                link.charged.store(charge_kind(dest), Ordering::Relaxed);
                 let m = src_set.remove(link.key.load(Ordering::Relaxed) as usize);
                 debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
                 if let Some((serial, m)) = m {
@@ -526,7 +575,7 @@ impl ForkCharge {
         if node.is_charged_to() {
             pids::uncharge(node.pids_levels());
         }
-        leave_gate(&self.anchor);
+        leave_gate(&self.anchor, self.slot);
     }
 
     /// `cgroup_post_fork`: link the new task into the cgroup (`css_set_lock`
@@ -552,13 +601,13 @@ impl ForkCharge {
     pub fn prepare_link(&self) -> CssLink {
         CssLink {
             current_id: AtomicU64::new(self.anchor.cg.node.id),
-            state: Mutex::new(LinkState {
+            state: SpinMutex::new(LinkState {
                 anchor: self.anchor.clone(),
                 children: None,
             }),
             key: AtomicU32::new(0),
-            linked: AtomicBool::new(false),
-            charged: AtomicBool::new(false),
+            phase: AtomicU8::new(PREPARED),
+            charged: AtomicU8::new(NOT_CHARGED),
             scalable: self.anchor.cg.hier.is_scalable(),
         }
     }
@@ -569,54 +618,102 @@ impl ForkCharge {
     /// The member set keeps `member`; the link itself names no member (a link held
     /// inline is found through its member, [`CgroupMember::css`]).
     pub fn post_fork_link(mut self, link: &CssLink, member: Weak<dyn CgroupMember>) -> bool {
+        // The charge goes to the link (or, for a task released already, is undone
+        // here): no longer this ForkCharge's to cancel.
         self.armed = false;
         let anchor = &self.anchor;
-        let hier = &anchor.cg.hier;
+        debug_assert!(
+            Arc::ptr_eq(&link.state.lock().anchor, anchor),
+            "a link prepared by this charge"
+        );
         let node = &anchor.cg.node;
-        let (killed, key) = if link.scalable {
+        let kind = charge_kind(node);
+        let (killed, adopted) = if link.scalable {
             // The anchor's member lock stands for css_set_lock: cgroup.kill collects
-            // under it after bumping kill_seq, rmdir decides under it. The serial comes
-            // from the anchor's own set (no runtime-wide counter every fork would
-            // write); it only orders entries inside that set.
+            // under it after bumping kill_seq, rmdir decides under it, and every change
+            // of the link's phase is made under it. The serial comes from the anchor's
+            // own set (no runtime-wide counter every fork would write); it only orders
+            // entries inside that set.
             let mut members = anchor.members.lock();
             let killed = node.kill_seq.load(Ordering::Acquire) != self.kill_seq;
-            let key = members.append(member);
+            let slot = self.slot;
+            let adopted = link.adopt(&mut members, kind, |m| match slot {
+                NO_SLOT => m.append(member),
+                // The entry reserved at can_fork: rmdir saw it all along.
+                slot => m.fill(slot as usize, member),
+            });
+            if adopted != Adopted::Linked && slot != NO_SLOT {
+                members.unreserve(slot as usize);
+            }
             drop(members);
-            // After the member is linked: rmdir sees one or the other.
-            fork_gate::leave(&anchor.nr_forking);
-            (killed, key)
+            (killed, adopted)
         } else {
-            let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
-            let _css = hier.css_set_lock.lock();
-            debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
-            let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
-            let key = anchor.members.lock().insert(serial, member);
+            self.link_under_css_set_lock(link, member, kind)
+        };
+        if killed || adopted == Adopted::Released {
+            self.after_post_fork_race(killed, adopted);
+        }
+        killed
+    }
+
+    /// post_fork's linking under the Linux profiles: `css_set_lock` -> the anchor's
+    /// member lock, at a runtime-wide serial, `nr_populated` up to the root. Returns
+    /// `killed` and what the link became. Apart from the `Scalable` path, so that its
+    /// registers and code stay out of it.
+    #[inline(never)]
+    fn link_under_css_set_lock(
+        &self,
+        link: &CssLink,
+        member: Weak<dyn CgroupMember>,
+        kind: u8,
+    ) -> (bool, Adopted) {
+        let hier = &self.anchor.cg.hier;
+        let node = &self.anchor.cg.node;
+        let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
+        let _css = hier.css_set_lock.lock();
+        debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
+        let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
+        let adopted = link.adopt(&mut self.anchor.members.lock(), kind, |m| {
+            m.insert(serial, member)
+        });
+        if adopted == Adopted::Linked {
             // Every writer of `nr_populated` holds css_set_lock: a load and a store
             // suffice (no read-modify-write per level).
             for n in node.ancestors() {
                 let v = n.nr_populated.load(Ordering::Relaxed);
                 n.nr_populated.store(v + 1, Ordering::Release);
             }
-            fork_gate::leave(&node.nr_forking);
-            (killed, key)
-        };
-        // Filled in after the member lock, without the state lock: the member set
-        // holds the task, not the link; every reader of `key` and `charged` (task_dead,
-        // release, migration) acts only on a link it saw linked, which this `SeqCst`
-        // store publishes last. A concurrent exit or release that saw the link
-        // unlinked is caught by the caller's re-check.
-        debug_assert!(
-            Arc::ptr_eq(&link.state.lock().anchor, anchor),
-            "a link prepared by this charge"
-        );
-        link.key.store(narrow_key(key), Ordering::Relaxed);
-        link.charged.store(true, Ordering::Relaxed);
-        link.linked.store(true, Ordering::SeqCst);
+        }
+        // After the member is linked: rmdir sees one or the other.
+        node.nr_forking.fetch_sub(1, Ordering::Release);
+        (killed, adopted)
+    }
+
+    /// What post_fork does after a race: a task reaped before it was linked gives the
+    /// charge back; a `cgroup.kill` between can_fork and post_fork is logged.
+    #[cold]
+    #[inline(never)]
+    fn after_post_fork_race(&self, killed: bool, adopted: Adopted) {
+        let node = &self.anchor.cg.node;
+        if adopted == Adopted::Released && node.is_charged_to() {
+            // Reaped before it was linked: the charge leaves with the fork.
+            pids::uncharge(node.pids_levels());
+        }
         if killed {
             tracing::debug!(path = %node.path(), "fork raced with cgroup.kill: child killed");
         }
-        killed
     }
+}
+
+/// What post_fork did with a prepared link ([`CssLink::adopt`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Adopted {
+    /// Linked into the member set; it holds the charge.
+    Linked,
+    /// Dead already: not linked, but it holds the charge (a zombie counts).
+    Dead,
+    /// Released already: neither linked nor charged; the caller uncharges.
+    Released,
 }
 
 impl Drop for ForkCharge {
@@ -630,6 +727,7 @@ impl fmt::Debug for ForkCharge {
         f.debug_struct("ForkCharge")
             .field("cgroup", &self.anchor.cg)
             .field("kill_seq", &self.kill_seq)
+            .field("slot", &self.slot)
             .field("armed", &self.armed)
             .finish()
     }
@@ -684,33 +782,70 @@ impl CssLink {
         core::ptr::eq(Arc::as_ptr(&self.state.lock().anchor.cg.hier), h)
     }
 
+    /// post_fork's step on a prepared link, under its anchor's member lock (and
+    /// `css_set_lock` under the Linux profiles): link it (`insert` puts the member in
+    /// the set) and hand it the charge of kind `kind`; or, if task_dead or release
+    /// already ran (they found it prepared and left it to this step), hand over the
+    /// charge without linking, or neither.
+    #[inline]
+    fn adopt(
+        &self,
+        members: &mut MemberSet,
+        kind: u8,
+        insert: impl FnOnce(&mut MemberSet) -> usize,
+    ) -> Adopted {
+        let (phase, charged, adopted) = match self.phase.load(Ordering::Relaxed) {
+            PREPARED => {
+                self.key
+                    .store(narrow_key(insert(members)), Ordering::Relaxed);
+                (LINKED, kind, Adopted::Linked)
+            }
+            DEAD_EARLY => (UNLINKED, kind, Adopted::Dead),
+            phase => {
+                debug_assert_eq!(phase, RELEASED_EARLY, "post_fork runs once per link");
+                (UNLINKED, NOT_CHARGED, Adopted::Released)
+            }
+        };
+        self.charged.store(charged, Ordering::Relaxed);
+        // `Release`: a reader that sees the phase without the lock sees `charged`.
+        self.phase.store(phase, Ordering::Release);
+        adopted
+    }
+
     /// `cgroup_task_dead` (after the task's last switch): unlink it (`css_set_lock`
     /// acquisition #3 of its life; `Scalable`: the link's state and its anchor's
     /// member lock only). The cgroup may become unpopulated; the pids charge stays
-    /// until [`release`](CssLink::release). Idempotent: an unlinked task takes no lock.
+    /// until [`release`](CssLink::release). Idempotent: a task unlinked already takes
+    /// no lock. On a link post_fork has not linked yet it takes the locks and marks
+    /// it dead, so that post_fork does not link it.
     pub fn task_dead(&self) {
-        if !self.linked.load(Ordering::Acquire) {
-            return;
+        if matches!(self.phase.load(Ordering::Acquire), PREPARED | LINKED) {
+            self.unlink(false);
         }
-        // Linux profiles: css_set_lock comes before the state (the hierarchy is the
-        // same whatever the anchor).
-        let hier = (!self.scalable).then(|| self.state.lock().anchor.cg.hier.clone());
-        let _css = hier.as_ref().map(|h| h.css_set_lock.lock());
+    }
+
+    /// task_dead's step under the locks, and release's for a link post_fork has not
+    /// linked yet (`released`): the phase decides, under the anchor's member lock.
+    #[inline(never)]
+    fn unlink(&self, released: bool) {
+        if !self.scalable {
+            return self.unlink_under_css_set_lock(released);
+        }
+        // Rule: link state -> member set.
+        let st = self.state.lock();
+        self.unlink_locked(&mut st.anchor.members.lock(), released);
+    }
+
+    /// [`unlink`](CssLink::unlink) under the Linux profiles: `css_set_lock` comes
+    /// before the state (the hierarchy is the same whatever the anchor), and a task
+    /// unlinked leaves `nr_populated` of its cgroup and every ancestor.
+    #[inline(never)]
+    fn unlink_under_css_set_lock(&self, released: bool) {
+        let hier = self.state.lock().anchor.cg.hier.clone();
+        let _css = hier.css_set_lock.lock();
         // Rule: css_set_lock -> link state -> member set.
         let st = self.state.lock();
-        // `linked` is only ever cleared here, with the state lock held: a load and a
-        // store decide it as a swap would.
-        if !self.linked.load(Ordering::Relaxed) {
-            return;
-        }
-        self.linked.store(false, Ordering::Release);
-        let m = st
-            .anchor
-            .members
-            .lock()
-            .remove(self.key.load(Ordering::Relaxed) as usize);
-        debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
-        if !self.scalable {
+        if self.unlink_locked(&mut st.anchor.members.lock(), released) {
             for n in st.anchor.cg.node.ancestors() {
                 // Written only under css_set_lock (held): load and store.
                 let old = n.nr_populated.load(Ordering::Relaxed);
@@ -720,55 +855,93 @@ impl CssLink {
         }
     }
 
+    /// The phase step of [`unlink`](CssLink::unlink), with the link's anchor's member
+    /// set locked: true if it took a linked task out of the set.
+    #[inline]
+    fn unlink_locked(&self, members: &mut MemberSet, released: bool) -> bool {
+        let next = match self.phase.load(Ordering::Relaxed) {
+            LINKED => {
+                let m = members.remove(self.key.load(Ordering::Relaxed) as usize);
+                debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
+                UNLINKED
+            }
+            PREPARED | DEAD_EARLY if released => RELEASED_EARLY,
+            PREPARED => DEAD_EARLY,
+            _ => return false,
+        };
+        self.phase.store(next, Ordering::Release);
+        next == UNLINKED
+    }
+
     /// `cgroup_release` at reap (pids: `pids_release`): uncharge the pids controller
     /// from the task's *current* cgroup; zombies count until this. Takes
     /// `css_set_lock` (never under `Scalable`) only if the task was never declared
     /// dead (then it unlinks first, as Linux does for a task still on a list).
-    /// Idempotent.
+    /// Idempotent. A task charged to the root only (which keeps no counter) takes
+    /// no lock and no atomic read-modify-write.
     #[inline]
     pub fn release(&self) {
-        if self.linked.load(Ordering::Acquire) {
-            self.task_dead();
+        // Linked: unlink first. Not linked by post_fork yet: tell it (under the
+        // anchor's lock) to uncharge, or, if it has linked meanwhile, unlink.
+        if !matches!(
+            self.phase.load(Ordering::Acquire),
+            UNLINKED | RELEASED_EARLY
+        ) {
+            self.unlink(true);
         }
-        // Released already (or never charged: no lock at all, as in the drop of a
-        // reaped task's link, which is part of every task's final drop: this check is
-        // inlined there, the uncharge is not).
-        if self.charged.load(Ordering::Acquire) {
-            self.uncharge();
+        self.drop_charge();
+    }
+
+    /// The charge part of [`release`](CssLink::release).
+    #[inline]
+    fn drop_charge(&self) {
+        match self.charged.load(Ordering::Acquire) {
+            NOT_CHARGED => {}
+            // Nothing counted anywhere, and no migration moves an unlinked link: a
+            // store ends it (a racing release stores the same).
+            CHARGED_TO_ROOT => self.charged.store(NOT_CHARGED, Ordering::Relaxed),
+            _ => self.uncharge(),
         }
     }
 
-    /// The charged part of [`release`](CssLink::release).
+    /// The pids part of [`release`](CssLink::release).
     fn uncharge(&self) {
         // The swap under the state lock: a migration moves the charge under it, so
         // the cgroup uncharged is the one that holds it.
         let st = self.state.lock();
-        if !self.charged.swap(false, Ordering::AcqRel) {
+        // Every write of `charged` after post_fork's (which this release saw, or it
+        // would have found nothing to uncharge) is made under the state lock: a load
+        // and a store decide it as a swap would.
+        if self.charged.load(Ordering::Relaxed) != CHARGED_TO_LEVELS {
             return;
         }
+        self.charged.store(NOT_CHARGED, Ordering::Relaxed);
         // Uncharged under the state lock (plain atomics, no lock taken): no clone of
         // the cgroup handle just to release it after.
-        let node = &st.anchor.cg.node;
-        if node.is_charged_to() {
-            pids::uncharge(node.pids_levels());
-        }
+        pids::uncharge(st.anchor.cg.node.pids_levels());
     }
 
     /// Whether the task is linked (between post_fork and task_dead).
     pub fn is_linked(&self) -> bool {
-        self.linked.load(Ordering::Acquire)
+        self.phase.load(Ordering::Acquire) == LINKED
     }
 
     /// Whether the task still counts in `pids.current` (until release).
     pub fn is_charged(&self) -> bool {
-        self.charged.load(Ordering::Acquire)
+        self.charged.load(Ordering::Acquire) != NOT_CHARGED
     }
 }
 
 impl Drop for CssLink {
     #[inline]
     fn drop(&mut self) {
-        self.release();
+        // Nothing can post_fork a link being dropped: a prepared (or early dead)
+        // link's charge is still its ForkCharge's. A reaped task's link (the common
+        // case: part of every task's final drop) finds nothing to do in two loads.
+        if self.phase.load(Ordering::Relaxed) == LINKED {
+            self.unlink(true);
+        }
+        self.drop_charge();
     }
 }
 
@@ -788,7 +961,7 @@ impl fmt::Debug for CssLink {
 fn lock_pair<'a>(
     a: &'a Anchor,
     b: &'a Anchor,
-) -> (MutexGuard<'a, MemberSet>, MutexGuard<'a, MemberSet>) {
+) -> (SpinGuard<'a, MemberSet>, SpinGuard<'a, MemberSet>) {
     debug_assert!(
         !core::ptr::eq(a, b),
         "a migration moves between two anchors"

@@ -1,5 +1,5 @@
-//! Loom model of the `Scalable` fork gate (per-anchor fork counts + rmdir's `closing`
-//! flag, a Dekker handshake, and the wait on the anchor's lock): a
+//! Loom model of the `Scalable` fork gate (an entry reserved in the anchor's member
+//! set under its lock at can_fork, rmdir deciding under every anchor's lock): a
 //! fork racing rmdir of its cgroup either links into a cgroup rmdir then refuses to
 //! remove (EBUSY), or is refused (ENOENT) by a cgroup already removed; never both a
 //! removed cgroup and a member linked into it. Run with

@@ -711,3 +711,126 @@ fn dropping_a_linked_inline_member_unlinks_and_uncharges_it() {
         a.rmdir().unwrap();
     });
 }
+
+/// The task list makes a task visible before post_fork links it: an exit (task_dead)
+/// or a reap (release) can come first. Whatever came first, post_fork does what is left
+/// and the counts come out right; the task list's re-run of both after post_fork finds
+/// nothing to do.
+#[test]
+fn exit_or_reap_before_post_fork_leaves_nothing_behind() {
+    use uproc_cgroup::CgroupMember;
+    for_each_profile(|p| {
+        let h = hier(p);
+        let a = h.root().mkdir("a").unwrap();
+        a.write("pids.max", "2").unwrap();
+        for root in [false, true] {
+            let cg = if root { h.root() } else { a.clone() };
+            // task_dead first: post_fork hands the charge over without linking.
+            let charge = cg.can_fork().unwrap();
+            let t = Arc::new(InlineTask {
+                tgid: 50,
+                link: charge.prepare_link(),
+            });
+            t.link.task_dead();
+            assert!(!t.link.is_linked() && !t.link.is_charged());
+            let member: Weak<dyn CgroupMember> = Arc::downgrade(&t) as Weak<InlineTask>;
+            assert!(!charge.post_fork_link(&t.link, member));
+            assert!(!t.link.is_linked(), "{p:?}: a dead task is never linked");
+            assert!(t.link.is_charged(), "{p:?}: a zombie still counts");
+            assert_eq!(cg.read("cgroup.procs").unwrap(), "");
+            assert!(!cg.is_populated());
+            if !root {
+                assert_eq!(a.pids_current(), 1);
+            }
+            t.link.task_dead();
+            t.link.release();
+            assert!(!t.link.is_charged());
+            if !root {
+                assert_eq!(a.pids_current(), 0);
+            }
+            t.link.release();
+            drop(t);
+            // release first (its task_dead included): post_fork uncharges.
+            let charge = cg.can_fork().unwrap();
+            let t = Arc::new(InlineTask {
+                tgid: 51,
+                link: charge.prepare_link(),
+            });
+            t.link.release();
+            let member: Weak<dyn CgroupMember> = Arc::downgrade(&t) as Weak<InlineTask>;
+            assert!(!charge.post_fork_link(&t.link, member));
+            assert!(!t.link.is_linked() && !t.link.is_charged(), "{p:?}");
+            t.link.task_dead();
+            t.link.release();
+            assert_eq!(cg.read("cgroup.procs").unwrap(), "");
+            if !root {
+                assert_eq!(a.pids_current(), 0, "{p:?}: the fork's charge went back");
+            }
+            drop(t);
+        }
+        // Nothing left: not a member, not a fork in flight.
+        a.rmdir().unwrap();
+    });
+}
+
+/// post_fork racing the child's exit and reap on other threads: at rest the child is
+/// linked nowhere and charged nowhere, whatever the order.
+#[test]
+fn post_fork_racing_exit_and_reap_balances() {
+    use uproc_cgroup::CgroupMember;
+    for_each_profile(|p| {
+        let a = hier(p).root().mkdir("a").unwrap();
+        a.write("pids.max", "4").unwrap();
+        for i in 0..300 {
+            let charge = a.can_fork().unwrap();
+            let t = Arc::new(InlineTask {
+                tgid: 100 + i,
+                link: charge.prepare_link(),
+            });
+            let barrier = Arc::new(std::sync::Barrier::new(2));
+            let (t2, b2) = (t.clone(), barrier.clone());
+            let exiter = std::thread::spawn(move || {
+                b2.wait();
+                t2.link.task_dead();
+                t2.link.release();
+            });
+            barrier.wait();
+            let member: Weak<dyn CgroupMember> = Arc::downgrade(&t) as Weak<InlineTask>;
+            let _ = charge.post_fork_link(&t.link, member);
+            // The task list's re-check after linking.
+            t.link.task_dead();
+            t.link.release();
+            exiter.join().unwrap();
+            assert!(!t.link.is_linked() && !t.link.is_charged(), "{p:?}");
+            assert_eq!(a.pids_current(), 0, "{p:?}: round {i}");
+            assert_eq!(a.read("cgroup.procs").unwrap(), "");
+        }
+        a.rmdir().unwrap();
+    });
+}
+
+/// A fork refused by the pids controller, or dropped without post_fork, leaves no
+/// trace that keeps rmdir off (its hold on the cgroup goes with it), and a fork through
+/// a parent's own link is EBUSY for rmdir until it is linked.
+#[test]
+fn refused_and_dropped_forks_leave_rmdir_free() {
+    for_each_profile(|p| {
+        let a = hier(p).root().mkdir("a").unwrap();
+        a.write("pids.max", "1").unwrap();
+        let parent = fork(&a, 1).unwrap();
+        assert_eq!(a.can_fork().err(), Some(Errno::EAGAIN));
+        assert_eq!(parent.link().can_fork().err(), Some(Errno::EAGAIN));
+        a.write("pids.max", "max").unwrap();
+        let through_parent = parent.link().can_fork().unwrap();
+        parent.exit_and_reap();
+        assert_eq!(
+            a.rmdir(),
+            Err(Errno::EBUSY),
+            "{p:?}: the parent's fork in flight"
+        );
+        drop(through_parent);
+        assert!(!a.is_populated());
+        a.rmdir().unwrap();
+        assert_eq!(a.pids_current(), 0);
+    });
+}

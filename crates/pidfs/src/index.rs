@@ -25,9 +25,19 @@
 //! If `REMOVED` came first, nothing is inserted; if `INDEXED` came first, the remover
 //! saw it and its lock waits for the insert to finish, then removes the entry. No
 //! entry outlives its pid's numbers (`tests/pidfs_index.rs` races the two).
+//!
+//! The common free needs neither: a pid reaped before any pidfd was opened has `DEAD`
+//! set and `OPENED` clear, and since the bits are only ever set, any later opener's
+//! `fetch_or(OPENED)` sees `DEAD` and fails before it could insert. `remove_pid` then
+//! reads the byte and is done (no read-modify-write per free).
+//!
+//! Under `Scalable` a pid's inode number is not made at fork either: [`Pid::ino`]
+//! takes it from the reading thread's [`InoCookie`] batch on first read (a pidfd, a
+//! file handle, a walk that compares numbers uses [`Pid::ino_if_assigned`] and assigns
+//! none). Numbers stay unique and never reused; a pid nobody asked about has none.
 
 use crate::ino::InoCookie;
-use crate::state::{INDEXED, REMOVED};
+use crate::state::{DEAD, INDEXED, OPENED, REMOVED};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -137,12 +147,18 @@ impl InoIndex {
 
     /// `Scalable`'s `pidfs_add_pid`: the inode number only, from the thread's batch.
     pub(crate) fn assign_ino(&self, pid: &Pid) -> u64 {
+        let ino = self.next_ino();
+        pid.set_ino(ino);
+        ino
+    }
+
+    /// `Scalable`: the next inode number from the thread's batch, for a pid whose
+    /// number is read for the first time.
+    pub(crate) fn next_ino(&self) -> u64 {
         let InoIndex::Sharded { cookie, .. } = self else {
             unreachable!("Scalable uses the sharded index");
         };
-        let ino = cookie.next();
-        pid.set_ino(ino);
-        ino
+        cookie.next()
     }
 
     /// `Scalable`: inserts a pid that just got its first pidfd, unless its numbers were
@@ -167,9 +183,14 @@ impl InoIndex {
     }
 
     /// `Scalable`'s `pidfs_remove_pid`: marks the pid removed and drops its entry if it
-    /// has one. One read-modify-write of the pid's own flag byte for a pid that never
-    /// had a pidfd.
+    /// has one. For a pid reaped (`DEAD`) before any opener came (`OPENED` clear), one
+    /// plain read: the flag bits are only ever set, so an opener's `fetch_or(OPENED)`
+    /// comes after that `DEAD` in the byte's order, sees it and fails before it could
+    /// insert. Otherwise one read-modify-write of the pid's own flag byte.
     pub(crate) fn remove_registered(&self, pid: &Pid) {
+        if pid.pidfs_flags().load(Ordering::Acquire) & (DEAD | OPENED) == DEAD {
+            return;
+        }
         if pid.pidfs_flags().fetch_or(REMOVED, Ordering::AcqRel) & INDEXED != 0 {
             self.remove(pid.ino());
         }

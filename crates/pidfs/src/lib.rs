@@ -7,7 +7,8 @@
 //! - [`Pidfs`], one per runtime: the inode-number allocator, the ino -> [`Pid`] index
 //!   and the link to the task list ([`PidfdBackend`]). It is the runtime's
 //!   [`PidfsHooks`](uproc_pidns::PidfsHooks): `alloc_pid` calls `add_pid` (assign the
-//!   ino, insert), `free_pid` calls `remove_pid` (`pidfs_add_pid`, `pidfs_remove_pid`).
+//!   ino, insert; under `Scalable` the first read of [`Pid::ino`] calls `next_ino`
+//!   instead), `free_pid` calls `remove_pid` (`pidfs_add_pid`, `pidfs_remove_pid`).
 //! - The per-pid state (`pid->attr` + `pid->wait_pidfd`) in [`Pid::pidfs_slot`], and
 //!   the dead mark (`PIDFS_PID_DEAD`) in [`Pid::pidfs_flags`]: registration, exited flag and status, exit info recorded at reap,
 //!   and the waiters (a condvar for blocking waits, wakers for futures, channels for
@@ -46,7 +47,7 @@
 //! # Invariants
 //!
 //! - Every pid allocated after [`Pidfs::new`] gets an ino `>= 1`, unique within the
-//!   `Pidfs`, never reused. [`Pidfs::find_by_ino`] finds exactly the pids allocated
+//!   `Pidfs`, never reused (under `Scalable`, when its ino is first read). [`Pidfs::find_by_ino`] finds exactly the pids allocated
 //!   and not freed. The `Linux*` index holds every one of them; the `Scalable` index
 //!   only those that ever had a pidfd (the only ones a file handle can open), and a
 //!   lookup of any other walks the runtime's live pids.
@@ -60,8 +61,9 @@
 //! takes `pidmap_lock` 3 times, the index updated inside). `Linux70`: batched cookies and
 //! a sharded hash table, updated after `pidmap_lock` is dropped (2 times). `Scalable`:
 //! the same batches, no `pidmap_lock` at all (its pid allocator has none), and the
-//! table only for pids that get a pidfd: a fork writes the ino into the `Pid`, a free
-//! sets one flag bit, and neither touches shared memory of pidfs. See
+//! table only for pids that get a pidfd: a fork makes no ino (the first read of
+//! [`Pid::ino`] does), a free reads one flag byte (sets one bit if the pid was not
+//! reaped first or had a pidfd), and neither touches shared memory of pidfs. See
 //! `IMPLEMENTATION.md`.
 #![forbid(unsafe_code)]
 

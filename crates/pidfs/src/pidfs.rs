@@ -124,7 +124,11 @@ impl Pidfs {
             Profile::Scalable => self
                 .index
                 .find(ino)
-                .or_else(|| self.walk_pids()?.find_pid_where(|p| p.ino() == ino)),
+                // A pid whose number was never read cannot be the one asked for.
+                .or_else(|| {
+                    self.walk_pids()?
+                        .find_pid_where(|p| p.ino_if_assigned() == Some(ino))
+                }),
         }
     }
 
@@ -135,9 +139,9 @@ impl Pidfs {
     pub fn index_len(&self) -> usize {
         match self.profile {
             Profile::Linux618 | Profile::Linux70 => self.index.len(),
-            Profile::Scalable => self
-                .walk_pids()
-                .map_or(0, |map| map.count_pids_where(|p| p.ino() != 0)),
+            Profile::Scalable => self.walk_pids().map_or(0, |map| {
+                map.count_pids_where(|p| p.ino_if_assigned() != Some(0))
+            }),
         }
     }
 
@@ -243,9 +247,17 @@ impl Pidfs {
         let state = match PidState::get_or_create(&pid) {
             Some(s) => s,
             None => {
-                // A fresh child cannot have been reaped; never reached in practice.
+                // A fresh child cannot have been reaped; never reached in practice. Not
+                // indexed: a reaped pid's entry would never be removed (`remove_pid`
+                // skips a pid reaped before any pidfd).
                 debug_assert!(false, "pidfd_prepare_stale on a dead pid");
-                Arc::new(PidState::detached())
+                return PidFd::new(
+                    pid,
+                    flags,
+                    viewer_ns,
+                    Arc::new(PidState::detached()),
+                    &self.backend,
+                );
             }
         };
         {
@@ -382,6 +394,8 @@ impl PidfsHooks for Pidfs {
     /// `Scalable`: with no global lock anywhere.
     ///
     /// `Scalable` assigns the ino only: the pid enters the index with its first pidfd.
+    /// (`alloc_pid` does not call it under `Scalable`: the ino comes from
+    /// [`next_ino`](PidfsHooks::next_ino) on first read.)
     fn add_pid(&self, pid: &Arc<Pid>) -> Result<(), Errno> {
         let ino = if self.profile == Profile::Scalable {
             self.index.assign_ino(pid)
@@ -393,12 +407,24 @@ impl PidfsHooks for Pidfs {
     }
 
     /// `pidfs_remove_pid`: drop the index entry (from `free_pid`). `Scalable`: one
-    /// flag update for a pid that never had a pidfd.
+    /// flag read for a pid reaped before it ever had a pidfd (the common case), one
+    /// flag update for one freed before its reap.
     fn remove_pid(&self, pid: &Pid) {
         if self.profile == Profile::Scalable {
             self.index.remove_registered(pid);
         } else {
             self.index.remove(pid.ino());
+        }
+    }
+
+    /// `Scalable`'s `pidfs_alloc_ino`, on the first read of a pid's ino: the next
+    /// number of this thread's batch. Under the `Linux*` profiles every pid was
+    /// numbered by `add_pid`; 0 there (never asked).
+    fn next_ino(&self) -> u64 {
+        if self.profile == Profile::Scalable {
+            self.index.next_ino()
+        } else {
+            0
         }
     }
 

@@ -47,7 +47,10 @@ fn inos_are_unique_and_never_reused_across_10k_alloc_free() {
 fn inos_are_unique_across_threads() {
     both(|p| {
         let w = Arc::new(World::new(p));
-        w.alloc_in(&w.root.clone());
+        // Read before the threads start: under `Scalable` the number is assigned on
+        // first read, so this is what makes it the first pid's.
+        let first = w.alloc_in(&w.root.clone());
+        assert_eq!(first.ino(), 1);
         let all: Vec<Vec<u64>> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..4)
                 .map(|_| {
@@ -410,5 +413,58 @@ fn scalable_registration_racing_the_free_leaves_no_stale_entry() {
             free_pid(pid);
         }
         assert_eq!(w.pidfs.hashed_entries(), 0, "round {round}");
+    }
+}
+
+/// `Scalable` numbers a pid when its ino is first read: not at fork, unique, the same
+/// for every reader (first reads racing agree), and lookups by number assign none.
+#[test]
+fn scalable_ino_is_assigned_on_first_read() {
+    let w = World::new(Profile::Scalable);
+    let a = w.alloc_in(&w.root.clone());
+    let b = alloc_pid(&w.root, &[], false).unwrap();
+    let c = alloc_pid(&w.root, &[], false).unwrap();
+    for p in [&a, &b, &c] {
+        assert_eq!(p.ino_if_assigned(), None, "a fork makes no ino");
+    }
+    // A lookup by number walks the live pids without numbering them.
+    assert!(w.pidfs.find_by_ino(1).is_none());
+    assert_eq!(
+        w.pidfs.index_len(),
+        3,
+        "every live pid is one pidfs numbers"
+    );
+    assert_eq!(a.ino_if_assigned(), None);
+    // First read: the thread's next number; later reads: the same one.
+    assert_eq!(c.ino(), 1);
+    assert_eq!(c.ino_if_assigned(), Some(1));
+    assert_eq!(a.ino(), 2);
+    assert_eq!(c.ino(), 1);
+    assert!(Arc::ptr_eq(&w.pidfs.find_by_ino(2).unwrap(), &a));
+    assert_eq!(b.ino_if_assigned(), None);
+    // First reads racing on one pid agree on one number.
+    let seen: Vec<u64> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4).map(|_| s.spawn(|| b.ino())).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(seen.iter().all(|&i| i == seen[0] && i != 0), "{seen:?}");
+    assert!(![1, 2].contains(&seen[0]), "a number given twice: {seen:?}");
+    for p in [&a, &b, &c] {
+        free_pid(p);
+    }
+    assert_eq!(w.pidfs.index_len(), 0);
+}
+
+/// A pid allocated before pidfs was installed is never numbered, under every profile.
+#[test]
+fn pid_allocated_before_pidfs_has_no_ino() {
+    for &p in Profile::ALL {
+        let map = PidMap::new(p);
+        let root = PidNamespace::new_root(&map, uproc_pidns::PID_MAX_DEFAULT).unwrap();
+        let early = alloc_pid(&root, &[], false).unwrap();
+        let _pidfs = Pidfs::new(&map);
+        assert_eq!(early.ino(), 0, "{p:?}");
+        assert_eq!(early.ino_if_assigned(), Some(0), "{p:?}");
+        free_pid(&early);
     }
 }

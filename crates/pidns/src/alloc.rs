@@ -7,7 +7,7 @@
 //! |---|---|---|---|
 //! | `Linux618` | one acquisition per level | a second acquisition, pidfs add inside | one acquisition, pidfs remove inside |
 //! | `Linux70` | one acquisition for all levels, publish included | pidfs add after unlock | one acquisition, pidfs remove after unlock |
-//! | `Scalable` | none: the thread's batch (a pool lock once per batch) or a direct claim | lock-free slot store, pidfs add after | none: slot clear, number to the thread's free batch |
+//! | `Scalable` | none: the thread's batch (a pool lock once per batch) or a direct claim | lock-free slot store; no pidfs add (the ino is assigned on first read) | none: slot clear, number to the thread's free batch |
 //!
 //! On failure `Linux70` rolls back under the acquisition it already holds (a `set_tid`
 //! that fails validation takes no lock at all); `Linux618` rolls back under one more
@@ -155,15 +155,16 @@ pub fn alloc_pid(
         v.reverse();
         Numbers::Many(v.into_boxed_slice())
     };
-    let mut pid = Arc::new(Pid::new(numbers));
-
     let map = ns.map();
+    let lazy_ino = map.profile() == Profile::Scalable && map.pidfs.get().is_some();
+    let mut pid = Arc::new(Pid::new(numbers, lazy_ino));
+
     match map.profile() {
         Profile::Linux618 => alloc_two_phase(ns, set_tid, pid_max, &mut pid)?,
         Profile::Linux70 => alloc_one_phase(ns, set_tid, pid_max, &mut pid)?,
         Profile::Scalable => alloc_scalable(ns, set_tid, pid_max, &mut pid)?,
     }
-    if map.profile() != Profile::Linux618 {
+    if map.profile() == Profile::Linux70 {
         if let Some(hooks) = map.pidfs.get() {
             if let Err(e) = hooks.add_pid(&pid) {
                 // Already public: tear down like any pid.
@@ -450,23 +451,21 @@ fn alloc_scalable_root(ns: &Arc<PidNamespace>) -> Result<Arc<Pid>, Errno> {
     } else {
         reserve_pooled(ns, None, pid_max, pid_max)?
     };
-    let pid = Arc::new(Pid::new(Numbers::One(std::mem::ManuallyDrop::new(Upid {
-        nr,
-        ns: ns.get_for_pid(),
-    }))));
+    // pidfs numbers the pid when its number is first read (`Pid::ino`), not here.
+    let lazy_ino = ns.map().pidfs.get().is_some();
+    let pid = Arc::new(Pid::new(
+        Numbers::One(std::mem::ManuallyDrop::new(Upid {
+            nr,
+            ns: ns.get_for_pid(),
+        })),
+        lazy_ino,
+    ));
     pool.publish(nr, Arc::clone(&pid));
     if !pool.count.add() {
         pool.unpublish_release(nr);
         let wake = u64::from(pool.count.sub());
         wake_reapers(ns.map(), chain(ns), wake);
         return Err(Errno::ENOMEM);
-    }
-    if let Some(hooks) = ns.map().pidfs.get() {
-        if let Err(e) = hooks.add_pid(&pid) {
-            // Already public: tear down like any pid.
-            free_pid(&pid);
-            return Err(e);
-        }
     }
     Ok(pid)
 }

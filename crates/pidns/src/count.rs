@@ -3,17 +3,18 @@
 //! closing ever writes.
 //!
 //! ```text
-//!   shard[0] (128-byte line)  shard[1]  ...  shard[SHARDS-1]     adding (read-mostly)
-//!     added:   +1 per fork      threads         threads          cleared once, by
-//!     removed: +1 per free      mapped here     mapped here      disable_pid_allocation
+//!   shard[0] (128-byte line)  ...  shard[SHARDS-1]  shard[SHARDS]     adding (read-mostly)
+//!     added:   +1 per fork      owned by one       overflow: threads  cleared once, by
+//!     removed: +1 per free      thread each:       beyond SHARDS,     disable_pid_allocation
+//!                               load + store       read-modify-write  (+ membarrier)
 //!   pid_allocated = sum(added) - sum(removed), removals read first
-//!                   (exact at rest; read on the closing path only)
+//!                   (exact at rest; nr_allocated: a snapshot when two collects agree)
 //! ```
 //!
-//! A thread counts its forks and frees in its own shard (threads are spread over the
-//! shards round-robin, so two workers never write one line while there are no more
-//! threads than shards); the sum is read only where Linux reads `pid_allocated` for a
-//! decision: the dead init's "is my namespace empty" check and the wakeup a free owes
+//! A thread counts its forks and frees in its own shard (a thread claims a free one
+//! on its first count and gives it back when it ends, so two workers never write one
+//! line while there are no more threads than shards); the sum is read only where Linux
+//! reads `pid_allocated` for a decision: the dead init's "is my namespace empty" check and the wakeup a free owes
 //! it. A pid forked on one thread and freed on another is added in one shard and
 //! removed in the other.
 //!
@@ -21,9 +22,11 @@
 //!
 //! Linux keeps the count and the flag in one word changed under `pidmap_lock`, so a
 //! fork either counts itself before the close or sees the close. Here each side writes
-//! its own location and then reads the other's, every access `SeqCst` (a Dekker
-//! handshake: all `SeqCst` operations fall in one total order, and a `SeqCst` load
-//! reads the last `SeqCst` write before it in that order):
+//! its own location and then reads the other's (a Dekker handshake). Described first
+//! with every access `SeqCst`, as a thread on the overflow shard (or every thread,
+//! where `membarrier` is unavailable) does it: all `SeqCst` operations fall in one
+//! total order, and a `SeqCst` load reads the last `SeqCst` write before it in that
+//! order. The next section replaces the hot side's read-modify-write:
 //!
 //! - fork ([`add`](AllocCount::add)): publish the slots, `shard.added += 1`, read
 //!   `adding`. If it reads the namespace open, its increment precedes the closer's
@@ -49,8 +52,8 @@
 //! same order is made explicit with a `SeqCst` fence between each side's write and
 //! read (`loom_order`), which is what the models check.
 //!
-//! Each side costs one uncontended read-modify-write of a line its thread owns: no
-//! write to a line another worker writes.
+//! With read-modify-writes, each side costs one uncontended `lock`ed instruction on a
+//! line its thread owns; with owned shards (below), none.
 //!
 //! # Why two monotonic counters per shard, removals read first
 //!
@@ -63,15 +66,43 @@
 //! whose pid's add
 //! happened-before it, so that add is seen too. A sum may run ahead (an add seen, its
 //! removal not yet) but never behind: a dead init may check once more, never too early.
+//! [`nr_allocated`](crate::PidNamespace::nr_allocated) collects every counter twice
+//! and reports an exact snapshot when the two agree
+//! ([`snapshot_sum`](AllocCount::snapshot_sum)), the bound above otherwise.
 //!
-
-#[cfg(loom)]
-use crate::sync::fence;
-use crate::sync::{AtomicBool, AtomicU64, Ordering, thread_local};
+//! # Plain stores on the hot path: one writer per shard, an asymmetric handshake
+//!
+//! A thread owns its shard exclusively while it lives (up to [`SHARDS`] threads at
+//! once; a thread that finds none free shares the overflow shard, with the
+//! read-modify-writes described above). The owner is the only writer of its two
+//! counters, so a count is a load and a `Release` store, not a `lock`ed instruction.
+//! What the read-modify-write also gave the handshake is a full barrier between the
+//! count and the flag read; the owner now only keeps the compiler from reordering
+//! them, and the rare closer pays for the barrier instead: after clearing `adding` it
+//! calls `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes every running
+//! thread of the process execute a full barrier before it returns. For a fork that
+//! read the namespace open, that barrier fell either after its count (so the closer's
+//! sum, read after the call, sees it) or before it (then the fork's flag read came
+//! after the closer's store, and it saw the namespace closed). The same goes for a
+//! free and the slot walk. Frees racing each other in a closed namespace meet in the
+//! closed path, which both take: each issues a `SeqCst` fence between its removal and
+//! its sum, so the one whose fence comes last sees every other's removal.
+//!
+//! The registration (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`) is made when the
+//! first count is built; where it fails (another OS, an old kernel, a seccomp filter)
+//! every count keeps the read-modify-write of the overflow shard's kind. A shard
+//! changes owner only through the registry's bitmask: the leaving thread's
+//! `Release` clear, the next owner's `Acquire` claim.
+//!
+//! loom models the membarrier as what it guarantees: a `SeqCst` fence on each side
+//! (`loom_order`).
+//!
+use crate::sync::{AtomicBool, AtomicU64, Ordering, fence, thread_local};
 use std::cell::Cell;
-use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
-/// Shards of a namespace's count (a power of two); threads beyond this share shards.
+/// Shards of a namespace's count that threads own (a power of two); threads beyond
+/// this share the overflow shard (index `SHARDS`).
 pub(crate) const SHARDS: usize = if cfg!(loom) { 2 } else { 16 };
 
 /// One shard, alone on its cache line pair (adjacent-line prefetch included): the pids
@@ -82,55 +113,177 @@ struct Shard {
     removed: AtomicU64,
 }
 
-/// Round-robin shard assignment for new threads.
-static NEXT_SHARD: StdAtomicUsize = StdAtomicUsize::new(0);
+/// The owned shards: bit `i` set while a thread owns shard `i`.
+static SHARD_OWNERS: StdAtomicU32 = StdAtomicU32::new(0);
+
+/// `MY_SHARD` before the thread's first count.
+const UNASSIGNED: usize = usize::MAX;
+
+/// Gives a thread's owned shard back to the registry when the thread ends. Its own
+/// thread-local, touched only when the shard is claimed: the hot path reads a plain
+/// `Cell` with no destructor state to check.
+struct ShardLease(Cell<usize>);
+
+impl Drop for ShardLease {
+    fn drop(&mut self) {
+        let i = self.0.get();
+        if i < SHARDS {
+            // Counts made after this (other thread-locals' destructors) go to the
+            // overflow shard, with read-modify-writes.
+            let _ = MY_SHARD.try_with(|s| s.set(SHARDS));
+            // Release: the next owner's claim (Acquire) sees this thread's last counts.
+            SHARD_OWNERS.fetch_and(!(1 << i), std::sync::atomic::Ordering::Release);
+        }
+    }
+}
 
 #[cfg(not(loom))]
 thread_local! {
-    /// This thread's shard index, assigned on first use.
-    static MY_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// This thread's shard: `UNASSIGNED`, an owned shard (`< SHARDS`) or the overflow
+    /// shard (`SHARDS`).
+    static MY_SHARD: Cell<usize> = const { Cell::new(UNASSIGNED) };
+    static LEASE: ShardLease = const { ShardLease(Cell::new(UNASSIGNED)) };
 }
 #[cfg(loom)]
 thread_local! {
-    /// This thread's shard index, assigned on first use.
-    static MY_SHARD: Cell<usize> = Cell::new(usize::MAX);
+    static MY_SHARD: Cell<usize> = Cell::new(UNASSIGNED);
+    static LEASE: ShardLease = ShardLease(Cell::new(UNASSIGNED));
 }
 
-/// Sets this thread's shard (loom models place their threads explicitly).
+/// Sets this thread's shard (loom models place their threads explicitly, each on a
+/// shard of its own unless a model says otherwise).
 #[cfg(loom)]
 pub(crate) fn set_my_shard(i: usize) {
     MY_SHARD.with(|s| s.set(i % SHARDS));
 }
 
-/// This thread's shard, `< SHARDS` (so indexing a `[_; SHARDS]` needs no bounds check
-/// once inlined).
+/// Claims a free shard for this thread (with a lease that gives it back when the
+/// thread ends), or the overflow shard if all are owned or the thread is ending.
+#[cold]
+#[inline(never)]
+fn claim_shard() -> usize {
+    use std::sync::atomic::Ordering as O;
+    if !asymmetric_available() {
+        // No membarrier: every thread counts with read-modify-writes.
+        return SHARDS;
+    }
+    let mut owners = SHARD_OWNERS.load(O::Relaxed);
+    loop {
+        let free = (!owners).trailing_zeros() as usize;
+        if free >= SHARDS {
+            return SHARDS;
+        }
+        match SHARD_OWNERS.compare_exchange_weak(
+            owners,
+            owners | (1 << free),
+            O::Acquire,
+            O::Relaxed,
+        ) {
+            Ok(_) => break,
+            Err(now) => owners = now,
+        }
+    }
+    let free = (!owners).trailing_zeros() as usize;
+    if LEASE.try_with(|l| l.0.set(free)).is_ok() {
+        free
+    } else {
+        // No destructor would give it back: return it now, share the overflow shard.
+        SHARD_OWNERS.fetch_and(!(1 << free), O::Release);
+        SHARDS
+    }
+}
+
+/// This thread's shard: `< SHARDS` if it owns it alone, `SHARDS` (the overflow shard,
+/// shared) if every shard was owned when it first counted or its thread-local storage
+/// is already torn down.
 #[inline]
 pub(crate) fn my_shard() -> usize {
-    let i = MY_SHARD
+    MY_SHARD
         .try_with(|s| {
             let mut i = s.get();
-            if i == usize::MAX {
-                i = NEXT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % SHARDS;
+            if i == UNASSIGNED {
+                i = claim_shard();
                 s.set(i);
             }
             i
         })
-        // Thread-local storage already torn down: any shard is correct, only slower.
-        .unwrap_or(0);
-    i % SHARDS
+        .unwrap_or(SHARDS)
+        .min(SHARDS)
+}
+
+/// `membarrier(2)` commands (`linux/membarrier.h`).
+#[cfg(all(target_os = "linux", not(loom)))]
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+#[cfg(all(target_os = "linux", not(loom)))]
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+
+/// Whether this process may use expedited private membarriers: registered once, by
+/// the first thread that claims a shard. No thread owns a shard unless it is true.
+/// Under loom, always (the models fence both sides).
+fn asymmetric_available() -> bool {
+    #[cfg(loom)]
+    return true;
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *REGISTERED.get_or_init(|| membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+    }
+    #[cfg(all(not(target_os = "linux"), not(loom)))]
+    return false;
+}
+
+#[cfg(all(target_os = "linux", not(loom)))]
+#[allow(unsafe_code)]
+fn membarrier(cmd: libc::c_long) -> bool {
+    // SAFETY: `membarrier(cmd, flags = 0, cpu_id = 0)` reads no memory of ours; it is
+    // a plain system call with integer arguments.
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            cmd,
+            0 as libc::c_long,
+            0 as libc::c_long,
+        ) == 0
+    }
+}
+
+/// The closer's half of the asymmetric handshake: every running thread of the process
+/// executes a full barrier before this returns. Under loom, the `SeqCst` fence that
+/// stands for it.
+fn barrier_on_every_thread() {
+    #[cfg(loom)]
+    fence(Ordering::SeqCst);
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        // Registered (asymmetric_available): this cannot fail but for a kernel bug.
+        let mut tries = 0;
+        while !membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
+            tries += 1;
+            assert!(
+                tries < 100,
+                "membarrier(PRIVATE_EXPEDITED) failed after registration: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
 }
 
 /// Under loom only: the `SeqCst` fence that stands for the single order of `SeqCst`
-/// accesses, which loom does not model (see the module essay).
+/// accesses, and for the barrier the closer's membarrier puts on this thread, neither
+/// of which loom models (see the module essay). Elsewhere a compiler fence: the
+/// hardware barrier is the closer's.
 #[inline]
 fn loom_order() {
     #[cfg(loom)]
     fence(Ordering::SeqCst);
+    #[cfg(not(loom))]
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
 }
 
 /// `pid_allocated` + `PIDNS_ADDING` of one `Scalable` namespace.
 pub(crate) struct AllocCount {
-    shards: Box<[Shard; SHARDS]>,
+    /// `SHARDS` owned shards, then the overflow shard.
+    shards: Box<[Shard; SHARDS + 1]>,
     adding: AtomicBool,
 }
 
@@ -146,9 +299,18 @@ impl AllocCount {
         }
     }
 
-    #[inline]
-    fn shard(&self) -> &Shard {
-        &self.shards[my_shard()]
+    /// Adds one to `counter` of this thread's shard: a load and a `Release` store on
+    /// a shard the thread owns alone (the asymmetric handshake), else a `SeqCst`
+    /// read-modify-write.
+    #[inline(always)]
+    fn bump(&self, counter: impl Fn(&Shard) -> &AtomicU64) {
+        let i = my_shard();
+        let c = counter(&self.shards[i]);
+        if i < SHARDS {
+            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Release);
+        } else {
+            c.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     /// Counts one pid in without the check (an outer level of a nested pid: Linux
@@ -156,7 +318,7 @@ impl AllocCount {
     /// level's [`add`](Self::add).
     #[inline]
     pub(crate) fn add_unchecked(&self) {
-        self.shard().added.fetch_add(1, Ordering::SeqCst);
+        self.bump(|s| &s.added);
     }
 
     /// Counts one pid in, after its slots were published: true if the namespace still
@@ -164,7 +326,7 @@ impl AllocCount {
     /// [`sub`](Self::sub) included).
     #[inline]
     pub(crate) fn add(&self) -> bool {
-        self.shard().added.fetch_add(1, Ordering::SeqCst);
+        self.bump(|s| &s.added);
         loom_order();
         self.adding.load(Ordering::SeqCst)
     }
@@ -182,8 +344,8 @@ impl AllocCount {
     #[inline]
     pub(crate) fn sub_only(&self) {
         // At least Release: a sum that sees this removal sees the pid's add (module
-        // essay); SeqCst for the handshake with the close.
-        self.shard().removed.fetch_add(1, Ordering::SeqCst);
+        // essay); the handshake with the close is the closer's membarrier (or SeqCst).
+        self.bump(|s| &s.removed);
     }
 
     /// After this thread's removals: true when the namespace is closed and down to 2
@@ -199,13 +361,21 @@ impl AllocCount {
 
     #[cold]
     fn sub_closed(&self) -> bool {
+        // Frees racing in a closed namespace: the one whose fence comes last sees every
+        // other's removal (module essay).
+        fence(Ordering::SeqCst);
         matches!(self.sum(), 1 | 2)
     }
 
     /// `disable_pid_allocation`: no fork counts itself in after this returns.
     pub(crate) fn close(&self) {
         self.adding.store(false, Ordering::SeqCst);
-        loom_order();
+        if asymmetric_available() {
+            // Owned shards count with plain stores: their barrier is this one.
+            barrier_on_every_thread();
+        } else {
+            loom_order();
+        }
         // Read once after the store: see the module essay.
         let _ = self.sum();
     }
@@ -231,7 +401,47 @@ impl AllocCount {
             .sum();
         added.wrapping_sub(removed) as i64
     }
+
+    /// `pid_allocated` as [`nr_allocated`](crate::PidNamespace::nr_allocated) reports
+    /// it: exact at one moment whenever it can be, at no cost to forks and frees.
+    ///
+    /// Each collect reads every removal counter, then every add counter (as
+    /// [`sum`](Self::sum)). Two collects in a row that read the same values prove a
+    /// snapshot: the counters only grow, so each held its value from its read in the
+    /// first collect to its read in the second, and all of them held theirs at once
+    /// between the two collects; the difference is the exact count at that moment.
+    /// While forks and frees keep changing counters, after [`SNAPSHOT_TRIES`] collects
+    /// the last one's value is returned: never fewer pids than were counted in at its
+    /// end, and more by at most the frees counted during it (a pid whose removal came
+    /// after the removal counters were read but whose add was read).
+    pub(crate) fn snapshot_sum(&self) -> i64 {
+        let collect = || {
+            let removed: [u64; SHARDS + 1] =
+                std::array::from_fn(|i| self.shards[i].removed.load(Ordering::SeqCst));
+            let added: [u64; SHARDS + 1] =
+                std::array::from_fn(|i| self.shards[i].added.load(Ordering::SeqCst));
+            (removed, added)
+        };
+        let count = |(removed, added): &([u64; SHARDS + 1], [u64; SHARDS + 1])| {
+            let r: u64 = removed.iter().sum();
+            let a: u64 = added.iter().sum();
+            a.wrapping_sub(r) as i64
+        };
+        let mut last = collect();
+        for _ in 1..SNAPSHOT_TRIES {
+            let next = collect();
+            if next == last {
+                return count(&next);
+            }
+            last = next;
+        }
+        count(&last)
+    }
 }
+
+/// Collects [`AllocCount::snapshot_sum`] makes at most before it settles for the
+/// bound of the last one.
+pub(crate) const SNAPSHOT_TRIES: usize = if cfg!(loom) { 2 } else { 8 };
 
 impl std::fmt::Debug for AllocCount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

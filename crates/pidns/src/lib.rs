@@ -25,13 +25,13 @@
 //! | a namespace's idr, cursor, `pid_allocated`, `PIDNS_ADDING` | `pidmap_lock` + that namespace's state lock (write) | the state lock (read): `find_pid` never takes `pidmap_lock`, as Linux's RCU lookup does not |
 //! | `pid_max` | relaxed atomic (Linux: `proc_dointvec`, no lock) | snapshot before `pidmap_lock` |
 //! | `Pid::numbers` | private to `alloc_pid` until published; immutable after | anyone |
-//! | `Pid::ino` | pidfs, once, before the pid escapes `alloc_pid` | anyone |
-//! | `Pid::task_slot` | tasklist, under its tasklist lock | anyone |
+//! | `Pid::ino` | pidfs, once: before the pid escapes `alloc_pid` (`Linux*`), at the first read (`Scalable`, a compare-exchange) | anyone |
+//! | `Pid::task_slot` | tasklist, at attach and release, holding the slot's own word-sized lock (writer's unlock a plain store) | anyone, the same lock shared |
 //! | `Scalable`: a number's state byte | compare-exchange, no lock (an exhaustion scan marks the numbers in use under the pool lock, and a marked number is released under it) | anyone |
-//! | `Scalable`: a number's lookup slot | its own word-sized `RwLock`, by the number's owner | `find_pid`, the same lock |
+//! | `Scalable`: a number's lookup slot | plain stores by the number's owner (a pointer holding one strong count) | `find_pid`, registered as a reader in the number's state byte, which the owner's release waits on |
 //! | `Scalable`: the free-number FIFO and fresh cursor | the namespace's pool lock (counted, `pidns_pool_lock`), once per batch | the same |
-//! | `Scalable`: `pid_allocated` | the forking or freeing thread's shard of the count (a line no other worker writes) | the closing path sums the shards |
-//! | `Scalable`: `PIDNS_ADDING` | cleared once by `disable_pid_allocation` (`SeqCst`) | every fork and free, after its own count (`SeqCst`) |
+//! | `Scalable`: `pid_allocated` | the forking or freeing thread's own shard of the count (a line no other thread writes: a load and a store; threads beyond the shard count share an overflow shard with read-modify-writes) | the closing path sums the shards; `nr_allocated` takes a snapshot of them |
+//! | `Scalable`: `PIDNS_ADDING` | cleared once by `disable_pid_allocation` (`SeqCst`, then `membarrier`) | every fork and free, after its own count |
 //!
 //! The per-namespace state lock nests inside `pidmap_lock` and is never held while
 //! calling out of this crate, except that `Linux618` calls pidfs's hooks with
@@ -65,9 +65,12 @@
 //! last pass over the numbers decides under the namespace's pool lock, so a number
 //! freed behind it cannot be missed). See `IMPLEMENTATION.md`.
 //!
-//! The crate's only `unsafe` is in the per-thread credits of a root namespace's
-//! reference count (`Scalable`: [`PidNamespace::pid_ref_credits`]): raw strong-count
-//! operations on the namespace's own `Arc`, each with its safety argument.
+//! The crate's `unsafe` is confined to a few items, each with its safety argument: the
+//! per-thread credits of a root namespace's reference count (`Scalable`:
+//! [`PidNamespace::pid_ref_credits`]: raw strong-count operations on the namespace's
+//! own `Arc`), the `Scalable` lookup slot (a raw pointer holding a strong count, read
+//! under the number's reader registration), the [`TaskSlot`] lock's guards, and the
+//! `membarrier` system call of the allocation count.
 #![deny(unsafe_code)]
 
 mod alloc;
@@ -78,11 +81,13 @@ mod pid;
 mod pool;
 mod ref_credits;
 mod sync;
+mod task_slot;
 
 pub use alloc::{alloc_pid, free_pid};
 pub use namespace::{PidMap, PidNamespace, PidfsHooks, ReaperWakeup};
 pub use pid::{Attachment, Pid, Upid};
 pub use ref_credits::PidRefCredits;
+pub use task_slot::{TaskSlot, TaskSlotReadGuard, TaskSlotWriteGuard};
 pub use uproc_abi::Profile;
 
 /// Numbers below this are not reused once the cursor has passed it (`RESERVED_PIDS`).
@@ -109,18 +114,22 @@ pub mod loom_model {
         crate::count::set_my_shard(i)
     }
 
-    /// A pool of numbers `1..limit` whose slots publish `u32`s.
+    /// A pool of numbers `1..limit` whose slots publish `u32`s. Every value published
+    /// is also kept here until the model ends, so that a model of a broken ordering
+    /// reports loom's race on the slot's count instead of touching freed memory.
     #[derive(Debug, Clone)]
-    pub struct Pool(Arc<crate::pool::NumberPool<u32>>);
+    pub struct Pool(
+        Arc<crate::pool::NumberPool<u32>>,
+        Arc<std::sync::Mutex<Vec<Arc<u32>>>>,
+    );
 
     impl Pool {
         /// A pool for numbers `1..limit`, refilled `batch` at a time.
         pub fn new(limit: i32, batch: usize) -> Pool {
-            Pool(crate::pool::NumberPool::new(
-                limit,
-                batch,
-                &crate::pool::PoolLockStats::new(),
-            ))
+            Pool(
+                crate::pool::NumberPool::new(limit, batch, &crate::pool::PoolLockStats::new()),
+                Default::default(),
+            )
         }
 
         /// The next number below `pid_max` in pool order (batches, then the scan).
@@ -146,7 +155,9 @@ pub mod loom_model {
 
         /// Publishes `v` under the owned number `nr`.
         pub fn publish(&self, nr: i32, v: u32) {
-            self.0.publish(nr, Arc::new(v))
+            let v = Arc::new(v);
+            self.1.lock().expect("keep list").push(Arc::clone(&v));
+            self.0.publish(nr, v)
         }
 
         /// `free_pid`'s step for one level: clear the slot, then release the number.
@@ -198,6 +209,11 @@ pub mod loom_model {
         pub fn published(&self) -> Vec<u32> {
             self.0.published().into_iter().map(|v| *v).collect()
         }
+    }
+
+    /// An empty task slot, as every `Pid` starts with.
+    pub fn task_slot() -> crate::TaskSlot {
+        crate::TaskSlot::new()
     }
 
     /// A root namespace's reference-count credits over a model strong count (loom

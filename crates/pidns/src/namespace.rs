@@ -25,6 +25,13 @@ pub trait PidfsHooks: Send + Sync + 'static {
     fn add_pid(&self, pid: &Arc<Pid>) -> Result<(), Errno>;
     /// Remove the pid from the index (its numbers are being freed).
     fn remove_pid(&self, pid: &Pid);
+    /// `Scalable`: the next inode number, for a pid whose number is read for the first
+    /// time ([`Pid::ino`]). Under `Scalable`, `alloc_pid` does not call
+    /// [`add_pid`](Self::add_pid): most pids never get a pidfd, so their number is not
+    /// made at fork. The default numbers nothing (0).
+    fn next_ino(&self) -> u64 {
+        0
+    }
     /// The hooks' owner, for a caller that holds a pid and needs the concrete pidfs
     /// of its runtime without a reference count ([`PidMap::pidfs_hooks`]).
     fn as_any(&self) -> &dyn Any;
@@ -346,7 +353,11 @@ impl PidNamespace {
 
     /// `pid_allocated` (without the flag): numbers reserved or in use here. (`Scalable`
     /// counts a number from its publication, the others from its reservation; at rest
-    /// both equal the pids not yet freed.)
+    /// both equal the pids not yet freed.) `Scalable` sums per-thread counters: the
+    /// value is exact at one moment of the call when two collects of the counters
+    /// agree (always at rest); while other threads fork and free without pause it is
+    /// never below the pids counted in, and above by at most the frees that ran during
+    /// the call's last collect.
     pub fn nr_allocated(&self) -> usize {
         if let Some(pool) = &self.pool {
             return pool.allocated();

@@ -1,12 +1,12 @@
 //! `Pid`: the kernel's `struct pid`, one number per namespace level.
 
 use crate::PidNamespace;
-use parking_lot::RwLock;
+use crate::task_slot::TaskSlot;
 use std::any::Any;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 
 /// A type-erased object another crate hangs on a pid (pidfs state, the attached task).
 pub type Attachment = Arc<dyn Any + Send + Sync>;
@@ -32,12 +32,15 @@ impl fmt::Debug for Upid {
 /// handle unable to hit a recycled number.
 ///
 /// Fields other crates own (the Linux `struct pid` holds them too):
-/// - `ino`: the pidfs inode number, written once by pidfs before the pid is returned
-///   from [`alloc_pid`](crate::alloc_pid); 0 means never published.
+/// - `ino`: the pidfs inode number. `Linux*`: written once by pidfs before the pid is
+///   returned from [`alloc_pid`](crate::alloc_pid). `Scalable`: assigned by pidfs
+///   ([`PidfsHooks::next_ino`](crate::PidfsHooks::next_ino)) the first time anyone
+///   reads it ([`Pid::ino`]), since most pids never get a pidfd. 0 means pidfs does not
+///   number this pid (allocated before pidfs was installed).
 /// - [`pidfs_slot`](Pid::pidfs_slot): pidfs's per-pid state (`pid->attr`, `wait_pidfd`).
 /// - [`pidfs_flags`](Pid::pidfs_flags): pidfs's flag bits (`PIDFS_PID_DEAD`).
 /// - [`task_slot`](Pid::task_slot): the task attached as `PIDTYPE_PID` (`pid->tasks`),
-///   written by tasklist under its tasklist lock.
+///   written by tasklist when it attaches and releases the task (a [`TaskSlot`]).
 ///
 /// # References
 /// `struct pid` in `include/linux/pid.h`; `pid_nr_ns` in `kernel/pid.c`.
@@ -47,7 +50,7 @@ pub struct Pid {
     freed: AtomicBool,
     pidfs_flags: AtomicU8,
     pidfs: OnceLock<Attachment>,
-    task: RwLock<Option<Weak<dyn Any + Send + Sync>>>,
+    task: TaskSlot,
 }
 
 /// A pid's numbers: inline for a root-namespace pid (the common case, so `alloc_pid`
@@ -94,15 +97,21 @@ impl Drop for Pid {
     }
 }
 
+/// `Pid::ino`'s value for a pid whose inode number pidfs assigns on first read.
+/// Never a real inode number (pidfs counts up from 1).
+const INO_ON_FIRST_READ: u64 = u64::MAX;
+
 impl Pid {
-    pub(crate) fn new(numbers: Numbers) -> Pid {
+    /// A pid with `numbers`; `lazy_ino`: pidfs numbers it on the first read of
+    /// [`Pid::ino`] (`Scalable` with pidfs installed), else it starts at 0.
+    pub(crate) fn new(numbers: Numbers, lazy_ino: bool) -> Pid {
         Pid {
             numbers,
-            ino: AtomicU64::new(0),
+            ino: AtomicU64::new(if lazy_ino { INO_ON_FIRST_READ } else { 0 }),
             freed: AtomicBool::new(false),
             pidfs_flags: AtomicU8::new(0),
             pidfs: OnceLock::new(),
-            task: RwLock::new(None),
+            task: TaskSlot::new(),
         }
     }
 
@@ -166,10 +175,46 @@ impl Pid {
             .collect()
     }
 
-    /// The pidfs inode number (0 until published).
+    /// The pidfs inode number: 0 if pidfs does not number this pid. Under `Scalable`
+    /// the first read assigns it (one number from the reading thread's batch; two
+    /// first reads racing agree on one, the loser's number is never used).
     #[inline]
     pub fn ino(&self) -> u64 {
-        self.ino.load(Ordering::Acquire)
+        match self.ino.load(Ordering::Acquire) {
+            INO_ON_FIRST_READ => self.ino_first_read(),
+            ino => ino,
+        }
+    }
+
+    /// `Scalable`: the first read of [`Pid::ino`] takes a number from pidfs and
+    /// installs it unless another first read won.
+    #[cold]
+    #[inline(never)]
+    fn ino_first_read(&self) -> u64 {
+        let ino = self
+            .ns()
+            .map()
+            .pidfs_hooks()
+            .map_or(0, |hooks| hooks.next_ino());
+        match self
+            .ino
+            .compare_exchange(INO_ON_FIRST_READ, ino, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => ino,
+            Err(won) => won,
+        }
+    }
+
+    /// The inode number if it was assigned, without assigning it: `None` for a
+    /// `Scalable` pid nobody asked for its number yet (no pidfd, no file handle, no
+    /// lookup by number can name it). For walks that must not number every pid they
+    /// pass.
+    #[inline]
+    pub fn ino_if_assigned(&self) -> Option<u64> {
+        match self.ino.load(Ordering::Acquire) {
+            INO_ON_FIRST_READ => None,
+            ino => Some(ino),
+        }
     }
 
     /// Sets the pidfs inode number. Called once by pidfs from its publish hook.
@@ -177,7 +222,7 @@ impl Pid {
         // Written once, by the publish hook, before the pid is shared: a store (not a
         // swap) suffices.
         debug_assert!(
-            matches!(self.ino.load(Ordering::Relaxed), 0) || self.ino() == ino,
+            matches!(self.ino.load(Ordering::Relaxed), 0) || self.ino_if_assigned() == Some(ino),
             "pid ino assigned twice"
         );
         self.ino.store(ino, Ordering::Release);
@@ -199,10 +244,11 @@ impl Pid {
         &self.pidfs
     }
 
-    /// The task attached as `PIDTYPE_PID`, owned by tasklist (which writes it under its
-    /// tasklist lock and downcasts on read).
+    /// The task attached as `PIDTYPE_PID`, owned by tasklist (which writes it when it
+    /// attaches and releases the task, and downcasts on read). A word-sized lock whose
+    /// writer unlocks with a plain store ([`TaskSlot`]).
     #[inline]
-    pub fn task_slot(&self) -> &RwLock<Option<Weak<dyn Any + Send + Sync>>> {
+    pub fn task_slot(&self) -> &TaskSlot {
         &self.task
     }
 
@@ -216,7 +262,7 @@ impl Pid {
 
     /// The attached task, if one is attached and alive.
     pub fn task(&self) -> Option<Attachment> {
-        self.task.read().as_ref().and_then(Weak::upgrade)
+        self.task.read().as_ref().and_then(std::sync::Weak::upgrade)
     }
 }
 
@@ -224,7 +270,7 @@ impl fmt::Debug for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pid")
             .field("numbers", &self.numbers())
-            .field("ino", &self.ino())
+            .field("ino", &self.ino_if_assigned())
             .field("freed", &self.is_freed())
             .finish()
     }

@@ -14,8 +14,9 @@
 //!   thread B: alloc batch [76 77 ..]     free batch [..]        ▼  `batch` ops)
 //!
 //!   chunks (4096 numbers each, allocated on first use):
-//!     state[nr]: OWNED | MARKED | entries out (AtomicU8; the arbiter of ownership)
-//!     slot[nr]:  RwLock<Option<Arc<Pid>>>  (its own word-sized lock; find_pid reads it)
+//!     state[nr]: OWNED | MARKED | readers | entries out (AtomicU8; the arbiter of
+//!                ownership, and of a lookup against the owner's release)
+//!     slot[nr]:  AtomicPtr<Pid> holding one strong count (no lock; see below)
 //!   count: per-thread shards of pid_allocated + the PIDNS_ADDING flag (count.rs)
 //! ```
 //!
@@ -61,11 +62,37 @@
 //! Claims and releases are `AcqRel` compare-exchanges: the new owner's
 //! claim reads from the old owner's release, so the old owner's slot clear
 //! (`slot = None`, done before the release) happens-before the new owner's publish.
-//! The slot itself is a word-sized lock of its own ([`Slot`]). A scan's mark is a
+//! A scan's mark is a
 //! `Relaxed` compare-exchange: what it must achieve is coherence alone (a release
 //! that expected the unmarked value fails and re-reads), and the pool lock orders the
 //! marked release after the scan. See `count.rs` for how the count's
 //! `SeqCst` accesses order a publish against `disable_pid_allocation`.
+//!
+//! # Lookup slots: publish, lookup and clear without a lock
+//!
+//! A slot is a pointer that holds one strong count of the published `Pid`
+//! ([`Slot`]). Only the number's owner writes it: publish is an `Arc::clone` and a
+//! `Release` store, clear a load and a store; neither is a read-modify-write of the
+//! slot. What a lock-free reader needs is that the count it is about to take still
+//! exists when it takes it. The number's state byte (already changed by the owner's
+//! release) carries that:
+//!
+//! - a lookup (`find_pid`, the zap walk) adds one to the byte's `READERS` field with an
+//!   `Acquire` compare-exchange, only while `OWNED` is set (a free number publishes
+//!   nothing), reads the pointer (`Acquire`, pairing with the publish), takes its own
+//!   count, and leaves with a `Release` decrement;
+//! - the owner's release clears the slot first, then waits until its
+//!   compare-exchange finds no reader, and drops the slot's count only after it.
+//!
+//! All of these are read-modify-writes of one byte, so they are totally ordered: a
+//! reader registered before the release is waited for (its decrement, read by the
+//! release, orders its count before the drop); a reader registered after it finds the
+//! number free, or owned by a later claim, which read from the release, so the reader
+//! sees the cleared pointer (or the next owner's). A lookup never returns a pid after
+//! its free completed, and never touches a pid whose count may be gone. The only cost
+//! left to the fork and the free is the slot's own count: one `Arc::clone` at publish,
+//! one decrement at clear. Readers are rare; a release that meets one spins a few
+//! times and then yields (`tests/loom_pool.rs` models publish vs. lookup vs. clear).
 //!
 //! # Reuse distance
 //!
@@ -83,7 +110,7 @@ use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::{Arc, OnceLock, Weak};
 
 use crate::count::AllocCount;
-use crate::sync::{AtomicU8, Ordering, PoolGuard, PoolLock, Slot, thread_local};
+use crate::sync::{AtomicU8, Ordering, PoolGuard, PoolLock, Slot, backoff, thread_local};
 use uproc_abi::lockstat::LockStat;
 
 /// Numbers per chunk of the table (allocated on first use).
@@ -99,8 +126,13 @@ const OWNED: u8 = 0x80;
 /// State bit, only with `OWNED`: an exhaustion scan saw the number in use, so its
 /// release must take the pool lock (which the scan holds until it has decided).
 const MARKED: u8 = 0x40;
+/// State bits, only with `OWNED`: how many lookups are reading the number's slot
+/// (at most 7; an eighth waits for one to leave). The owner's release waits for none.
+const READERS: u8 = 0x38;
+/// One lookup in [`READERS`].
+const READER: u8 = 0x08;
 /// State bits: how many entries of the number are out (in the pool or a batch).
-const ENTRIES: u8 = 0x3f;
+const ENTRIES: u8 = 0x07;
 /// The most entries one number may have out (bounds the pool whatever `set_tid` does).
 const MAX_ENTRIES: u8 = 4;
 /// A number never handed out: free, its one entry in the fresh range.
@@ -301,8 +333,10 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     pub(crate) fn unpublish_release(self: &Arc<Self>, nr: i32) {
         let chunk = self.chunk(nr);
         let i = nr as usize % CHUNK;
-        chunk.slot[i].store(None);
+        // The slot's count is kept until the release saw no lookup reading the slot.
+        let published = chunk.slot[i].take();
         self.release_state(&chunk.state[i], nr);
+        chunk.slot[i].drop_taken(published);
     }
 
     /// Gives back a number the caller owns (a failed fork's rollback). The caller
@@ -362,10 +396,18 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     #[inline(always)]
     fn clear_owned(st: &AtomicU8, unmarked_only: bool) -> Option<bool> {
         let mut cur = st.load(Ordering::Relaxed);
+        let mut spins = 0;
         loop {
             debug_assert!(cur & OWNED != 0, "releasing a free number");
             if unmarked_only && cur & MARKED != 0 {
                 return None;
+            }
+            if cur & READERS != 0 {
+                // A lookup is between reading the slot and taking its count: the slot's
+                // count (held by the caller) must outlive it.
+                backoff(&mut spins);
+                cur = st.load(Ordering::Relaxed);
+                continue;
             }
             let push = cur & ENTRIES < MAX_ENTRIES;
             let to = (cur & ENTRIES) + u8::from(push);
@@ -542,25 +584,37 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         let mut sh = self.lock();
         sh.queue.extend(&e.free[..e.free_len]);
         e.free_len = 0;
-        let mut n = 0;
-        while n < self.batch && sh.fresh_next < pid_max {
-            e.alloc[n] = sh.fresh_next;
-            sh.fresh_next += 1;
-            n += 1;
+        let sh = &mut *sh;
+        // Fresh numbers first, as one run (a loop the compiler vectorises).
+        let batch = self.batch.min(MAX_BATCH);
+        let n_fresh = usize::try_from(pid_max.saturating_sub(sh.fresh_next))
+            .unwrap_or(0)
+            .min(batch);
+        let first = sh.fresh_next;
+        for (nr, slot) in (first..).zip(&mut e.alloc[..n_fresh]) {
+            *slot = nr;
         }
-        // Entries at or above a lowered pid_max rotate to the back, each seen once.
+        sh.fresh_next += n_fresh as i32;
+        let mut n = n_fresh;
+        // Then the queue's front, drained in runs. Entries at or above a lowered
+        // pid_max rotate to the back, each seen once (`budget`: the entries that were
+        // in the queue before this refill).
         let mut budget = sh.queue.len();
-        while n < self.batch && budget > 0 {
-            let Some(nr) = sh.queue.pop_front() else {
-                break;
-            };
-            budget -= 1;
-            if nr >= pid_max {
-                sh.queue.push_back(nr);
-                continue;
+        let mut rotated = [0i32; MAX_BATCH];
+        while n < batch && budget > 0 {
+            let take = (batch - n).min(budget);
+            budget -= take;
+            let mut r = 0;
+            for nr in sh.queue.drain(..take) {
+                if nr >= pid_max {
+                    rotated[r] = nr;
+                    r += 1;
+                } else {
+                    e.alloc[n] = nr;
+                    n += 1;
+                }
             }
-            e.alloc[n] = nr;
-            n += 1;
+            sh.queue.extend(&rotated[..r]);
         }
         e.head = 0;
         e.len = n;
@@ -602,13 +656,49 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
             return None;
         }
         let chunk = self.chunks[nr as usize / CHUNK].get()?;
-        chunk.slot[nr as usize % CHUNK].load_full()
+        let i = nr as usize % CHUNK;
+        Self::read_slot(&chunk.state[i], &chunk.slot[i])
+    }
+
+    /// A lookup of one number's slot: registers as a reader in its state byte if the
+    /// number is owned (a free number publishes nothing), reads the slot, leaves.
+    ///
+    /// Orderings: the registration is an `Acquire` read-modify-write, so if it reads a
+    /// later owner's claim it also sees the earlier owner's slot clear (sequenced
+    /// before that owner's `AcqRel` release, which the claim read from): no pointer of
+    /// a released number is read after its count may be gone. The leaving is a
+    /// `Release` decrement, read by the owner's release (its compare-exchange fails
+    /// until it reads no reader), so this reader's strong count is taken before the
+    /// slot's own is dropped.
+    #[allow(unsafe_code)]
+    fn read_slot(st: &AtomicU8, slot: &Slot<T>) -> Option<Arc<T>> {
+        let mut cur = st.load(Ordering::Relaxed);
+        let mut spins = 0;
+        loop {
+            if cur & OWNED == 0 {
+                return None;
+            }
+            if cur & READERS == READERS {
+                backoff(&mut spins);
+                cur = st.load(Ordering::Relaxed);
+                continue;
+            }
+            match st.compare_exchange(cur, cur + READER, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(seen) => cur = seen,
+            }
+        }
+        // SAFETY: registered above (an `Acquire` read-modify-write that found the number
+        // owned) until the decrement below.
+        let found = unsafe { slot.load_registered() };
+        st.fetch_sub(READER, Ordering::Release);
+        found
     }
 
     /// Publishes `value` under `nr`, which the caller owns.
     #[inline(always)]
     pub(crate) fn publish(&self, nr: i32, value: Arc<T>) {
-        self.chunk(nr).slot[nr as usize % CHUNK].store(Some(value));
+        self.chunk(nr).slot[nr as usize % CHUNK].publish(value);
     }
 
     /// Every published object, ascending by number.
@@ -616,20 +706,22 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         let mut out = Vec::new();
         for c in self.chunks.iter().filter_map(OnceLock::get) {
             // Only owned numbers can be published: one atomic load skips the others
-            // without touching their slot's lock.
+            // without a read-modify-write.
             let owned = c
                 .state
                 .iter()
                 .zip(c.slot.iter())
-                .filter(|(st, _)| st.load(Ordering::Acquire) & OWNED != 0);
-            out.extend(owned.filter_map(|(_, slot)| slot.load_full()));
+                .filter(|(st, _)| st.load(Ordering::Relaxed) & OWNED != 0);
+            out.extend(owned.filter_map(|(st, slot)| Self::read_slot(st, slot)));
         }
         out
     }
 
-    /// Published numbers (`pid_allocated` without the flag).
+    /// Published numbers (`pid_allocated` without the flag): a snapshot when the
+    /// counters hold still between two collects, else the bound of
+    /// [`AllocCount::snapshot_sum`](crate::count::AllocCount::snapshot_sum).
     pub(crate) fn allocated(&self) -> usize {
-        usize::try_from(self.count.sum()).unwrap_or(0)
+        usize::try_from(self.count.snapshot_sum()).unwrap_or(0)
     }
 
     /// Free numbers below `pid_max` whose every outstanding entry is in the shared pool

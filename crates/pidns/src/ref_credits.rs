@@ -73,7 +73,7 @@ impl RefCredits {
 
     #[inline]
     fn mine(&self) -> &Shard {
-        &self.shards[crate::count::my_shard()]
+        &self.shards[crate::count::my_shard() % crate::count::SHARDS]
     }
 
     /// Opens every shard with no credits. False if any was open already (one owner).

@@ -7,63 +7,162 @@
 //! modelled: its locks are `parking_lot`'s and it has no lock-free part of its own.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering, fence};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering, fence,
+};
 #[cfg(loom)]
 pub(crate) use loom::thread_local;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering, fence,
+};
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// One lookup slot of the number table: the published object with that number, if any.
+/// One lookup slot of the number table: a pointer to the published object with that
+/// number (null when none), which holds one strong count of it.
 ///
-/// A word-sized reader-writer lock of its own per number (`parking_lot`'s; loom's under
-/// loom). It is never shared between forks: only the number's current owner writes it
-/// (publish, then clear), and lookups of one number are rare, so it is uncontended and
-/// costs one compare-exchange and one release per access. `arc-swap`'s `ArcSwapOption`
-/// was measured in its place: lock-free reads, but each store walks the debt list of
-/// every thread that ever loaded (`pay_all`), about 380 instructions per store here, two
-/// stores per life cycle, against about 20 for this lock.
+/// The slot has no lock of its own. Only the number's current owner writes it (publish,
+/// then clear), with plain stores; a lookup announces itself as a reader in the
+/// number's state byte before it reads the pointer and takes its own strong count, and
+/// the owner's release of the number waits for the readers to leave before the slot's
+/// count is dropped (the pool's module essay, "Lookup slots"). So a fork publishes
+/// with one `Arc::clone` and a free clears with one strong-count decrement: no lock
+/// round trip on either side. (A word-sized `RwLock` per slot cost a lock and an
+/// unlock on each side; `arc-swap`'s `ArcSwapOption` walked the debt list of every
+/// thread that ever loaded, about 380 instructions per store.)
 pub(crate) struct Slot<T> {
-    #[cfg(not(loom))]
-    inner: parking_lot::RwLock<Option<Arc<T>>>,
+    ptr: AtomicPtr<T>,
+    /// Under loom: stands for the slot's strong count, so the model checks that every
+    /// lookup's increment happens-before the owner drops the count (a lookup touches it
+    /// with `with`, the drop with `with_mut`; loom reports two unordered accesses).
     #[cfg(loom)]
-    inner: loom::sync::RwLock<Option<Arc<T>>>,
+    count: loom::cell::UnsafeCell<()>,
+    /// The slot owns a strong count of `T`: it is `Send`/`Sync` only where `Arc<T>` is.
+    _owns: PhantomData<Arc<T>>,
 }
+
+// SAFETY (loom only): the loom cell holds `()` and only records accesses for the
+// model; the slot shares nothing else than what `AtomicPtr` and `Arc<T>` share.
+#[cfg(loom)]
+#[allow(unsafe_code)]
+unsafe impl<T: Send + Sync> Sync for Slot<T> {}
 
 impl<T> Slot<T> {
     /// An empty slot.
     pub(crate) fn empty() -> Slot<T> {
         Slot {
-            #[cfg(not(loom))]
-            inner: parking_lot::RwLock::new(None),
+            ptr: AtomicPtr::new(std::ptr::null_mut()),
             #[cfg(loom)]
-            inner: loom::sync::RwLock::new(None),
+            count: loom::cell::UnsafeCell::new(()),
+            _owns: PhantomData,
         }
     }
 
-    /// The published object (an owned handle).
-    #[inline]
-    pub(crate) fn load_full(&self) -> Option<Arc<T>> {
-        #[cfg(not(loom))]
-        return self.inner.read().clone();
-        #[cfg(loom)]
-        return self.inner.read().expect("slot lock").clone();
-    }
-
-    /// Publishes `value` (or clears the slot with `None`).
+    /// Publishes `value` in an empty slot. Only the number's owner calls it; the
+    /// `Release` store makes the object's contents visible to a lookup that reads the
+    /// pointer (`Acquire`).
     #[inline(always)]
-    pub(crate) fn store(&self, value: Option<Arc<T>>) {
-        #[cfg(not(loom))]
-        {
-            // The old value is dropped after the lock is released.
-            let _old = std::mem::replace(&mut *self.inner.write(), value);
+    pub(crate) fn publish(&self, value: Arc<T>) {
+        debug_assert!(
+            self.ptr.load(Ordering::Relaxed).is_null(),
+            "slot published twice"
+        );
+        self.ptr
+            .store(Arc::into_raw(value).cast_mut(), Ordering::Release);
+    }
+
+    /// Empties the slot and hands its strong count to the caller, who must keep it
+    /// until the number's release has seen no reader (only then is no lookup between
+    /// reading the old pointer and taking its own count), then give it to
+    /// [`drop_taken`](Self::drop_taken). Only the number's owner calls it, so a load
+    /// and a store suffice.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) fn take(&self) -> Option<Arc<T>> {
+        let p = self.ptr.load(Ordering::Relaxed);
+        if p.is_null() {
+            return None;
         }
+        self.ptr.store(std::ptr::null_mut(), Ordering::Relaxed);
+        // SAFETY: a non-null pointer came from `Arc::into_raw` in `publish` and carries
+        // the slot's strong count; the owner is the only writer, so this count is taken
+        // out of the slot exactly once (the store above empties it first).
+        Some(unsafe { Arc::from_raw(p) })
+    }
+
+    /// A lookup's read: the published object, with a strong count of its own.
+    ///
+    /// # Safety
+    /// The caller is registered as a reader in the number's state byte (an `Acquire`
+    /// read-modify-write that found the number owned) and stays registered until this
+    /// returns: the owner's release, which the slot's strong count outlives, waits for
+    /// that registration to end.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn load_registered(&self) -> Option<Arc<T>> {
+        let p = self.ptr.load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: the pointer came from `Arc::into_raw` and the slot still holds its
+        // strong count: the count is dropped only after the number's release, which
+        // cannot happen while the caller is registered (this function's contract). So
+        // the object is alive, and a count taken now is a valid one.
+        unsafe {
+            #[cfg(loom)]
+            self.count.with(|_| ());
+            Arc::increment_strong_count(p);
+            Some(Arc::from_raw(p))
+        }
+    }
+
+    /// Drops the count [`take`](Self::take) handed out, once the number's release saw
+    /// no reader.
+    #[inline(always)]
+    pub(crate) fn drop_taken(&self, taken: Option<Arc<T>>) {
         #[cfg(loom)]
-        {
-            *self.inner.write().expect("slot lock") = value;
+        if taken.is_some() {
+            self.count.with_mut(|_| ());
+        }
+        drop(taken);
+    }
+}
+
+impl<T> Drop for Slot<T> {
+    /// The pool is gone (nobody can look up or release any more): a slot still
+    /// publishing an object (a pid never freed) gives its strong count back.
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        let p = self.ptr.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: `&mut self`: no reader or owner can reach the slot any more, and
+            // the pointer still carries the slot's strong count from `publish`.
+            drop(unsafe { Arc::from_raw(p) });
+        }
+    }
+}
+
+/// A short wait for another thread to leave a word it holds for a few instructions (a
+/// release waiting on a lookup, a task slot's writer on a reader): spin, then let the
+/// other thread run. Under loom, yields at once.
+#[inline]
+pub(crate) fn backoff(spins: &mut u32) {
+    #[cfg(loom)]
+    {
+        let _ = spins;
+        loom::thread::yield_now();
+    }
+    #[cfg(not(loom))]
+    {
+        *spins += 1;
+        if *spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
         }
     }
 }

@@ -2,7 +2,8 @@
 //! exact claims racing with batch pops, the exhaustion scan stealing a cached number
 //! and never giving up while a number is free (its deciding pass holding back the
 //! release of a number it marked), and a slot's publish vs. lookup vs. removal across a
-//! number's reuse. Run with
+//! number's reuse, and lookups racing with the owner's clear (the slot's count outlives
+//! every lookup that read its pointer). Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p uproc-pidns --test loom_pool --release`.
 #![cfg(loom)]
 
@@ -184,5 +185,59 @@ fn deciding_pass_holds_back_the_release_of_a_number_it_marked() {
             .unwrap()
             .expect("a number was free at every moment: the pass must find one");
         assert_ne!(mine, theirs, "a number live twice");
+    });
+}
+
+/// A lookup races with the owner's clear and release, and nothing else keeps the
+/// value: the lookup's strong count is taken before the slot's own is dropped (loom
+/// checks the accesses to the slot's count), and a lookup that starts after the
+/// clear-and-release completed finds nothing.
+#[test]
+fn lookup_races_with_clear_and_release() {
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    loom::model(|| {
+        let pool = Pool::new(2, 1); // one number: 1
+        let nr = pool.alloc(2).expect("fresh pool");
+        pool.publish(nr, 10);
+        let cleared = Arc::new(AtomicBool::new(false));
+        let (p2, c2) = (pool.clone(), cleared.clone());
+        let t = thread::spawn(move || {
+            let after_clear = c2.load(Ordering::Acquire);
+            let v = p2.find(1);
+            assert!(matches!(v, None | Some(10)), "{v:?}");
+            if after_clear {
+                assert_eq!(v, None, "a lookup after the clear returned the value");
+            }
+        });
+        pool.unpublish_release(nr);
+        cleared.store(true, Ordering::Release);
+        assert_eq!(pool.find(1), None);
+        t.join().unwrap();
+    });
+}
+
+/// Two lookups in the number's state byte at once while the owner clears: the
+/// release waits for both, whichever leaves last.
+#[test]
+fn two_lookups_race_with_clear() {
+    loom::model(|| {
+        let pool = Pool::new(2, 1); // one number: 1
+        let nr = pool.alloc(2).expect("fresh pool");
+        pool.publish(nr, 10);
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let p = pool.clone();
+                thread::spawn(move || {
+                    let v = p.find(1);
+                    assert!(matches!(v, None | Some(10)), "{v:?}");
+                })
+            })
+            .collect();
+        pool.unpublish_release(nr);
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(pool.find(1), None);
     });
 }

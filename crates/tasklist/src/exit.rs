@@ -1,9 +1,9 @@
 //! Exit and reap: `do_exit`, `do_group_exit`, `exit_notify`, `do_notify_parent`,
 //! `release_task`, and the namespace-init death (`zap_pid_ns_processes`).
 //!
-//! The state machine of one thread (`exit_state`), all transitions but the reaper's CAS
-//! under the parent group's `children` lock (a leader) or the group's siglock (a
-//! thread), and under `Linux*` also `tasklist_lock` (write):
+//! The state machine of one thread (`exit_state`), all transitions (the reaper's claim
+//! included) under the parent group's `children` lock (a leader) or the group's siglock
+//! (a thread), and under `Linux*` also `tasklist_lock` (write):
 //!
 //! ```text
 //! RUNNING --exit, non-leader-------------------------------> DEAD (autoreap)
@@ -66,7 +66,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     if t.runtime_dropped() {
         return;
     }
-    if t.group().runtime_init {
+    if t.group().runtime_init() {
         tracing::warn!("exit_group of the runtime init ignored: it never exits");
         return;
     }
@@ -106,7 +106,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     // Read once: the group is immutable, but the compiler cannot know it across the
     // locks below.
     let g = t.group();
-    if t.leader && g.runtime_init {
+    if t.leader && g.runtime_init() {
         tracing::warn!("exit of the runtime init ignored: it never exits");
         return;
     }
@@ -116,9 +116,13 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         return;
     }
     // The hook may hold the task (a runtime closure): drop it to break that cycle.
-    let hook = t.rare.lock().as_mut().and_then(|r| r.hook.take());
-    drop(hook);
-    let (group_dead, status) = {
+    // A task that never boxed its rare fields has no hook: one plain load (`RARE_USED`
+    // pairs it with the installer).
+    if t.rare_ever_used() {
+        let hook = t.rare.lock().as_mut().and_then(|r| r.hook.take());
+        drop(hook);
+    }
+    let (group_dead, status, parent, threadless, childless) = {
         let mut st = g.sig.lock();
         st.nr_live -= 1;
         let status = st.group_exit.unwrap_or(status);
@@ -128,7 +132,20 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
             g.stop_report.store(0, Ordering::Release);
             g.cont_report.store(false, Ordering::Release);
         }
-        (dead, status)
+        // A leader's parent, for `exit_notify` (re-checked there under the parent's
+        // lock): read in this hold instead of a round of its own.
+        let parent = if t.leader {
+            st.real_parent.upgrade()
+        } else {
+            None
+        };
+        // A process dead with no thread attached gets none any more (attach needs a
+        // live thread): its leader can never be delayed for its threads.
+        let threadless = dead && st.threads.is_empty();
+        // Nothing was ever attached to the group's list (and nothing can be now: see
+        // `GroupState::had_children`): no hand-over to make.
+        let childless = dead && !st.had_children;
+        (dead, status, parent, threadless, childless)
     };
     t.exit_code.store(status.raw(), Ordering::Release);
     tracing::debug!(pid = t.pid.numbers()[0].nr, %status, group_dead, "exit");
@@ -137,7 +154,13 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     t.css.task_dead();
     // A waiter of this very thread (blocked in wait on another OS thread) returns:
     // woken by the reparenting step, under the `children` lock it already takes.
-    exit_notify(hot.as_deref(), t, group_dead, status);
+    exit_notify(
+        hot.as_deref(),
+        t,
+        group_dead,
+        status,
+        (parent, threadless, childless),
+    );
 }
 
 /// `exit_notify`: reparent the children, become a zombie (or autoreap), notify the
@@ -148,12 +171,18 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// exiting group's siglock for the delayed-leader decision), so a waiter, a reparent
 /// and a concurrent release of the group's last thread each see either all of it or
 /// none.
-fn exit_notify(sys: Option<&System>, t: &Arc<TaskInner>, group_dead: bool, status: WaitStatus) {
+fn exit_notify(
+    sys: Option<&System>,
+    t: &Arc<TaskInner>,
+    group_dead: bool,
+    status: WaitStatus,
+    (parent, threadless, childless): (Option<Arc<TaskInner>>, bool, bool),
+) {
     let mut post = PostExit::default();
     {
         let _tl = sys.and_then(System::tasklist_write_hot);
         if group_dead {
-            reparent::forget_original_parent(t, &mut post);
+            reparent::forget_original_parent(t, &mut post, childless);
         } else {
             reparent::pass_to_live_thread(t);
         }
@@ -162,8 +191,9 @@ fn exit_notify(sys: Option<&System>, t: &Arc<TaskInner>, group_dead: bool, statu
             t.exit_state.store(DEAD, Ordering::Release);
             post.notify_self = true;
             post.release_self = true;
-        } else {
-            t.with_parent_children(|parent, st| {
+        } else if !zombie_under_known_parent(t, threadless && !post.zap, parent.as_ref(), &mut post)
+        {
+            t.with_parent_children_from(parent, |parent, st| {
                 // Rule 3: the group's siglock inside the parent's children lock. The
                 // release of the group's last thread checks for DELAYED under the same
                 // siglock: exactly one of the two makes the leader reportable.
@@ -208,11 +238,46 @@ fn exit_notify(sys: Option<&System>, t: &Arc<TaskInner>, group_dead: bool, statu
     }
 }
 
+/// The usual exit of a process's last thread (`fast`: no thread attached, not a
+/// namespace init), in one lock round on its parent: under the parent group's
+/// `children` lock, the parent read in `do_exit`'s siglock hold is confirmed by the
+/// group's parent address ([`ThreadGroup::parent_is`]) instead of a siglock round, and
+/// the leader becomes a zombie and is published. Returns false (nothing done) when the
+/// exit is not that simple or the parent moved: the caller takes the general path.
+#[inline]
+fn zombie_under_known_parent(
+    t: &TaskInner,
+    fast: bool,
+    parent: Option<&Arc<TaskInner>>,
+    post: &mut PostExit,
+) -> bool {
+    let Some(p) = parent.filter(|_| fast) else {
+        return false;
+    };
+    let mut ch = p.group().children.lock();
+    if !t.group().parent_is(p) {
+        return false;
+    }
+    t.exit_state.store(ZOMBIE, Ordering::Release);
+    post.notify_self = true;
+    post.release_self = publish_exit(t, Some((p, &mut ch)), &mut post.exit_signal);
+    true
+}
+
 /// ZOMBIE -> DEAD: the caller won the right to release `t`.
-pub(crate) fn claim(t: &TaskInner) -> bool {
-    t.exit_state
-        .compare_exchange(ZOMBIE, DEAD, Ordering::AcqRel, Ordering::Acquire)
-        .is_ok()
+///
+/// The caller holds the `children` lock of the list `t` is on (`_held`; during a
+/// reparent, both lists' locks). Every transition of a leader's `exit_state` is made
+/// under that lock (the exit's ZOMBIE/DELAYED/DEAD under its parent's list lock, every
+/// claim under the lock of the list it scans or empties), so a load and a store decide
+/// the claim as a compare-exchange would, without a locked instruction.
+#[inline]
+pub(crate) fn claim(t: &TaskInner, _held: &Children) -> bool {
+    if t.exit_state.load(Ordering::Acquire) != ZOMBIE {
+        return false;
+    }
+    t.exit_state.store(DEAD, Ordering::Release);
+    true
 }
 
 /// The leader `t` (running or delayed) becomes reportable: [`do_notify_parent`] decides
@@ -398,7 +463,7 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
                 let mut st = g.sig.lock();
                 st.threads
                     .retain(|w| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(cur)));
-                let leader = st.leader.upgrade();
+                let leader = st.leader().upgrade();
                 // The zap-leader check: the last thread of a delayed leader is gone.
                 let ready = st.threads.is_empty()
                     && !st.zapping

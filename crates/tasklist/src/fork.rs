@@ -9,12 +9,22 @@
 //!    adding (ENOMEM), no fatal signal pending
 //!    on the parent (EINTR), attach
 //! 6. `cgroup_post_fork`: link; SIGKILL the child if a cgroup.kill raced
+//! 7. `wake_up_new_task`: publish `started` (lock-free, `task::StartFlag`); end the
+//!    child if a fatal signal marked it before
+//!
+//! The task object does not exist before step 5: its parts wait in a `Proto`, and the
+//! attach builds it inside its critical section with its final group state (parent,
+//! process group and session, subreaper bit), so no lock is taken on a task nobody can
+//! see yet; publishing it (the parent's list, the pid's task slot) is the attach's last
+//! act.
 //!
 //! A failure at step n undoes steps n-1..2: cancel the charge, drop the pidfd, free the
 //! pid. A failed fork leaves nothing behind.
 
-use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
-use crate::task::{GroupHome, GroupState, RUNNING, Task, TaskInner, ThreadGroup};
+use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Mutex, Ordering};
+use crate::task::{
+    Comm, GroupHome, GroupState, NameWords, RUNNING, StartFlag, Task, TaskInner, ThreadGroup,
+};
 use std::sync::{Arc, Weak};
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
 use uproc_cgroup::{Cgroup, CgroupMember};
@@ -139,7 +149,7 @@ impl Task {
         } else {
             for_children
         };
-        let cap = me.cap_checkpoint_restore.load(Ordering::Relaxed);
+        let cap = me.cap_checkpoint_restore();
         let pid = alloc_pid(ns, &args.set_tid, cap).inspect_err(|e| {
             if *e == Errno::EAGAIN {
                 tracing::warn!(level = ns.level(), "fork rejected: pid namespace full");
@@ -189,7 +199,6 @@ impl Task {
                 return Err(e);
             }
         };
-        // The task object, built before the lock.
         let exit_signal = if thread || autoreap {
             0
         } else if parent_flag {
@@ -199,58 +208,39 @@ impl Task {
         } else {
             args.exit_signal.map_or(Signal::CHLD.raw(), |s| s.raw())
         };
-        // A new process lives inside its leader's allocation; a thread reaches it
-        // through its leader.
-        // Built inside the closure, field by field, so that the group is written
-        // straight into the task rather than built aside and copied in.
-        let child = Arc::new(TaskInner {
-            pid: pid.clone(),
+        // Everything of the task but its group: the task object itself is built inside
+        // the attach's critical section, once its parent and ids are known, so that its
+        // group state is written before anyone can see it (no lock round on it).
+        let proto = Proto {
+            pid,
             locked_runtime: hot.as_ref().map_or_else(Weak::new, Arc::downgrade),
-            home: if thread {
-                GroupHome::Leader(TaskInner::group_owner(me))
-            } else {
-                GroupHome::Own(ThreadGroup::new(GroupState::new_process(false)))
-            },
-            leader: !thread,
-            exit_state: AtomicU8::new(RUNNING),
-            exit_code: AtomicI32::new(0),
-            exiting: AtomicBool::new(false),
-            released: AtomicBool::new(false),
-            started: AtomicBool::new(false),
-            exit_signal: AtomicI32::new(exit_signal),
-            pending: AtomicU64::new(0),
-            cap_checkpoint_restore: AtomicBool::new(cap),
-            rare: Mutex::new(None),
+            exit_signal,
+            cap,
+            autoreap,
             css: charge.prepare_link(),
             pidfd,
-            name: Mutex::new(*me.name.lock()),
-        });
-        // A new process can be named in `cgroup.procs` from the attach on: its own
-        // group's migration waits for the link too.
-        let child_group = child.group();
-        let new_group_guard = (!thread).then(|| child_group.threadgroup_rwsem.read());
+            name: me.name.get(&me.name_seq),
+        };
         // 5. attach: fork's only `tasklist_lock` acquisition (`Linux*`; none under
         // `Scalable`).
-        let attached = attach(hot.as_deref(), me, &child, thread, parent_flag, autoreap);
-        if let Err(e) = attached {
-            // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
-            charge.cancel();
-            drop(new_group_guard);
-            drop(caller_group_guard);
-            drop(child);
-            free_pid(&pid);
-            // The freed number may have been the last but the init's of a closed
-            // namespace (the ENOMEM race).
-            process_zaps_of(me);
-            return Err(e);
-        }
-        // Attached (`pid_task` finds it): a zap that closed the namespace since the
-        // attach's check may have walked it before that. Under `Scalable` no
-        // `tasklist_lock` orders the two, so a fence on each side does: either the
-        // zap's walk (after its fence) finds the child, or this load sees the namespace
-        // closed and the child dies with it here, as the zap would have killed it.
-        std::sync::atomic::fence(Ordering::SeqCst);
-        let zapped = !child.pid.ns().is_adding();
+        let child = match attach(hot.as_deref(), me, proto, thread, parent_flag) {
+            Ok(child) => child,
+            Err((e, proto)) => {
+                // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
+                charge.cancel();
+                drop(caller_group_guard);
+                let Proto {
+                    pid, css, pidfd, ..
+                } = proto;
+                drop(css);
+                drop(pidfd);
+                free_pid(&pid);
+                // The freed number may have been the last but the init's of a closed
+                // namespace (the ENOMEM race).
+                process_zaps_of(me);
+                return Err(e);
+            }
+        };
         // 6. cgroup_post_fork: links the link the child was built with. An exit or a
         // release that ran before found it unlinked and did nothing: redo them here.
         let member: Weak<dyn CgroupMember> = Arc::downgrade(&child) as Weak<TaskInner>;
@@ -262,19 +252,28 @@ impl Task {
             child.css.release();
         }
         // cgroup_threadgroup_change_end: linked, a migration now moves it with the group.
-        drop(new_group_guard);
+        // (A new process's own group holds no read lock: its migration waits for
+        // `started` instead, see `ThreadGroup::migrate`.)
         drop(caller_group_guard);
         // wake_up_new_task: from here on signals act on it directly.
-        let (fatal, status) = {
-            let st = child_group.sig.lock();
-            child.started.store(true, Ordering::Release);
-            (
-                child.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0,
-                st.group_exit,
-            )
-        };
+        // One fence (after `started`'s write) for two handshakes, each a write before it
+        // and a read after it,
+        // against a write and a fenced read on the other side:
+        // - attached (`pid_task` finds it) vs. a zap that closed the namespace since
+        //   the attach's check and may have walked it before that (no `tasklist_lock`
+        //   orders the two under `Scalable`): either the zap's walk (after its fence)
+        //   finds the child, or this load sees the namespace closed and the child dies
+        //   with it here, as the zap would have killed it;
+        // - `started` vs. a fatal signal's marking of the thread (`StartFlag`): either
+        //   the signal side sees it started and ends it, or this load sees SIGKILL;
+        // - attached vs. a group kill in flight (`group_kill.rs`): either its walk finds
+        //   the child, or this fork sees the kill raised and waits for it to end.
+        child.started.publish_then_fence();
+        let zapped = !child.pid.ns().is_adding();
+        crate::group_kill::wait_out_group_kills(hot.is_none());
+        let fatal = child.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0;
         tracing::debug!(
-            pid = pid.numbers()[0].nr,
+            pid = child.pid.numbers()[0].nr,
             ppid = me.pid.numbers()[0].nr,
             thread,
             "fork"
@@ -282,14 +281,59 @@ impl Task {
         // A fatal signal decided while the child was not started (a zap's walk, a kill)
         // left it to us: end it first. Sending SIGKILL instead would find the group
         // already dying and do nothing, and the child would live on (both a zap that
-        // found the child and this fork's `zapped` check can be true at once).
+        // found the child and this fork's `zapped` check can be true at once). The
+        // status was decided under the siglock before SIGKILL was marked.
         if fatal {
+            let status = child.group().sig.lock().group_exit;
             let status = status.unwrap_or(uproc_abi::WaitStatus::signaled_by(Signal::KILL, false));
             crate::exit::do_exit(&child, status);
         } else if killed || zapped {
             let _ = crate::signal::send_group(&child, Signal::KILL, None);
         }
         Ok(Task::from_inner(child))
+    }
+}
+
+/// A task being forked, before its object exists: what [`attach`] builds it from once
+/// its parent and group state are known, or hands back to the unwinding on failure.
+struct Proto {
+    pid: Arc<uproc_pidns::Pid>,
+    locked_runtime: Weak<crate::system::System>,
+    exit_signal: i32,
+    cap: bool,
+    autoreap: bool,
+    css: uproc_cgroup::CssLink,
+    pidfd: Option<uproc_pidfs::PidFd>,
+    name: Comm,
+}
+
+impl Proto {
+    /// The task object, living in `home`.
+    #[inline(always)]
+    fn into_task(self, home: GroupHome, leader: bool) -> TaskInner {
+        TaskInner {
+            pid: self.pid,
+            locked_runtime: self.locked_runtime,
+            home,
+            leader,
+            exit_state: AtomicU8::new(RUNNING),
+            exit_code: AtomicI32::new(0),
+            exiting: AtomicBool::new(false),
+            released: AtomicBool::new(false),
+            started: StartFlag::new(false),
+            exit_signal: AtomicI32::new(self.exit_signal),
+            pending: AtomicU64::new(0),
+            flags: AtomicU8::new(if self.cap {
+                crate::task::CAP_CHECKPOINT_RESTORE
+            } else {
+                0
+            }),
+            rare: Mutex::new(None),
+            css: self.css,
+            pidfd: self.pidfd,
+            name: NameWords::new(self.name),
+            name_seq: AtomicU16::new(0),
+        }
     }
 }
 
@@ -330,34 +374,32 @@ fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
 fn attach(
     sys: Option<&crate::system::System>,
     me: &Arc<TaskInner>,
-    child: &Arc<TaskInner>,
+    proto: Proto,
     thread: bool,
     parent_flag: bool,
-    autoreap: bool,
-) -> Result<(), Errno> {
+) -> Result<Arc<TaskInner>, (Errno, Proto)> {
     let _tl = sys.and_then(crate::system::System::tasklist_write_hot);
-    if !child.pid.ns().is_adding() {
-        return Err(Errno::ENOMEM);
+    if !proto.pid.ns().is_adding() {
+        return Err((Errno::ENOMEM, proto));
     }
-    let weak_any = TaskInner::as_any_weak(child);
     if thread {
         // The "group is dying" check and the insertion are one siglock hold, as in
         // `copy_process`: a group exit (which marks every thread under the siglock)
         // either came first (EINTR) or will see, and kill, the new thread.
-        let leader = {
-            let mut st = me.group().sig.lock();
-            if group_dying(me, &st) || st.nr_live == 0 {
-                return Err(Errno::EINTR);
-            }
-            st.threads.push(Arc::downgrade(child));
-            st.nr_live += 1;
-            st.leader.upgrade()
-        };
+        let mut st = me.group().sig.lock();
+        if group_dying(me, &st) || st.nr_live == 0 {
+            return Err((Errno::EINTR, proto));
+        }
+        let child = Arc::new(proto.into_task(GroupHome::Leader(TaskInner::group_owner(me)), false));
+        st.threads.push(Arc::downgrade(&child));
+        st.nr_live += 1;
+        let leader = st.leader().upgrade();
+        drop(st);
         if let Some(l) = leader {
             l.with_rare(|r| r.threads.push(Task::from_inner(child.clone())));
         }
-        *child.pid.task_slot().write() = Some(weak_any);
-        return Ok(());
+        crate::task::publish_in_pid(&child);
+        return Ok(child);
     }
     // `CLONE_PARENT`: the caller's parent, re-read under its list's lock. Otherwise
     // the caller itself, borrowed (no reference count taken and dropped per fork).
@@ -368,7 +410,10 @@ fn attach(
     };
     loop {
         let p: &Arc<TaskInner> = if parent_flag {
-            rp_owned.as_ref().ok_or(Errno::EINVAL)?
+            match rp_owned.as_ref() {
+                Some(p) => p,
+                None => return Err((Errno::EINVAL, proto)),
+            }
         } else {
             me
         };
@@ -377,6 +422,9 @@ fn attach(
         // One siglock round for everything read from the caller's group.
         let (now_parent, ids, dying, my_sub) = {
             let mut st = my_group.sig.lock();
+            // The list is the caller's group's: it has children from here on (or
+            // fails below), see `GroupState::had_children`.
+            st.had_children |= !parent_flag;
             (
                 if parent_flag {
                     st.real_parent.upgrade()
@@ -398,37 +446,45 @@ fn attach(
             rp_owned = now_parent;
             continue;
         }
-        if dying || ch.closed {
+        if dying || p.group().children_closed(&ch) {
             // A closed list with the caller still its member: the caller's own group
             // died (a CLONE_PARENT caller would have been handed on already).
-            return Err(Errno::EINTR);
+            return Err((Errno::EINTR, proto));
         }
-        let ids = ids.ok_or(Errno::EINTR)?;
+        let Some(ids) = ids else {
+            return Err((Errno::EINTR, proto));
+        };
         // The parent thread: `p` itself, or (`CLONE_PARENT`) the thread of `p`'s group
         // that the caller's `real_parent` names now.
         let rp: &Arc<TaskInner> = now_parent.as_ref().unwrap_or(p);
         let has_sub = if parent_flag {
-            let ps = rp.group().sig.lock();
+            let mut ps = rp.group().sig.lock();
+            ps.had_children = true;
             ps.has_child_subreaper || ps.is_subreaper
         } else {
             my_sub
         };
-        let init = child.pid.nr() == 1;
-        let child_group = child.group();
-        {
-            let mut cs = child_group.sig.lock();
-            cs.leader = Arc::downgrade(child);
-            cs.real_parent = Arc::downgrade(rp);
-            cs.ids = Some(ids);
-            cs.has_child_subreaper = has_sub;
-            cs.unkillable = init;
-        }
+        let init = proto.pid.nr() == 1;
+        let autoreap = proto.autoreap;
+        // The task and its group, with their final state: nobody can reach them until
+        // they are published below (the parent's list, the pid's task slot), so no
+        // lock is taken on them.
+        let real_parent = Arc::downgrade(rp);
+        let child = Arc::new_cyclic(|me_weak: &Weak<TaskInner>| {
+            let leader = crate::task::LeaderRef::new(me_weak.as_ptr());
+            let st = GroupState::for_child(leader, real_parent, ids, has_sub, init);
+            let group = ThreadGroup::new(st);
+            group.autoreap.store(autoreap, Ordering::Relaxed);
+            proto.into_task(GroupHome::Own(group), true)
+        });
         if init {
-            child.pid.ns().set_child_reaper(Some(weak_any.clone()));
+            child
+                .pid
+                .ns()
+                .set_child_reaper(Some(TaskInner::as_any_weak(&child)));
         }
-        child_group.autoreap.store(autoreap, Ordering::Release);
         ch.list.push(Task::from_inner(child.clone()));
-        *child.pid.task_slot().write() = Some(weak_any);
-        return Ok(());
+        crate::task::publish_in_pid(&child);
+        return Ok(child);
     }
 }

@@ -37,20 +37,23 @@
 //! the global `tasklist_lock` around the tree changes, exactly where Linux does.
 //!
 //! ```text
-//! a group's threadgroup_rwsem               (fork: read; cgroup migration: write)
+//! a group's threadgroup_rwsem               (thread fork: read; cgroup migration: write)
 //! tasklist_lock (NamedRwLock, global)       Linux*: fork attach, exit_notify, release
 //!   |                                        every profile: slow paths only
 //!   -> a dying group D's `children` lock
 //!     -> its reaper R's `children` lock      (R: an ancestor of D, or D's namespace init)
 //!       -> a group's siglock (`sig`)         [one at a time, leaf, except:]
-//!         -> per-task leaf mutexes (`rare`: hook, threads, ns_for_children; name), Pid::task_slot
+//!         -> per-task leaf mutex (`rare`: hook, threads, ns_for_children), Pid::task_slot
 //! ```
 //!
 //! 0. A group's `threadgroup_rwsem` (`cgroup_threadgroup_rwsem`, per group) is the
-//!    outermost: a fork adding a task to a group holds it for reading from choosing the
-//!    cgroup until `cgroup_post_fork` linked the task; a migration of the group
+//!    outermost: a fork adding a thread to a group holds it for reading from choosing
+//!    the cgroup until `cgroup_post_fork` linked the thread; a migration of the group
 //!    (`cgroup.procs`, [`Cgroup::attach`](uproc_cgroup::Cgroup::attach)) holds it for
-//!    writing, so a thread group is never split across cgroups. Nothing else takes it.
+//!    writing, so a thread group is never split across cgroups. A fork of a new process
+//!    does not read-lock the new group (nobody can name it before its attach): a
+//!    migration that finds it before the fork's end waits for its `started` flag, which
+//!    the fork publishes right after linking it. Nothing else takes it.
 //! 1. `tasklist_lock` is taken before any lock of this crate (but the rwsem) and never
 //!    while one is held. `Linux618`/`Linux70` write it at fork's attach (1), `exit_notify` (1) and
 //!    `release_task` (1) — exactly three per life cycle of a plain child, as Linux —
@@ -96,6 +99,12 @@
 //!    with none of its own.
 //! 6. No user code (signal hooks, pidfd wakers) runs under any lock; no guard leaves
 //!    the crate. Exit signals other than SIGCHLD are delivered after the locks.
+//! 7. Under `Scalable` a fork that attached while a group kill (`kill(-1)`,
+//!    `kill(-pgid)`) was in flight waits, before `cgroup_post_fork`, until that kill's
+//!    walks end (`group_kill.rs`). It then holds only `threadgroup_rwsem` read guards
+//!    and its pids charge; the walks take `tasklist_lock` (read), `children` locks and
+//!    siglocks, whose holders never wait for either, and the kill ends before its
+//!    actions (hooks) run.
 //!
 //! Per life cycle (fork + exit + reap of a plain child) the named global locks are taken
 //! exactly: `tasklist_lock` write 3 (`Linux*`) or 0 (`Scalable`); `pidmap_lock` 2
@@ -109,15 +118,19 @@
 //! | field | written under (`Linux*` adds `tasklist_lock` W on fork/exit/reap) | read under |
 //! |---|---|---|
 //! | group `children` list, `closed` | that group's `children` | `children` |
-//! | leader `exit_state` | parent group's `children` (+ own siglock for DELAYED), except the reaper's CAS ZOMBIE->DEAD under the same lock | lock-free (Acquire) |
+//! | `had_children` (never cleared) | the group's siglock, inside the `children` lock of its list | siglock |
+//! | leader `exit_state` | parent group's `children` (+ own siglock for DELAYED), the reaper's claim ZOMBIE->DEAD included (a load and a store) | lock-free (Acquire) |
 //! | thread `exit_state` | own group's siglock | lock-free (Acquire) |
-//! | `real_parent` | old and new parent groups' `children` + own siglock | siglock, or the parent group's `children` after the re-check |
+//! | `real_parent` (and its address, `parent_addr`) | old and new parent groups' `children` + own siglock | siglock; or, holding the parent group's `children`, the address (Acquire) compared with that parent |
 //! | `exit_signal`, `autoreap` | fork / parent groups' `children` on reparent | lock-free (Acquire) |
 //! | pgrp, session (`ids`, shared `Arc` counted) | siglock (+ `tasklist_lock` W for setpgid/setsid) | siglock |
 //! | index of process-group ids (slow path) | `tasklist_lock` (W) | `tasklist_lock` (W) |
-//! | pending sets, group exit, stop state, SIGCHLD disposition, thread list, `nr_live` | siglock | siglock |
+//! | pending sets, group exit, stop state, SIGCHLD disposition, thread list, `nr_live` | siglock | siglock (the group's SIGKILL also lock-free: `GROUP_KILL` in the leader's flags, `task::SharedPending`) |
 //! | stop / continue reports | siglock (set), waiter's swap (consume) | lock-free |
 //! | `Pid::task_slot` | fork's attach / release (own slot lock) | its own lock |
+//! | `started` | fork, once, then a `SeqCst` fence | fenced load (`task::StartFlag`) |
+//! | `comm` (`name`) | `PR_SET_NAME`, under its sequence count | sequence-count read, lock-free |
+//! | `rare` | its own lock, after raising `RARE_USED` (`SeqCst`) | its lock, skipped while `RARE_USED` is down |
 //!
 //! # Life cycle (kernel function each piece models)
 //!
@@ -150,10 +163,13 @@
 //! ([`Task::set_signal_hook`], "managed"): a bare task dies at once from a fatal
 //! signal; a managed one gets it pending and its hook called. See IMPLEMENTATION.md for
 //! the diagrams.
-#![forbid(unsafe_code)]
+// `unsafe` only where it removes real cost, each item allowed on its own with its
+// `SAFETY:` argument (`task::LeaderRef`, `task::SharedPending`).
+#![deny(unsafe_code)]
 
 mod exit;
 mod fork;
+mod group_kill;
 mod pgrp;
 mod reparent;
 mod signal;
@@ -179,12 +195,15 @@ use {uproc_cgroup::CgroupMember, uproc_pidfs::PidfdBackend, uproc_pidns::Pid};
 pub mod loom_model {
     use crate::sync::{AtomicI32, AtomicU8, Ordering};
 
-    /// A child's `exit_state` and exit code as the exiting side publishes them.
+    /// A child's `exit_state` and exit code as the exiting side publishes them, with
+    /// the `children` lock of the list it is on (every transition of a leader's
+    /// `exit_state` is made under it, the claim included).
     #[derive(Debug)]
     pub struct Child {
         state: AtomicU8,
         code: AtomicI32,
         stop: AtomicI32,
+        list: loom::sync::Mutex<()>,
     }
 
     impl Default for Child {
@@ -200,29 +219,27 @@ pub mod loom_model {
                 state: AtomicU8::new(crate::task::RUNNING),
                 code: AtomicI32::new(0),
                 stop: AtomicI32::new(0),
+                list: loom::sync::Mutex::new(()),
             }
         }
 
-        /// exit_notify: code first, then ZOMBIE with Release.
+        /// exit_notify: code first, then ZOMBIE with Release under the parent's list
+        /// lock.
         pub fn exit(&self, code: i32) {
             self.code.store(code, Ordering::Release);
+            let _held = self.list.lock().unwrap();
             self.state.store(crate::task::ZOMBIE, Ordering::Release);
         }
 
-        /// A waiter's attempt: the code if it won the ZOMBIE -> DEAD claim.
+        /// A waiter's attempt: the code if it won the ZOMBIE -> DEAD claim, made (as
+        /// `exit::claim`) with a load and a store under the list's lock.
         pub fn try_reap(&self) -> Option<i32> {
+            let _held = self.list.lock().unwrap();
             if self.state.load(Ordering::Acquire) != crate::task::ZOMBIE {
                 return None;
             }
-            self.state
-                .compare_exchange(
-                    crate::task::ZOMBIE,
-                    crate::task::DEAD,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .ok()
-                .map(|_| self.code.load(Ordering::Acquire))
+            self.state.store(crate::task::DEAD, Ordering::Release);
+            Some(self.code.load(Ordering::Acquire))
         }
 
         /// The stop report a signal sets.
@@ -369,8 +386,64 @@ pub mod loom_model {
         }
     }
 
+    /// The lock-free `started` handshake (`task::StartFlag`) between a fork finishing
+    /// its child and a fatal signal marking the child's group: the fork publishes
+    /// `started` and then reads the child's `pending`; the signal side sets SIGKILL in
+    /// `pending` (under the siglock, which the fork no longer takes) and then reads
+    /// `started`. Whoever sees the other's write leaves the child alone; whoever does
+    /// not ends it: never both miss.
+    pub mod start {
+        use crate::sync::{AtomicU64, Ordering};
+        use crate::task::StartFlag;
+        use uproc_abi::Signal;
+
+        /// A child being forked.
+        pub struct Child {
+            started: StartFlag,
+            pending: AtomicU64,
+        }
+
+        impl Default for Child {
+            fn default() -> Self {
+                Child {
+                    started: StartFlag::new(false),
+                    pending: AtomicU64::new(0),
+                }
+            }
+        }
+
+        impl std::fmt::Debug for Child {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("Child")
+            }
+        }
+
+        impl Child {
+            /// The fork's end (`wake_up_new_task`): true when it must end the child
+            /// (it saw SIGKILL).
+            pub fn fork_finishes(&self) -> bool {
+                self.started.publish_then_fence();
+                self.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0
+            }
+
+            /// A fatal signal's marking (`complete_fatal`, `do_group_exit`): true when
+            /// it ends the child itself (it saw it started).
+            pub fn signal_marks(&self) -> bool {
+                self.pending.fetch_or(Signal::KILL.mask(), Ordering::AcqRel);
+                self.started.load(Ordering::Acquire)
+            }
+        }
+    }
+
+    /// The handshake of a group kill (`signal_groups`) with a fork that attaches during
+    /// it (`group_kill.rs`): the kill raises the word, fences and walks; the fork
+    /// attaches, fences and loads the word. Never both miss.
+    pub mod group_kill {
+        pub use crate::group_kill::GroupKills;
+    }
+
     pub mod family {
-        use crate::sync::{AtomicU8, AtomicU32, Ordering};
+        use crate::sync::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
         use loom::sync::Mutex;
 
         /// A child list (`children` lock).
@@ -382,6 +455,15 @@ pub mod loom_model {
             pub closed: bool,
         }
 
+        /// What the model's siglock holds besides `real_parent`.
+        #[derive(Debug, Default)]
+        pub struct Life {
+            /// The group's last thread has exited (`nr_live == 0`).
+            pub dead: bool,
+            /// `GroupState::had_children`.
+            pub had_children: bool,
+        }
+
         /// One process.
         #[derive(Debug)]
         pub struct Group {
@@ -389,6 +471,12 @@ pub mod loom_model {
             pub children: Mutex<List>,
             /// `real_parent`, under the group's siglock.
             pub parent: Mutex<usize>,
+            /// `real_parent`'s address (`ThreadGroup::parent_is`): written with it,
+            /// under the old and new parent's `children` locks; trusted by the exit
+            /// only when equal to the parent whose lock it holds.
+            pub parent_addr: AtomicUsize,
+            /// The siglock's `nr_live == 0` and `had_children`.
+            pub life: Mutex<Life>,
             /// RUNNING / ZOMBIE / DEAD.
             pub state: AtomicU8,
             /// Exit notifications received (SIGCHLD queued).
@@ -414,6 +502,8 @@ pub mod loom_model {
                     .map(|&(parent, reaper, _)| Group {
                         children: Mutex::new(List::default()),
                         parent: Mutex::new(parent),
+                        parent_addr: AtomicUsize::new(parent),
+                        life: Mutex::new(Life::default()),
                         state: AtomicU8::new(crate::task::RUNNING),
                         notified: AtomicU32::new(0),
                         reaper,
@@ -422,6 +512,7 @@ pub mod loom_model {
                 for (i, &(parent, _, attached)) in shape.iter().enumerate() {
                     if attached && parent != i {
                         groups[parent].children.lock().unwrap().list.push(i);
+                        groups[parent].life.lock().unwrap().had_children = true;
                     }
                 }
                 World { groups }
@@ -429,7 +520,16 @@ pub mod loom_model {
 
             /// `exit_notify` of group `g`'s last thread.
             pub fn exit(&self, g: usize) {
-                self.forget_original_parent(g);
+                // The last live-count hold: a group that never had a child skips the
+                // hand-over, lock included.
+                let childless = {
+                    let mut life = self.groups[g].life.lock().unwrap();
+                    life.dead = true;
+                    !life.had_children
+                };
+                if !childless {
+                    self.forget_original_parent(g);
+                }
                 self.publish_exit(g);
             }
 
@@ -442,13 +542,19 @@ pub mod loom_model {
                 let mut r = self.groups[g].reaper;
                 loop {
                     let mut theirs = self.groups[r].children.lock().unwrap();
-                    if theirs.closed && self.groups[r].reaper != r {
+                    let dead = {
+                        let mut life = self.groups[r].life.lock().unwrap();
+                        life.had_children = true;
+                        life.dead
+                    };
+                    if (theirs.closed || dead) && self.groups[r].reaper != r {
                         drop(theirs);
                         r = self.groups[r].reaper;
                         continue;
                     }
                     for c in mine.list.drain(..) {
                         *self.groups[c].parent.lock().unwrap() = r;
+                        self.groups[c].parent_addr.store(r, Ordering::Release);
                         if self.groups[c].state.load(Ordering::Acquire) == crate::task::ZOMBIE {
                             self.groups[r].notified.fetch_add(1, Ordering::AcqRel);
                         }
@@ -462,6 +568,14 @@ pub mod loom_model {
                 let mut p = *self.groups[g].parent.lock().unwrap();
                 loop {
                     let _held = self.groups[p].children.lock().unwrap();
+                    // The usual exit: the parent address confirms `p` with one load.
+                    if self.groups[g].parent_addr.load(Ordering::Acquire) == p {
+                        self.groups[g]
+                            .state
+                            .store(crate::task::ZOMBIE, Ordering::Release);
+                        self.groups[p].notified.fetch_add(1, Ordering::AcqRel);
+                        return;
+                    }
                     let now = *self.groups[g].parent.lock().unwrap();
                     if now == p {
                         self.groups[g]
@@ -478,16 +592,14 @@ pub mod loom_model {
             /// A non-blocking wait by `w`: claims and unlinks one zombie child.
             pub fn try_wait(&self, w: usize) -> Option<usize> {
                 let mut ch = self.groups[w].children.lock().unwrap();
+                // The claim: a load and a store under the list's lock (`exit::claim`).
                 let i = ch.list.iter().position(|&c| {
-                    self.groups[c]
-                        .state
-                        .compare_exchange(
-                            crate::task::ZOMBIE,
-                            crate::task::DEAD,
-                            Ordering::AcqRel,
-                            Ordering::Acquire,
-                        )
-                        .is_ok()
+                    let state = &self.groups[c].state;
+                    let zombie = state.load(Ordering::Acquire) == crate::task::ZOMBIE;
+                    if zombie {
+                        state.store(crate::task::DEAD, Ordering::Release);
+                    }
+                    zombie
                 })?;
                 Some(ch.list.remove(i))
             }
@@ -495,10 +607,18 @@ pub mod loom_model {
             /// Fork's attach of the new group `d` to `g`: fails on a closed list.
             pub fn fork(&self, g: usize, d: usize) -> bool {
                 let mut ch = self.groups[g].children.lock().unwrap();
-                if ch.closed {
+                // The forking thread's "dying?" check, in the siglock hold that marks
+                // the list as having children.
+                let dying = {
+                    let mut life = self.groups[g].life.lock().unwrap();
+                    life.had_children = true;
+                    life.dead
+                };
+                if ch.closed || dying {
                     return false;
                 }
                 *self.groups[d].parent.lock().unwrap() = g;
+                self.groups[d].parent_addr.store(g, Ordering::Release);
                 ch.list.push(d);
                 true
             }

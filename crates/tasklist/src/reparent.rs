@@ -41,9 +41,10 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
     let ch = t.group().children.lock();
     t.group().wait_chldexit.notify_all();
     for c in &ch.list {
-        let mut cs = c.0.group().sig.lock();
+        let cg = c.0.group();
+        let mut cs = cg.sig.lock();
         if std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t)) {
-            cs.real_parent = Arc::downgrade(&heir);
+            cg.set_real_parent(&mut cs, Arc::downgrade(&heir));
         }
     }
 }
@@ -102,7 +103,11 @@ fn find_new_reaper(t: &TaskInner, ns: &PidNamespace) -> Option<Arc<TaskInner>> {
 /// live thread any more, so it is skipped; a namespace init is the exception and keeps
 /// adopting (its orphans autoreap).
 #[inline]
-pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
+///
+/// `childless`: the group never had a child on its list and cannot get one any more
+/// (`GroupState::had_children`, read in the exit's last live-count hold): nothing to
+/// close, hand over or wake (a waiter sleeps only while it has a child), so no lock.
+pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, childless: bool) {
     let g = t.group();
     let ns = t.active_ns();
     // Only a nested namespace's init is handled apart (the root's init hands its
@@ -117,18 +122,21 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
             st.zapping = true;
         }
         let mut ch = g.children.lock();
-        ch.closed = true;
+        g.close_children(&mut ch);
         g.wait_chldexit.notify_all();
         for c in &ch.list {
-            if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE && claim(&c.0) {
+            if claim(&c.0, &ch) {
                 post.release.push(c.0.clone());
             }
         }
         post.zap = true;
         return;
     }
+    if childless {
+        return;
+    }
     let mut mine = g.children.lock();
-    mine.closed = true;
+    g.close_children(&mut mine);
     // A waiter of the exiting thread itself (blocked in wait on another OS thread)
     // sees `exiting` and returns EINTR: woken here, under the lock it sleeps on.
     g.wait_chldexit.notify_all();
@@ -146,13 +154,24 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
         }
         // D before R: R is an ancestor of D or its namespace's init.
         let mut theirs = reaper.group().children.lock();
-        if theirs.closed && !is_child_reaper_of(&reaper, reaper.active_ns()) {
+        // R has children from here on, unless it died meanwhile: a dead R that never
+        // had any may have skipped its hand-over (`GroupState::had_children`), so it
+        // counts as closed.
+        let reaper_dead = {
+            let mut rs = reaper.group().sig.lock();
+            rs.had_children = true;
+            rs.nr_live == 0
+        };
+        if (reaper.group().children_closed(&theirs) || reaper_dead)
+            && !is_child_reaper_of(&reaper, reaper.active_ns())
+        {
             drop(theirs);
             continue;
         }
-        let adopt_autoreap = reaper.group().reaps_orphans;
+        let adopt_autoreap = reaper.group().reaps_orphans();
         for c in mine.list.drain(..) {
-            c.0.group().sig.lock().real_parent = Arc::downgrade(&reaper);
+            let cg = c.0.group();
+            cg.set_real_parent(&mut cg.sig.lock(), Arc::downgrade(&reaper));
             // reparent_leader: "We don't want people slaying init."
             c.0.exit_signal.store(Signal::CHLD.raw(), Ordering::Release);
             if adopt_autoreap {
@@ -165,13 +184,14 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit) {
             );
             // The exit signal was just reset to SIGCHLD: nothing is left to send later.
             let mut none = None;
-            // Already a zombie: a claim (CAS) decides against a waiter of the old
+            // Already a zombie: a claim (under both lists' locks) decides against a
+            // waiter of the old
             // parent. The new parent's waiters are woken below, once the list is
             // complete.
             if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE
                 && thread_group_empty(c.0.group())
                 && do_notify_parent(&c.0, Some(&reaper), &mut none)
-                && claim(&c.0)
+                && claim(&c.0, &theirs)
             {
                 post.release.push(c.0.clone());
             }

@@ -5,10 +5,20 @@
 //! managed task (one with a signal hook) turns fatal signals into pending ones and lets
 //! its runtime decide when the body ends, and that SIGCHLD is queued to a parent whose
 //! disposition is not [`SigChld::Ignore`] (as if a handler were installed).
+//!
+//! Group signals (`kill(-1)`, `kill(-pgid)`, [`signal_groups`]) are one step against
+//! forks, as Linux's walk under `tasklist_lock` is: every process that existed when the
+//! call was made gets the signal, and a child forked meanwhile either gets it too or
+//! was forked after the call (for a fatal signal: its fork failed with EINTR). Under
+//! `Linux*` the read lock over the walk gives that; under `Scalable` the walk repeats
+//! until it finds nothing new, and a fork that attached while the call was in flight
+//! does not return before the call's walks end (`group_kill.rs`), so that a fork bomb
+//! cannot keep ahead of the walks.
 
 use crate::sync::Ordering;
 use crate::system::System;
 use crate::task::{GroupState, Task, TaskInner, ThreadGroup, pid_task};
+use std::collections::HashSet;
 use std::sync::Arc;
 use uproc_abi::{DefaultAction, Errno, SIGRTMAX, Signal, WaitStatus};
 use uproc_pidns::{Pid, PidNamespace};
@@ -192,14 +202,6 @@ fn act(t: &Arc<TaskInner>, outcome: Outcome) {
     }
 }
 
-/// How many extra walks of `Scalable`'s [`signal_groups`] may find only children of
-/// groups it did not doom.
-const LATE_WALKS: usize = 3;
-
-/// How many extra walks [`signal_groups`] makes at most in all: a guard against a fork
-/// bomb that outruns every walk (a chain of forks ends long before).
-const MAX_LATE_WALKS: usize = 64;
-
 /// Signals every group of `targets` as one step against forks: the targets are
 /// collected and each group marked (its fate decided under its siglock) with
 /// `tasklist_lock` (read) held, as Linux holds it over the whole loop of `kill(-1)` and
@@ -208,20 +210,26 @@ const MAX_LATE_WALKS: usize = 64;
 /// no child escapes. The actions run after the lock is dropped. ESRCH if nothing
 /// matched.
 ///
-/// `Scalable`'s forks do not take `tasklist_lock`: a fork may have passed its "dying?"
-/// check before its parent was marked and attach its child after the walk. Such a fork
-/// holds its parent group's `children` lock from the check to the attach (a
-/// `CLONE_PARENT` fork: its caller's parent's), so after marking, the walk takes each
-/// target's `children` lock and its parent's once (every such attach has then
-/// completed) and collects again: the children found only now are decided too,
-/// and so on until a walk finds nothing new. A marked parent forks no more (for a fatal
-/// signal; a stop or continue reaches the late child as if it had been forked before
-/// the call), so a walk that finds a child attached where a doomed target's fork
-/// attaches (the target's list, or its parent's for `CLONE_PARENT`) does not count: a
-/// chain of forks, each child forking the next before the walk reached it, is
-/// followed to its end. Walks that find only other children (a process that is not a
-/// target, such as the caller, may keep forking meanwhile) stop after
-/// [`LATE_WALKS`], and all walks after [`MAX_LATE_WALKS`].
+/// `Scalable`'s forks do not take `tasklist_lock`, so the call walks again until a walk
+/// finds nothing new, and is a group kill in flight from before its first walk to after
+/// its last (`group_kill.rs`):
+///
+/// - A fork may have passed its "dying?" check before its parent was marked and attach
+///   its child after the walk. Such a fork holds its parent group's `children` lock
+///   from the check to the attach (a `CLONE_PARENT` fork: its caller's parent's), so
+///   after marking, the walk takes each marked target's `children` lock and its
+///   parent's once (every such attach has then completed) and collects again: the
+///   children found only now are decided too. (A target reparented since had its old
+///   parent's list closed after any such attach, and this reads the new parent.)
+/// - A fork that attached while the kill was in flight does not return before the kill
+///   ends (either the walk after the kill's raise finds the child, or the fork sees the
+///   raise and waits). So a child found late cannot have forked yet, and each thread
+///   that forks adds at most one child while the kill is in flight: the walks end, with
+///   no bound that a fork bomb (each child forking the next) could outrun.
+///
+/// A child that no walk found attached after the last walk, when every target was
+/// already marked: its fork linearises after the call (a doomed parent's fork failed
+/// with EINTR; a stop or continue did not reach a child forked after it).
 fn signal_groups(
     sys: &System,
     collect: impl Fn() -> Vec<Arc<TaskInner>>,
@@ -237,6 +245,9 @@ fn signal_groups(
             })
             .collect()
     };
+    let scalable = !sys.tasklist_on_hot_path;
+    // Raised (with its fence) before the first walk reads a task: see `group_kill.rs`.
+    let in_flight = scalable.then(crate::group_kill::begin_group_kill);
     let mut decided = {
         let _r = sys.tasklist_lock.read();
         decide_all(collect())
@@ -244,33 +255,20 @@ fn signal_groups(
     if decided.is_empty() {
         return Err(Errno::ESRCH);
     }
+    // The groups decided so far, by identity, for the walks to tell what is new.
+    let mut seen: HashSet<usize> = decided.iter().map(|(t, _)| task_key(t)).collect();
     let mut barrier_from = 0;
-    // Bounded: processes that are not targets (the caller, an init) may keep forking.
-    let mut rounds = 0;
-    let mut walks = 0;
-    // The groups under whose `children` lock a doomed target's fork attaches its child:
-    // the target's own, and its parent's (`CLONE_PARENT`).
-    let mut doomed_forks = std::collections::HashSet::new();
-    while !sys.tasklist_on_hot_path
-        && barrier_from < decided.len()
-        && rounds < LATE_WALKS
-        && walks < MAX_LATE_WALKS
-    {
+    let mut walks = 0usize;
+    while scalable && barrier_from < decided.len() {
         walks += 1;
         // The groups marked last (a late child may itself have been forking). A
         // `CLONE_PARENT` fork of a target holds the target's parent's `children` lock
-        // from its check to its attach instead: wait for that one too. (If the target
-        // was reparented since, its old parent's exit closed that list after any such
-        // attach, and this reads the new parent.)
-        for (t, o) in &decided[barrier_from..] {
+        // from its check to its attach instead: wait for that one too.
+        for (t, _) in &decided[barrier_from..] {
             drop(t.group().children.lock());
             let parent = t.group().sig.lock().real_parent.upgrade();
             if let Some(p) = &parent {
                 drop(p.group().children.lock());
-            }
-            if matches!(o, Outcome::Fatal { .. } | Outcome::ContinuedToDie { .. }) {
-                doomed_forks.insert(group_key(t));
-                doomed_forks.extend(parent.as_ref().map(group_key));
             }
         }
         barrier_from = decided.len();
@@ -278,23 +276,15 @@ fn signal_groups(
             let _r = sys.tasklist_lock.read();
             collect()
                 .into_iter()
-                .filter(|t| !decided.iter().any(|(d, _)| Arc::ptr_eq(d, t)))
+                .filter(|t| seen.insert(task_key(t)))
                 .collect()
         };
-        // A late target attached where a doomed target's fork attaches (under the
-        // target's own list, or its parent's for `CLONE_PARENT`) may have been forked
-        // by it after its "dying?" check passed before the marking: it is this call's
-        // to catch however long such a chain of forks runs, so only rounds without one
-        // count against the bound (which is for non-targets, such as the caller, that
-        // may keep forking).
-        let chained = late.iter().any(|t| {
-            let parent = t.group().sig.lock().real_parent.upgrade();
-            parent.is_some_and(|p| doomed_forks.contains(&group_key(&p)))
-        });
-        if !chained {
-            rounds += 1;
-        }
         decided.extend(decide_all(late));
+    }
+    // The last walk found nothing new: the forks waiting for this call may return.
+    drop(in_flight);
+    if walks > 2 {
+        tracing::debug!(walks, targets = decided.len(), "group kill walked again");
     }
     for (t, o) in decided {
         act(&t, o);
@@ -302,9 +292,9 @@ fn signal_groups(
     Ok(())
 }
 
-/// A thread group's identity (its address) for the walk's set of doomed forkers.
-fn group_key(t: &Arc<TaskInner>) -> usize {
-    std::ptr::from_ref(t.group()) as usize
+/// A task's identity (its address) for the walks' set of decided targets.
+fn task_key(t: &Arc<TaskInner>) -> usize {
+    Arc::as_ptr(t) as usize
 }
 
 /// The lowest-numbered signal with a fatal default action queued for the group or one

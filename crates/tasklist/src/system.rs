@@ -4,9 +4,10 @@
 //! the reaper wakeup of `free_pid`).
 
 use crate::pgrp::{ProcessIds, TaskList};
-use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Mutex, Ordering};
 use crate::task::{
-    Comm, GroupHome, GroupState, RUNNING, Rare, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task,
+    CAP_CHECKPOINT_RESTORE, Comm, GroupHome, GroupState, NameWords, RARE_USED, RUNNING, Rare,
+    StartFlag, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task,
 };
 use crate::zap_flag::ZapFlag;
 use std::fmt;
@@ -108,11 +109,11 @@ impl System {
                 exit_code: AtomicI32::new(0),
                 exiting: AtomicBool::new(false),
                 released: AtomicBool::new(false),
-                started: AtomicBool::new(true),
+                started: StartFlag::new(true),
                 exit_signal: AtomicI32::new(0),
                 pending: AtomicU64::new(0),
                 // Root-like, as Linux's init: `set_tid` works out of the box.
-                cap_checkpoint_restore: AtomicBool::new(true),
+                flags: AtomicU8::new(CAP_CHECKPOINT_RESTORE | RARE_USED),
                 // The runtime's one strong-count-free way back from its tasks.
                 rare: Mutex::new(Some(Box::new(Rare {
                     runtime: weak.clone(),
@@ -120,14 +121,16 @@ impl System {
                 }))),
                 css: charge.prepare_link(),
                 pidfd: None,
-                name: Mutex::new(Comm::new("init")),
+                name: NameWords::new(Comm::new("init")),
+                name_seq: AtomicU16::new(0),
             });
             let mut tl = TaskList::default();
             {
                 // The init leads the first session and process group (`init_struct_pid`).
                 let group = inner.group();
                 let mut st = group.sig.lock();
-                st.leader = Arc::downgrade(&inner);
+                st.shared_pending
+                    .set_leader(crate::task::LeaderRef::new(Arc::as_ptr(&inner)));
                 let own = tl.own_use(&mut st, &pid);
                 st.ids = Some(ProcessIds::new(own.clone(), own, group));
             }

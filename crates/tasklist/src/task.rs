@@ -7,7 +7,8 @@
 use crate::pgrp::{PidUse, ProcessIds};
 use crate::signal::SigChld;
 use crate::sync::{
-    AtomicBool, AtomicI32, AtomicU8, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, RwLock,
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU16, AtomicU64, Condvar, Mutex, MutexGuard,
+    Ordering, RwLock,
 };
 use crate::system::System;
 use std::any::Any;
@@ -27,7 +28,7 @@ pub(crate) const ZOMBIE: u8 = 1;
 /// released (`delay_group_leader`), or a namespace init waiting for its namespace to
 /// empty (`zap_pid_ns_processes`).
 pub(crate) const DELAYED: u8 = 2;
-/// `EXIT_DEAD`: claimed by a reaper (a waiter's CAS or autoreap); being or already
+/// `EXIT_DEAD`: claimed by a reaper (a waiter's claim or autoreap); being or already
 /// released.
 pub(crate) const DEAD: u8 = 3;
 
@@ -62,6 +63,90 @@ impl Comm {
 
     pub(crate) fn as_str(&self) -> &str {
         std::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or("?")
+    }
+
+    /// The name as two words: the (at most 15) bytes, the length in the last byte.
+    fn to_words(self) -> [u64; 2] {
+        let mut b = self.bytes;
+        b[COMM_LEN - 1] = self.len;
+        let (lo, hi) = b.split_at(8);
+        [
+            u64::from_ne_bytes(lo.try_into().expect("8 bytes")),
+            u64::from_ne_bytes(hi.try_into().expect("8 bytes")),
+        ]
+    }
+
+    fn from_words(w: [u64; 2]) -> Comm {
+        let mut bytes = [0; COMM_LEN];
+        bytes[..8].copy_from_slice(&w[0].to_ne_bytes());
+        bytes[8..].copy_from_slice(&w[1].to_ne_bytes());
+        let len = bytes[COMM_LEN - 1].min(COMM_LEN as u8 - 1);
+        bytes[COMM_LEN - 1] = 0;
+        Comm { bytes, len }
+    }
+}
+
+/// `comm` in two words under a sequence count: fork copies its parent's name with
+/// plain loads (no lock round per fork), `PR_SET_NAME` (rare) writes it.
+///
+/// The writer makes the count odd (a CAS from an even value: writers exclude each
+/// other), fences (Release), stores the words, and makes the count even again
+/// (Release); a reader loads the count (Acquire), the words, fences (Acquire), and
+/// reloads the count: equal and even, the words it read are one writer's whole name.
+/// The count is 16 bits (the task's small fields fill their word exactly): a reader
+/// would need to sleep through 32,768 renames of the same task between its two loads
+/// to be fooled.
+pub(crate) struct NameWords([AtomicU64; 2]);
+
+impl NameWords {
+    pub(crate) fn new(c: Comm) -> NameWords {
+        let [a, b] = c.to_words();
+        NameWords([AtomicU64::new(a), AtomicU64::new(b)])
+    }
+
+    /// Reads the name (`get_task_comm`).
+    #[inline]
+    pub(crate) fn get(&self, seq: &AtomicU16) -> Comm {
+        loop {
+            let s1 = seq.load(Ordering::Acquire);
+            if s1 & 1 == 0 {
+                let w = [
+                    self.0[0].load(Ordering::Relaxed),
+                    self.0[1].load(Ordering::Relaxed),
+                ];
+                crate::sync::fence(Ordering::Acquire);
+                if seq.load(Ordering::Relaxed) == s1 {
+                    return Comm::from_words(w);
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Writes the name (`__set_task_comm`).
+    pub(crate) fn set(&self, seq: &AtomicU16, c: Comm) {
+        let mut s = seq.load(Ordering::Relaxed);
+        loop {
+            if s & 1 == 0 {
+                match seq.compare_exchange_weak(
+                    s,
+                    s.wrapping_add(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(now) => s = now,
+                }
+            } else {
+                std::hint::spin_loop();
+                s = seq.load(Ordering::Relaxed);
+            }
+        }
+        crate::sync::fence(Ordering::Release);
+        let [a, b] = c.to_words();
+        self.0[0].store(a, Ordering::Relaxed);
+        self.0[1].store(b, Ordering::Relaxed);
+        seq.store(s.wrapping_add(2), Ordering::Release);
     }
 }
 
@@ -115,7 +200,8 @@ pub(crate) struct TaskInner {
     pub(crate) leader: bool,
     /// `exit_state`: RUNNING / ZOMBIE / DELAYED / DEAD. Written under the parent
     /// group's `children` lock (a leader; a thread: its group's siglock), including
-    /// ZOMBIE -> DEAD, a CAS by the reaper that wins it.
+    /// ZOMBIE -> DEAD by the reaper that wins it (`exit::claim`: a load and a store,
+    /// the lock deciding).
     pub(crate) exit_state: AtomicU8,
     /// The raw wait status this thread exited with (valid once `exit_state != RUNNING`).
     pub(crate) exit_code: AtomicI32,
@@ -123,20 +209,25 @@ pub(crate) struct TaskInner {
     pub(crate) exiting: AtomicBool,
     /// `release_task` has started.
     pub(crate) released: AtomicBool,
-    /// Post-fork done (`wake_up_new_task`). Read and written under the group siglock.
-    pub(crate) started: AtomicBool,
+    /// Post-fork done (`wake_up_new_task`): from here on a fatal signal ends the task
+    /// itself; before, the fork that makes it does. Lock-free ([`StartFlag`]).
+    pub(crate) started: StartFlag,
     /// `exit_signal` (leaders): the signal the parent gets at exit; 0 for none.
     /// Written at fork and on reparent (under the parent groups' `children` locks).
     pub(crate) exit_signal: AtomicI32,
     /// Per-thread pending signals (`task->pending`), bit `n-1` for signal `n`.
     pub(crate) pending: AtomicU64,
-    /// `CAP_CHECKPOINT_RESTORE` for `set_tid`.
-    pub(crate) cap_checkpoint_restore: AtomicBool,
+    /// [`CAP_CHECKPOINT_RESTORE`] (for `set_tid`) and [`RARE_USED`], one byte (the
+    /// task's small fields fill their word exactly). Written with `fetch_or`/`fetch_and`
+    /// on the rare paths that change them; read with plain loads.
+    pub(crate) flags: AtomicU8,
     /// The fields few tasks use (the managed-mode signal hook, a leader's threads, a
     /// changed `pid_ns_for_children`),
     /// boxed on first use so that a plain task pays one pointer for them. Own lock
     /// (leaf, taken under the group's siglock by the kill walks); a hook is called with
-    /// no lock held.
+    /// no lock held. Behind an "ever set" flag ([`RARE_USED`]), so that the hot paths
+    /// of a task that never used them (fork reading `pid_ns_for_children`, exit taking
+    /// the hook) read one plain word instead of taking the lock.
     pub(crate) rare: Mutex<Option<Box<Rare>>>,
     /// The css_set link, built with the task (`ForkCharge::prepare_link`: in the cgroup
     /// charged at fork, unlinked) and linked by post_fork. Inline: the cgroup side
@@ -145,8 +236,10 @@ pub(crate) struct TaskInner {
     pub(crate) css: CssLink,
     /// The `CLONE_PIDFD` handle.
     pub(crate) pidfd: Option<PidFd>,
-    /// `comm`. Own lock (leaf).
-    pub(crate) name: Mutex<Comm>,
+    /// `comm`, under [`TaskInner::name_seq`] ([`NameWords`]).
+    pub(crate) name: NameWords,
+    /// The sequence count of `name`.
+    pub(crate) name_seq: AtomicU16,
 }
 
 /// Where a thread's process lives: in its leader's allocation, so that a process is
@@ -180,6 +273,59 @@ pub(crate) struct Rare {
     pub(crate) runtime: Weak<System>,
 }
 
+/// [`TaskInner::flags`]: `CAP_CHECKPOINT_RESTORE`.
+pub(crate) const CAP_CHECKPOINT_RESTORE: u8 = 1;
+/// [`TaskInner::flags`]: the rarely used fields ([`TaskInner::rare`]) were ever set.
+///
+/// Raised (`SeqCst`) under the `rare` lock before anything is stored there, and never
+/// lowered; a reader that finds it down knows the box is empty without the lock. The
+/// one reader whose answer must be exact is `do_exit` taking the hook:
+/// [`Task::set_signal_hook`] raises the flag and then reads `exiting`, `do_exit` swaps
+/// `exiting` and then reads the flag, all `SeqCst`: at least one of them sees the
+/// other's write, so a hook is either refused (the installer saw `exiting`) or taken by
+/// the exit (which saw the flag and locks behind the installer).
+pub(crate) const RARE_USED: u8 = 2;
+/// [`TaskInner::flags`], of a group's leader only: SIGKILL is in the group's shared
+/// pending set ([`SharedPending`] keeps it so, under the siglock), so that
+/// `fatal_signal_pending` reads one word instead of taking the siglock.
+pub(crate) const GROUP_KILL: u8 = 4;
+
+/// `started` (post-fork done), read and written without a lock.
+///
+/// The handshake it carries: a fatal signal marks every live thread (`pending |=
+/// SIGKILL`, under the group's siglock) and then reads `started`: a started thread it
+/// ends itself, an unstarted one it leaves to its fork. The fork publishes `started`
+/// (Release: a migration that waits for it sees the css link made before) and then
+/// reads `pending`. A `SeqCst` fence sits between the write and the read on each side
+/// (the fork's is the one after its attach; [`StartFlag::load`] issues the signal
+/// side's), so they cannot both miss each other: the thread is ended by one of them, or
+/// by both (`do_exit` is idempotent). `tests/loom_start.rs` is the model.
+pub(crate) struct StartFlag(AtomicBool);
+
+impl StartFlag {
+    /// A flag, up for the runtime init (which has no fork), down for a forked task.
+    pub(crate) fn new(started: bool) -> StartFlag {
+        StartFlag(AtomicBool::new(started))
+    }
+
+    /// The signal side's read, after it marked the thread: fenced (`SeqCst`) before the
+    /// load whatever `_order` the caller names, so that this read and the fork's read of
+    /// `pending` cannot both miss.
+    #[inline]
+    pub(crate) fn load(&self, _order: Ordering) -> bool {
+        crate::sync::fence(Ordering::SeqCst);
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// The fork's write, then the `SeqCst` fence (the caller reads `pending` after
+    /// it; the fork also reads its namespace's `adding` there, see `fork.rs`).
+    #[inline]
+    pub(crate) fn publish_then_fence(&self) {
+        self.0.store(true, Ordering::Release);
+        crate::sync::fence(Ordering::SeqCst);
+    }
+}
+
 /// One process (thread group).
 pub(crate) struct ThreadGroup {
     /// The children of every thread of the group (child thread-group leaders, fork
@@ -188,13 +334,22 @@ pub(crate) struct ThreadGroup {
     pub(crate) children: Mutex<Children>,
     /// `signal->wait_chldexit`, paired with `children`.
     pub(crate) wait_chldexit: Condvar,
-    /// `cgroup_threadgroup_rwsem`, per group: a fork that adds a task to this group
-    /// holds it for reading from choosing the cgroup (`cgroup_can_fork`) until the task
-    /// is linked (`cgroup_post_fork`); a migration of the group holds it for writing
-    /// while it collects and moves the links. Outermost of this crate's locks.
+    /// `cgroup_threadgroup_rwsem`, per group: a fork that adds a thread to this group
+    /// holds it for reading from choosing the cgroup (`cgroup_can_fork`) until the
+    /// thread is linked (`cgroup_post_fork`); a migration of the group holds it for
+    /// writing while it collects and moves the links. (A new process's own group is
+    /// not read-locked by its fork: [`ThreadGroup::migrate`] waits for `started`.)
+    /// Outermost of this crate's locks.
     pub(crate) threadgroup_rwsem: RwLock<()>,
     /// `siglock`: signal and group state. A leaf lock.
     pub(crate) sig: Mutex<GroupState>,
+    /// The address of `real_parent` (`GroupState::real_parent`), written with it
+    /// ([`ThreadGroup::set_real_parent`]): the exit of a process re-checks its parent
+    /// under the parent group's `children` lock with one load instead of a siglock
+    /// round. Only an equality with a parent the reader holds (and whose group's lock
+    /// it holds, which every change away from that parent needs) is trusted; anything
+    /// else sends the reader to the siglock.
+    parent_addr: AtomicPtr<TaskInner>,
     /// A stop to report to the parent's wait (`WSTOPPED`): the stop signal, 0 if none.
     /// Set under `sig`; consumed by a swap in the waiter.
     pub(crate) stop_report: AtomicI32,
@@ -203,11 +358,28 @@ pub(crate) struct ThreadGroup {
     /// `signal->autoreap`: reaped at exit whatever the parent does (`CLONE_AUTOREAP`,
     /// or an orphan adopted by a runtime init with `reap_orphans`).
     pub(crate) autoreap: AtomicBool,
-    /// The runtime init's process (which never exits). Immutable.
-    pub(crate) runtime_init: bool,
+    /// Set by the group's death (`forget_original_parent`) in the same critical
+    /// section that hands the children on, read and written only under the `children`
+    /// lock (an atomic only to sit outside it, in the group's small fields): no child
+    /// attaches afterwards (a fork that sees it fails, a `CLONE_PARENT` fork retries
+    /// with its new parent), and a reparenting group picks another reaper (unless this
+    /// is a namespace init, which keeps adopting and autoreaps).
+    pub(crate) closed: AtomicBool,
+    /// Whether this is the runtime init's process. Immutable.
+    role: Role,
+}
+
+/// A [`ThreadGroup`]'s role. (An enum, not two bools: one byte, and its unused values
+/// are the niche that tags [`GroupHome`] for free.)
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Any process but the runtime init's.
+    Process,
+    /// The runtime init's process (which never exits).
+    RuntimeInit,
     /// The runtime init's process, built with `reap_orphans`: orphans reparented to it
-    /// autoreap. Immutable.
-    pub(crate) reaps_orphans: bool,
+    /// autoreap.
+    RuntimeInitReapingOrphans,
 }
 
 /// A process's threads other than its leader: boxed on the first one, so that a
@@ -237,20 +409,149 @@ impl ThreadList {
 }
 
 /// The children list of a thread group.
+/// (Its `closed` mark is [`ThreadGroup::closed`], under the same lock.)
 pub(crate) struct Children {
     pub(crate) list: Vec<Task>,
-    /// Set by the group's death (`forget_original_parent`) in the same critical
-    /// section that hands the children on: no child attaches afterwards (a fork that
-    /// sees it fails, a `CLONE_PARENT` fork retries with its new parent), and a
-    /// reparenting group picks another reaper (unless this is a namespace init, which
-    /// keeps adopting and autoreaps).
-    pub(crate) closed: bool,
+}
+
+/// `group_leader` without a reference count: the address of the task whose
+/// allocation holds the group (a process is one allocation, its leader's).
+///
+/// A weak reference would cost a count made at fork and dropped with the task, for a
+/// pointer that can never dangle while it is read: the group state is only reached
+/// through its group, the group only through a task of it (the leader itself, or a
+/// thread, which holds the leader strongly: [`GroupHome::Leader`]), and every task is
+/// reached through a counted reference, so whoever reads this field keeps the leader's
+/// strong count above zero meanwhile. Null only before the runtime init's group is set
+/// up.
+pub(crate) struct LeaderRef(*const TaskInner);
+
+// SAFETY: a plain address; the only dereference (`upgrade`) is valid from any thread
+// for the reason in the type's docs, and `TaskInner` is `Send + Sync`.
+#[allow(unsafe_code)]
+unsafe impl Send for LeaderRef {}
+// SAFETY: as for `Send`: shared access only reads the address.
+#[allow(unsafe_code)]
+unsafe impl Sync for LeaderRef {}
+
+impl LeaderRef {
+    /// No leader yet.
+    pub(crate) const NONE: LeaderRef = LeaderRef(std::ptr::null());
+
+    /// The leader at `leader` (`Arc::as_ptr`, or `Weak::as_ptr` of the task being
+    /// built by `Arc::new_cyclic`), which holds the group this is stored in.
+    pub(crate) fn new(leader: *const TaskInner) -> LeaderRef {
+        LeaderRef(leader)
+    }
+
+    /// The address of the leader's `flags` (for [`SharedPending`]'s mirror), computed
+    /// without reading the task, which may still be under construction.
+    #[allow(unsafe_code)]
+    pub(crate) fn flags_ptr(&self) -> *const AtomicU8 {
+        if self.0.is_null() {
+            return std::ptr::null();
+        }
+        // SAFETY: a place projection inside the task's allocation (`Weak::as_ptr` of
+        // the `Arc::new_cyclic` being built, or `Arc::as_ptr`): no read, no reference.
+        unsafe { &raw const (*self.0).flags }
+    }
+
+    /// The leader, counted (what `Weak::upgrade` would give: it never fails here).
+    #[allow(unsafe_code)]
+    #[inline]
+    pub(crate) fn upgrade(&self) -> Option<Arc<TaskInner>> {
+        if self.0.is_null() {
+            return None;
+        }
+        // SAFETY: `self.0` is `Arc::as_ptr` of the leader's `Arc<TaskInner>`, and the
+        // caller reached this field through a counted reference to the leader or to a
+        // thread holding it (see the type's docs): the strong count is at least one,
+        // so the allocation is live and may be counted once more and wrapped.
+        unsafe {
+            Arc::increment_strong_count(self.0);
+            Some(Arc::from_raw(self.0))
+        }
+    }
+}
+
+/// `signal->shared_pending`: a [`SigSet`] (read through `Deref`) whose SIGKILL bit is
+/// mirrored, by every change made through [`insert`](SharedPending::insert) and
+/// [`remove`](SharedPending::remove) (the only mutators; the siglock held, as for the
+/// set), in the leader's [`TaskInner::flags`] ([`GROUP_KILL`]): `fatal_signal_pending`
+/// reads the flag with Acquire instead of taking the siglock. A reader sees the set's
+/// SIGKILL bit as of some moment inside the critical section that changed it, which is
+/// all the siglock gave it.
+///
+/// It also carries the group's leader (`group_leader`, [`GroupState::leader`]): the task
+/// whose flags it mirrors into, kept once for both uses (the group state pays one
+/// pointer, not two).
+pub(crate) struct SharedPending {
+    set: SigSet,
+    /// The leader: the task whose allocation holds this group state, so its address is
+    /// valid for as long as this field is.
+    leader: LeaderRef,
+}
+
+impl SharedPending {
+    /// An empty set of the group led by `leader` ([`LeaderRef::NONE`] until the
+    /// runtime init's group is set up: nothing mirrored).
+    pub(crate) fn new(leader: LeaderRef) -> SharedPending {
+        SharedPending {
+            set: SigSet::EMPTY,
+            leader,
+        }
+    }
+
+    /// Sets the leader (the runtime init's group, set up after its task exists). The set
+    /// holds no SIGKILL yet.
+    pub(crate) fn set_leader(&mut self, leader: LeaderRef) {
+        self.leader = leader;
+    }
+
+    /// Adds `sig` (`sigaddset`).
+    pub(crate) fn insert(&mut self, sig: Signal) {
+        self.set.insert(sig);
+        if sig == Signal::KILL {
+            self.mirror_kill(true);
+        }
+    }
+
+    /// Removes `sig` (`sigdelset`).
+    pub(crate) fn remove(&mut self, sig: Signal) {
+        self.set.remove(sig);
+        if sig == Signal::KILL {
+            self.mirror_kill(false);
+        }
+    }
+
+    #[allow(unsafe_code)]
+    fn mirror_kill(&self, on: bool) {
+        let mirror = self.leader.flags_ptr();
+        if mirror.is_null() {
+            return;
+        }
+        // SAFETY: `mirror` is `&raw const leader.flags` of the task whose allocation
+        // holds this group state (see the field), and `&self` borrows that state, so
+        // the task is live; `flags` is an atomic, shared by design.
+        let flags = unsafe { &*mirror };
+        if on {
+            flags.fetch_or(GROUP_KILL, Ordering::Release);
+        } else {
+            flags.fetch_and(!GROUP_KILL, Ordering::Release);
+        }
+    }
+}
+
+impl std::ops::Deref for SharedPending {
+    type Target = SigSet;
+
+    fn deref(&self) -> &SigSet {
+        &self.set
+    }
 }
 
 /// Group state under the siglock.
 pub(crate) struct GroupState {
-    /// `group_leader`.
-    pub(crate) leader: Weak<TaskInner>,
     /// Attached (not released) threads other than the leader, in creation order (empty
     /// for a single-threaded process, so a fork allocates no list).
     pub(crate) threads: ThreadList,
@@ -258,8 +559,8 @@ pub(crate) struct GroupState {
     pub(crate) nr_live: usize,
     /// `real_parent`: the thread that forked the group (or its adopter). Weak.
     pub(crate) real_parent: Weak<TaskInner>,
-    /// `signal->shared_pending`.
-    pub(crate) shared_pending: SigSet,
+    /// `signal->shared_pending`, with SIGKILL's presence mirrored in the leader's flags.
+    pub(crate) shared_pending: SharedPending,
     /// `SIGNAL_GROUP_EXIT` + `group_exit_code`.
     pub(crate) group_exit: Option<WaitStatus>,
     /// `SIGNAL_STOP_STOPPED`.
@@ -274,6 +575,13 @@ pub(crate) struct GroupState {
     pub(crate) unkillable: bool,
     /// The init of a namespace whose last thread exited: `zap_pid_ns_processes` runs.
     pub(crate) zapping: bool,
+    /// A child was ever put on this group's `children` list (or a fork or an adoption
+    /// meant to): set under this siglock inside that list's lock, before the child is
+    /// pushed, and never cleared. A group that dies without it skips the hand-over
+    /// (`forget_original_parent`), its list's lock included: a fork or an adoption
+    /// whose siglock hold came later sees the group dead (no live thread) and leaves
+    /// it alone.
+    pub(crate) had_children: bool,
     /// `PIDTYPE_PGID` + `PIDTYPE_SID`, shared with every process forked with the same
     /// pair (the `Arc` count is the usage count, see `pgrp.rs`). `None` before attach
     /// and after release.
@@ -289,11 +597,10 @@ impl GroupState {
     #[inline(always)]
     pub(crate) fn new_process(unkillable: bool) -> GroupState {
         GroupState {
-            leader: Weak::new(),
             threads: ThreadList::default(),
             nr_live: 1,
             real_parent: Weak::new(),
-            shared_pending: SigSet::default(),
+            shared_pending: SharedPending::new(LeaderRef::NONE),
             group_exit: None,
             stopped: false,
             sigchld: SigChld::Default,
@@ -301,9 +608,37 @@ impl GroupState {
             has_child_subreaper: false,
             unkillable,
             zapping: false,
+            had_children: false,
             ids: None,
             own_use: Weak::new(),
         }
+    }
+
+    /// The state of a forked process, complete before the task is published: its
+    /// `leader` (itself), `real_parent`, inherited process group and session (`ids`),
+    /// `has_child_subreaper`, and `SIGNAL_UNKILLABLE` for a namespace's init.
+    #[inline(always)]
+    pub(crate) fn for_child(
+        leader: LeaderRef,
+        real_parent: Weak<TaskInner>,
+        ids: Arc<ProcessIds>,
+        has_child_subreaper: bool,
+        unkillable: bool,
+    ) -> GroupState {
+        GroupState {
+            shared_pending: SharedPending::new(leader),
+            real_parent,
+            ids: Some(ids),
+            has_child_subreaper,
+            ..GroupState::new_process(unkillable)
+        }
+    }
+
+    /// `group_leader`: the task this group lives in ([`LeaderRef`], kept in
+    /// [`SharedPending`]).
+    #[inline]
+    pub(crate) fn leader(&self) -> &LeaderRef {
+        &self.shared_pending.leader
     }
 
     /// The process group's pid (`task_pgrp`), `None` once released.
@@ -339,19 +674,61 @@ impl ThreadGroup {
         reaps_orphans: bool,
     ) -> ThreadGroup {
         ThreadGroup {
-            children: Mutex::new(Children {
-                list: Vec::new(),
-                closed: false,
-            }),
+            children: Mutex::new(Children { list: Vec::new() }),
             wait_chldexit: Condvar::new(),
             threadgroup_rwsem: RwLock::new(()),
+            parent_addr: AtomicPtr::new(st.real_parent.as_ptr().cast_mut()),
             sig: Mutex::new(st),
             stop_report: AtomicI32::new(0),
             cont_report: AtomicBool::new(false),
             autoreap: AtomicBool::new(false),
-            runtime_init,
-            reaps_orphans,
+            closed: AtomicBool::new(false),
+            role: match (runtime_init, reaps_orphans) {
+                (false, _) => Role::Process,
+                (true, false) => Role::RuntimeInit,
+                (true, true) => Role::RuntimeInitReapingOrphans,
+            },
         }
+    }
+
+    /// The runtime init's process (which never exits).
+    #[inline(always)]
+    pub(crate) fn runtime_init(&self) -> bool {
+        self.role != Role::Process
+    }
+
+    /// The runtime init's process, built with `reap_orphans`: orphans reparented to it
+    /// autoreap.
+    #[inline(always)]
+    pub(crate) fn reaps_orphans(&self) -> bool {
+        self.role == Role::RuntimeInitReapingOrphans
+    }
+
+    /// Marks the `children` list closed; the caller holds the list's lock.
+    pub(crate) fn close_children(&self, _held: &mut Children) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the `children` list is closed; the caller holds the list's lock.
+    pub(crate) fn children_closed(&self, _held: &Children) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Changes `real_parent` (the caller holds this group's siglock, `st`, and the
+    /// `children` locks of the old and new parent groups, rule 2) and its address.
+    pub(crate) fn set_real_parent(&self, st: &mut GroupState, parent: Weak<TaskInner>) {
+        self.parent_addr
+            .store(parent.as_ptr().cast_mut(), Ordering::Release);
+        st.real_parent = parent;
+    }
+
+    /// Whether `real_parent` is `p`, for a caller that holds `p`'s group's `children`
+    /// lock (so the answer "yes" stays true while it holds it). "No" may be stale only
+    /// in the direction of a change the caller cannot rely on anyway: it then asks the
+    /// siglock.
+    #[inline]
+    pub(crate) fn parent_is(&self, p: &Arc<TaskInner>) -> bool {
+        std::ptr::eq(self.parent_addr.load(Ordering::Acquire), Arc::as_ptr(p))
     }
 
     /// Wakes this group's waiters (`__wake_up_parent`). Takes `children` (rule 3).
@@ -362,9 +739,10 @@ impl ThreadGroup {
 
     /// Live (not exited) threads, leader first.
     pub(crate) fn live_threads(st: &GroupState) -> impl Iterator<Item = Arc<TaskInner>> + '_ {
-        std::iter::once(&st.leader)
-            .chain(st.threads.iter())
-            .filter_map(Weak::upgrade)
+        st.leader()
+            .upgrade()
+            .into_iter()
+            .chain(st.threads.iter().filter_map(Weak::upgrade))
             .filter(|t| !t.exiting.load(Ordering::Acquire))
     }
 }
@@ -466,15 +844,18 @@ impl TaskInner {
     }
 
     /// `fatal_signal_pending`: SIGKILL pending for this thread or its group.
+    ///
+    /// Lock-free: the group's SIGKILL is read from its leader's [`GROUP_KILL`] flag
+    /// ([`SharedPending`]), so a runtime asking at every spawn takes no siglock.
     pub(crate) fn fatal_signal_pending(&self) -> bool {
         if self.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0 {
             return true;
         }
-        self.group()
-            .sig
-            .lock()
-            .shared_pending
-            .contains(Signal::KILL)
+        let leader = match &self.home {
+            GroupHome::Own(_) => self,
+            GroupHome::Leader(l) => l,
+        };
+        leader.flags.load(Ordering::Acquire) & GROUP_KILL != 0
     }
 
     /// The managed-mode signal hook, if one is installed.
@@ -485,6 +866,9 @@ impl TaskInner {
     /// `pid_ns_for_children` if it is not the active namespace (`None` if it is).
     #[inline(always)]
     pub(crate) fn changed_ns_for_children(&self) -> Option<Arc<PidNamespace>> {
+        if !self.rare_ever_used() {
+            return None;
+        }
         self.rare
             .lock()
             .as_ref()
@@ -493,7 +877,31 @@ impl TaskInner {
 
     /// Runs `f` on the rarely used fields, boxing them on first use.
     pub(crate) fn with_rare<R>(&self, f: impl FnOnce(&mut Rare) -> R) -> R {
-        f(self.rare.lock().get_or_insert_with(Default::default))
+        f(self
+            .rare_lock_for_insert()
+            .get_or_insert_with(Default::default))
+    }
+
+    /// The rare fields, locked, for storing something: raises [`RARE_USED`] first.
+    pub(crate) fn rare_lock_for_insert(&self) -> MutexGuard<'_, Option<Box<Rare>>> {
+        let g = self.rare.lock();
+        if self.flags.load(Ordering::Relaxed) & RARE_USED == 0 {
+            self.flags.fetch_or(RARE_USED, Ordering::SeqCst);
+        }
+        g
+    }
+
+    /// Whether the rare fields were ever set (a plain load; `SeqCst` for `do_exit`'s
+    /// pairing, see [`RARE_USED`]).
+    #[inline(always)]
+    pub(crate) fn rare_ever_used(&self) -> bool {
+        self.flags.load(Ordering::SeqCst) & RARE_USED != 0
+    }
+
+    /// `CAP_CHECKPOINT_RESTORE`.
+    #[inline(always)]
+    pub(crate) fn cap_checkpoint_restore(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & CAP_CHECKPOINT_RESTORE != 0
     }
 
     pub(crate) fn cgroup(&self) -> Cgroup {
@@ -521,8 +929,21 @@ impl TaskInner {
         &self,
         f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
     ) -> R {
+        let parent = self.group().sig.lock().real_parent.upgrade();
+        self.with_parent_children_from(parent, f)
+    }
+
+    /// [`with_parent_children`](TaskInner::with_parent_children) from a parent the
+    /// caller read in an earlier hold of this group's siglock (so the exit, which holds
+    /// it anyway to count its live threads, pays no round for the read): re-checked
+    /// under the parent's `children` lock as the first read is.
+    #[inline]
+    pub(crate) fn with_parent_children_from<R>(
+        &self,
+        mut parent: Option<Arc<TaskInner>>,
+        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
+    ) -> R {
         let mine = self.group();
-        let mut parent = mine.sig.lock().real_parent.upgrade();
         loop {
             let Some(p) = parent else {
                 return f(None, mine.sig.lock());
@@ -548,13 +969,20 @@ impl TaskInner {
 
     /// The group's leader task (itself for a leader).
     pub(crate) fn leader_task(&self) -> Option<Arc<TaskInner>> {
-        self.group().sig.lock().leader.upgrade()
+        self.group().sig.lock().leader().upgrade()
     }
 
     pub(crate) fn as_any_weak(this: &Arc<TaskInner>) -> Weak<dyn Any + Send + Sync> {
         let w: Weak<TaskInner> = Arc::downgrade(this);
         w
     }
+}
+
+/// Publishes `t` in its pid's task slot (`attach_pid(PIDTYPE_PID)`): `pid_task` finds
+/// it from here on. The one place a fork writes the slot.
+#[inline]
+pub(crate) fn publish_in_pid(t: &Arc<TaskInner>) {
+    *t.pid.task_slot().write() = Some(TaskInner::as_any_weak(t));
 }
 
 /// The task attached to a pid as `PIDTYPE_PID` (`pid_task`).
@@ -603,8 +1031,26 @@ impl ThreadGroup {
 
     /// Runs a migration of the whole group with its forks excluded (the write side of
     /// `threadgroup_rwsem`; rule 0 of the lock order).
+    ///
+    /// A fork of a new process takes no read lock on the new group's rwsem (its task is
+    /// built unseen and published at the attach; a lock round only to exclude this
+    /// would be paid by every fork): a migration that found the group between the
+    /// attach and the end of `cgroup_post_fork` waits for the threads' `started`
+    /// instead, which the fork publishes (Release) right after linking them. The wait
+    /// is short (the rest of one fork, which takes no lock a migration holds here) and
+    /// only a migration racing the fork of the very group it moves pays it.
     pub(crate) fn migrate(&self, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
         let _tg = self.threadgroup_rwsem.write();
+        loop {
+            let unstarted = {
+                let st = self.sig.lock();
+                ThreadGroup::live_threads(&st).any(|t| !t.started.load(Ordering::Acquire))
+            };
+            if !unstarted {
+                break;
+            }
+            std::thread::yield_now();
+        }
         f(&self.css_links())
     }
 }
@@ -822,7 +1268,15 @@ impl Task {
     /// The runtime's init holds it, as Linux's root init does, and a child inherits
     /// its parent's value at fork.
     pub fn set_cap_checkpoint_restore(&self, on: bool) {
-        self.0.cap_checkpoint_restore.store(on, Ordering::Relaxed);
+        if on {
+            self.0
+                .flags
+                .fetch_or(CAP_CHECKPOINT_RESTORE, Ordering::Relaxed);
+        } else {
+            self.0
+                .flags
+                .fetch_and(!CAP_CHECKPOINT_RESTORE, Ordering::Relaxed);
+        }
     }
 
     /// The cgroup the task belongs to.
@@ -870,12 +1324,12 @@ impl Task {
 
     /// The task name (`comm`, at most 15 bytes).
     pub fn name(&self) -> String {
-        self.0.name.lock().as_str().to_owned()
+        self.0.name.get(&self.0.name_seq).as_str().to_owned()
     }
 
     /// Sets the task name, truncated to 15 bytes (`PR_SET_NAME`).
     pub fn set_name(&self, name: &str) {
-        *self.0.name.lock() = Comm::new(name);
+        self.0.name.set(&self.0.name_seq, Comm::new(name));
     }
 
     /// Whether the task belongs to runtime `sys` (its objects are EINVAL to another
@@ -922,7 +1376,12 @@ impl Task {
     /// call does nothing.
     pub fn set_signal_hook(&self, hook: Option<Arc<dyn Fn(Signal) + Send + Sync>>) {
         let old = {
-            let mut rare = self.0.rare.lock();
+            // Raises the "ever set" flag before reading `exiting` (see `RARE_USED`).
+            let mut rare = if hook.is_some() {
+                self.0.rare_lock_for_insert()
+            } else {
+                self.0.rare.lock()
+            };
             // `do_exit` sets `exiting` and then takes the hook under this lock: a hook
             // installed after that would never be dropped (and may hold the task).
             if self.0.exiting.load(Ordering::SeqCst) {

@@ -4,13 +4,13 @@
 //! A waiter never takes `tasklist_lock`: it scans its own group's children list under
 //! the group's `children` lock (the list, a leader child's `exit_state` and its
 //! `real_parent` only change with that lock held), reads each child's lock-free `exit_state` and stop/continue
-//! reports, claims a zombie with a CAS (ZOMBIE -> DEAD), and reaps it after dropping the
+//! reports, claims a zombie (ZOMBIE -> DEAD, decided by that lock), and reaps it after dropping the
 //! lock. With nothing ready it sleeps on `wait_chldexit`, which every state change of a
 //! child signals while holding the same lock: no lost wakeup, no polling.
 
 use crate::exit::{claim, release_claimed_child, release_task};
 use crate::sync::Ordering;
-use crate::task::{DEAD, DELAYED, RUNNING, Task, TaskInner, ZOMBIE};
+use crate::task::{Children, DEAD, DELAYED, RUNNING, Task, TaskInner, ZOMBIE};
 use std::sync::Arc;
 use uproc_abi::{Errno, Signal, WaitOptions, WaitStatus};
 use uproc_pidfs::PidFd;
@@ -58,14 +58,18 @@ pub struct WaitInfo {
     pub code: ChildCode,
 }
 
-enum Target {
+enum Target<'a> {
     All,
     /// `P_PID` by number: the child whose pid reads `n` in the waiter's namespace.
     /// Matched on the children's own numbers instead of a `find_pid` lookup: a child
     /// on the list keeps its numbers (they are freed only after `release_task` took
     /// it off), so the two agree, and the wait reads no namespace-wide lock.
     Nr(i32),
-    Pid(Arc<Pid>),
+    /// The child with this `struct pid`, borrowed from the caller's pidfd or child
+    /// handle (no count taken and dropped per wait).
+    Pid(&'a Arc<Pid>),
+    /// A by-number target pinned before sleeping (see [`Task::wait`]).
+    PinnedPid(Arc<Pid>),
     Pgrp(Arc<Pid>),
 }
 
@@ -146,7 +150,7 @@ impl Task {
                     eagain = !nohang;
                     nohang = true;
                 }
-                Target::Pid(fd.pid().clone())
+                Target::Pid(fd.pid())
             }
         };
         self.wait_for(target, opts, nohang, eagain)
@@ -163,7 +167,7 @@ impl Task {
         if !Arc::ptr_eq(child.0.pid.ns().map(), self.0.active_ns().map()) {
             return Err(Errno::EINVAL);
         }
-        let target = Target::Pid(child.0.pid.clone());
+        let target = Target::Pid(&child.0.pid);
         self.wait_for(target, opts, opts.contains(WaitOptions::NOHANG), false)
     }
 
@@ -171,7 +175,7 @@ impl Task {
     /// reap, or sleep on the group's `wait_chldexit` queue.
     fn wait_for(
         &self,
-        mut target: Target,
+        mut target: Target<'_>,
         opts: WaitOptions,
         nohang: bool,
         eagain: bool,
@@ -182,7 +186,7 @@ impl Task {
         let g = self.0.group();
         let mut guard = g.children.lock();
         loop {
-            match scan(&self.0, &guard.list, &target, opts) {
+            match scan(&self.0, &guard, &target, opts) {
                 Scan::Reap(i, info) => {
                     match sys.as_deref() {
                         // `Scalable`: unlinked in the same hold of the list's lock.
@@ -213,7 +217,7 @@ impl Task {
             // by a new child while this waiter sleeps must not match.
             if let Target::Nr(n) = target {
                 if let Some(c) = guard.list.iter().find(|c| c.0.pid.nr_in(ns) == n) {
-                    target = Target::Pid(c.0.pid.clone());
+                    target = Target::PinnedPid(c.0.pid.clone());
                 }
             }
             g.wait_chldexit.wait(&mut guard);
@@ -235,10 +239,10 @@ fn check_options(opts: WaitOptions) -> Result<(), Errno> {
 /// `wait_consider_task` over the children list. The caller holds the group's
 /// `children` lock.
 #[inline]
-fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptions) -> Scan {
+fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: WaitOptions) -> Scan {
     let ns = me.active_ns();
     let mut eligible = false;
-    for (i, c) in children.iter().enumerate() {
+    for (i, c) in children.list.iter().enumerate() {
         let ci = &c.0;
         match target {
             Target::All => {}
@@ -248,6 +252,11 @@ fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptio
                 }
             }
             Target::Pid(p) => {
+                if !Arc::ptr_eq(&ci.pid, p) {
+                    continue;
+                }
+            }
+            Target::PinnedPid(p) => {
                 if !Arc::ptr_eq(&ci.pid, p) {
                     continue;
                 }
@@ -287,7 +296,7 @@ fn scan(me: &Arc<TaskInner>, children: &[Task], target: &Target, opts: WaitOptio
                 if opts.contains(WaitOptions::NOWAIT) {
                     return Scan::Report(info);
                 }
-                if claim(ci) {
+                if claim(ci, children) {
                     return Scan::Reap(i, info);
                 }
             }

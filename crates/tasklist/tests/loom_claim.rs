@@ -1,5 +1,7 @@
-//! Loom model of the lock-free zombie claim and the stop report: two waiters racing
-//! for one zombie reap it exactly once and see its exit code; a stop is reported once.
+//! Loom model of the zombie claim (a load and a store under the list's lock, the lock
+//! every transition of a leader's `exit_state` is made under) and the lock-free stop
+//! report: two waiters racing for one zombie reap it exactly once and see its exit
+//! code (without the lock both may win); a stop is reported once.
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p uproc-tasklist --test loom_claim --release`.
 #![cfg(loom)]
 

@@ -107,3 +107,46 @@ fn reparent_to_a_dying_reaper_moves_on_to_its_reaper() {
         assert!(w.groups[2].children.lock().unwrap().list.is_empty());
     });
 }
+
+#[test]
+fn fork_into_a_childless_dying_parent_is_handed_on_or_refused() {
+    loom::model(|| {
+        // init(0) <- P(1), no child; D(2) is being forked by a thread of P while P's
+        // last thread exits (skipping the hand-over when P never had a child).
+        let w = Arc::new(World::new(&[(0, 0, false), (0, 0, true), (2, 0, false)]));
+        let p = {
+            let w = w.clone();
+            thread::spawn(move || w.exit(1))
+        };
+        let attached = w.fork(1, 2);
+        p.join().unwrap();
+        let held = w.lists_holding(2);
+        if attached {
+            assert_eq!(held, vec![INIT], "D was handed on to init");
+        } else {
+            assert!(held.is_empty(), "a refused fork is on no list");
+        }
+    });
+}
+
+#[test]
+fn adoption_by_a_childless_dying_reaper_moves_on() {
+    loom::model(|| {
+        // init(0) <- R(1, a subreaper, no child of its own on its list);
+        // P(2, parent init, reaper R) <- C(3). P's death hands C to R while R dies.
+        let w = Arc::new(World::new(&[
+            (0, 0, false),
+            (0, 0, true),
+            (0, 1, true),
+            (2, 0, true),
+        ]));
+        let r = {
+            let w = w.clone();
+            thread::spawn(move || w.exit(1))
+        };
+        w.exit(2);
+        r.join().unwrap();
+        assert_eq!(w.lists_holding(3), vec![INIT], "C ends with init, once");
+        assert!(w.groups[1].children.lock().unwrap().list.is_empty());
+    });
+}

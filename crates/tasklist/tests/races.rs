@@ -342,3 +342,158 @@ fn kill_minus_one_racing_a_fork_leaves_no_child_alive() {
          child before (killed too) or fails with EINTR; children escaped: {escaped:?}"
     );
 }
+
+/// A migration that finds a new process between its fork's attach and the end of its
+/// `cgroup_post_fork` (the fork takes no lock on the new group) waits for the link and
+/// moves it: once the migration returned, the child is in the destination, its link,
+/// listing and charge with it.
+#[test]
+fn migration_racing_a_process_fork_moves_the_new_process() {
+    let iters = race_iterations(20_000, 1_000);
+    for &prof in Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        let a = sys.cgroup_root().mkdir("a").unwrap();
+        let b = sys.cgroup_root().mkdir("b").unwrap();
+        let p = fork(&init);
+        a.attach(&p).unwrap();
+        let ns = init.pid_ns();
+        let moved = AtomicUsize::new(0);
+        let last = std::sync::atomic::AtomicI32::new(p.pid());
+        hammer(
+            iters,
+            |_| (std::sync::Mutex::new(None), AtomicBool::new(false)),
+            |(out, _)| {
+                let c = fork(&p);
+                *out.lock().unwrap() = Some(c);
+            },
+            |(_, migrated)| {
+                // The child, as soon as its pid finds it (from the attach on): first at
+                // the number after the last child's (where the forker's numbers usually
+                // continue), polled tightly, then anywhere in the namespace.
+                let guess = last.load(Ordering::Acquire) + 1;
+                for i in 0..4_000 {
+                    let found = if i < 3_000 {
+                        sys.find_task(&ns, guess).filter(|t| t != &p && t != &init)
+                    } else {
+                        ns.pids()
+                            .iter()
+                            .map(|pid| pid.nr())
+                            .filter(|&nr| nr != init.pid() && nr != p.pid())
+                            .find_map(|nr| sys.find_task(&ns, nr))
+                    };
+                    if let Some(c) = found {
+                        b.attach(&c).expect("migration of the new process");
+                        migrated.store(true, Ordering::Release);
+                        return;
+                    }
+                    std::hint::spin_loop();
+                }
+            },
+            |(out, migrated)| {
+                let c = out.into_inner().unwrap().expect("forked");
+                last.store(c.nspid()[0], Ordering::Release);
+                let nr = c.nspid()[0].to_string();
+                let (home, other) = if migrated.load(Ordering::Acquire) {
+                    moved.fetch_add(1, Ordering::Relaxed);
+                    (&b, &a)
+                } else {
+                    (&a, &b)
+                };
+                assert_eq!(
+                    c.cgroup().path(),
+                    home.path(),
+                    "{prof}: the child is where the last migration put it"
+                );
+                let listed = |cg: &uproc_cgroup::Cgroup| {
+                    cg.read("cgroup.procs")
+                        .unwrap()
+                        .lines()
+                        .any(|l| l == nr.as_str())
+                };
+                assert!(listed(home) && !listed(other), "{prof}: listed where it is");
+                let current = |cg: &uproc_cgroup::Cgroup| {
+                    cg.read("pids.current")
+                        .unwrap()
+                        .trim()
+                        .parse::<u64>()
+                        .unwrap()
+                };
+                assert_eq!(
+                    current(&a) + current(&b),
+                    2,
+                    "{prof}: p and the child charged"
+                );
+                c.exit(0);
+                reap(&p, &c);
+                assert_eq!(current(&a), 1, "{prof}: the child's charge went with it");
+                assert_eq!(current(&b), 0, "{prof}: the child's charge went with it");
+            },
+        );
+        assert!(
+            moved.load(Ordering::Relaxed) > 0,
+            "{prof}: the migration never ran"
+        );
+        p.exit(0);
+        reap(&init, &p);
+        a.rmdir().expect("a is empty");
+        b.rmdir().expect("b is empty");
+        assert_at_rest(&sys);
+    }
+}
+
+/// A process that never had a child skips the hand-over at its death (no lock on its
+/// own list): a fork by one of its threads racing the group's exit is either refused
+/// (EINTR, or ESRCH when its thread already exited) or attached early enough to be
+/// handed on to init like any orphan, never left on the dead group's list.
+#[test]
+fn a_fork_racing_the_exit_of_its_childless_group_is_handed_on_or_refused() {
+    let iters = race_iterations(20_000, 2_000);
+    for &prof in Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        let (attached, refused) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        hammer(
+            iters,
+            |_| {
+                let p = fork(&init);
+                let t = thread(&p);
+                (p, t, std::sync::Mutex::new(None))
+            },
+            |(_, t, out)| {
+                *out.lock().unwrap() = Some(t.fork(&CloneArgs::default()));
+            },
+            |(p, _, _)| p.exit_group(0),
+            |(p, _, out)| {
+                match out.into_inner().unwrap().expect("the fork ran") {
+                    Ok(c) => {
+                        attached.fetch_add(1, Ordering::Relaxed);
+                        assert_eq!(
+                            c.parent().as_ref(),
+                            Some(&init),
+                            "{prof}: the child was handed on to init"
+                        );
+                        c.exit(0);
+                        if c.state() != TaskState::Dead {
+                            reap(&init, &c);
+                        }
+                    }
+                    Err(e) => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                        // ESRCH: the forking thread had exited before its fork began.
+                        assert!(
+                            matches!(e, Errno::EINTR | Errno::ESRCH),
+                            "{prof}: a fork of a dying group: {e:?}"
+                        );
+                    }
+                }
+                reap(&init, &p);
+            },
+        );
+        assert!(
+            attached.load(Ordering::Relaxed) > 0 || refused.load(Ordering::Relaxed) > 0,
+            "{prof}: no fork ran"
+        );
+        assert_at_rest(&sys);
+    }
+}

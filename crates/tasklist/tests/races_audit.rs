@@ -17,53 +17,6 @@ use std::time::{Duration, Instant};
 use uproc_abi::{CloneFlags, Errno, Profile, Signal, WaitOptions};
 use uproc_tasklist::{CloneArgs, System, Task, TaskState, WaitId};
 
-/// What a system holds with only its init: compared again at rest.
-struct Baseline {
-    tasks: usize,
-    allocated: usize,
-    pidfs: usize,
-    hashed: usize,
-}
-
-impl Baseline {
-    fn of(sys: &System) -> Baseline {
-        Baseline {
-            tasks: sys.nr_tasks(),
-            allocated: sys.root_ns().nr_allocated(),
-            pidfs: sys.pidfs().index_len(),
-            hashed: sys.pidfs().hashed_entries(),
-        }
-    }
-
-    /// Everything the test made is gone: tasks, pids, pidfs entries, charges, and init
-    /// has no child (not even a zombie) left.
-    fn check(&self, sys: &System, what: &str) {
-        assert_eq!(sys.nr_tasks(), self.tasks, "{what}: a task is left behind");
-        assert_eq!(
-            sys.root_ns().nr_allocated(),
-            self.allocated,
-            "{what}: allocated pids == live tasks"
-        );
-        assert_eq!(
-            sys.pidfs().index_len(),
-            self.pidfs,
-            "{what}: a pidfs index entry leaked"
-        );
-        assert_eq!(
-            sys.pidfs().hashed_entries(),
-            self.hashed,
-            "{what}: an entry of the pidfs hash table leaked"
-        );
-        assert_eq!(sys.cgroup_root().pids_current(), 0, "{what}: pids charge");
-        let init = sys.init();
-        assert_eq!(
-            init.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG),
-            Err(Errno::ECHILD),
-            "{what}: init has no child left"
-        );
-    }
-}
-
 /// A system under `prof`, its init, and what it holds before the test.
 fn fresh(prof: Profile) -> (std::sync::Arc<System>, Task, Baseline) {
     let sys = system_with(prof);

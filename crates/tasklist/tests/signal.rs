@@ -437,3 +437,51 @@ every_profile!(
     setpgid_and_setsid_rules,
     kill_minus_one_reaches_children_forked_during_the_walk,
 );
+
+/// `fatal_signal_pending` (read without the siglock) is exactly "SIGKILL in the
+/// thread's pending set or in its group's shared one", for the leader and for another
+/// thread, through every dequeue.
+#[test]
+fn fatal_signal_pending_follows_the_group_sigkill_exactly() {
+    for &prof in uproc_abi::Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        let p = fork(&init);
+        let t = thread(&p);
+        let hook: Arc<dyn Fn(Signal) + Send + Sync> = Arc::new(|_| {});
+        p.set_signal_hook(Some(hook.clone()));
+        t.set_signal_hook(Some(hook));
+        assert!(!p.fatal_signal_pending() && !t.fatal_signal_pending());
+        init.kill(init.pid_of(&p), Signal::KILL).unwrap();
+        assert!(p.fatal_signal_pending(), "{prof}: the leader sees SIGKILL");
+        assert!(t.fatal_signal_pending(), "{prof}: the thread sees SIGKILL");
+        // The thread's own bit first, then the group's: pending until both are gone.
+        assert_eq!(t.dequeue_signal(), Some(Signal::KILL));
+        assert!(
+            t.fatal_signal_pending(),
+            "{prof}: the group's SIGKILL is still pending for the thread"
+        );
+        assert_eq!(
+            t.dequeue_signal(),
+            Some(Signal::KILL),
+            "{prof}: the group's"
+        );
+        assert!(
+            !t.fatal_signal_pending(),
+            "{prof}: none left for the thread"
+        );
+        assert!(
+            p.fatal_signal_pending(),
+            "{prof}: the leader's own SIGKILL is still pending"
+        );
+        assert_eq!(p.dequeue_signal(), Some(Signal::KILL));
+        assert!(
+            !p.fatal_signal_pending(),
+            "{prof}: none left for the leader"
+        );
+        p.exit_signaled(Signal::KILL);
+        t.exit_signaled(Signal::KILL);
+        reap(&init, &p);
+        assert_at_rest(&sys);
+    }
+}

@@ -23,7 +23,7 @@
 //! [`Executor::execute_async`]: crate::Executor::execute_async
 //! [`AsyncJob`]: crate::AsyncJob
 
-use crate::child::Child;
+use crate::child::{Child, Tracker};
 use crate::cx::{self, TaskCx};
 use crate::runtime::Runtime;
 use crate::spawn::{JobGuard, Launched, Outcome, Spawn, launch, may_start, task_span};
@@ -104,6 +104,10 @@ impl Managed<'_> {
                     .as_ref()
                     .is_some_and(|w| w.will_wake(cx.waker()))
                 {
+                    if self.registered.is_none() {
+                        // The first park: a hook that can wake this body on SIGKILL.
+                        Tracker::hook_for_parked_body(tcx.tracker());
+                    }
                     let kill = &tcx.tracker().kill;
                     kill.register(cx.waker());
                     self.registered = Some(cx.waker().clone());
@@ -135,8 +139,10 @@ where
     let span = Some(task_span(tcx.task()))
         .filter(|s| !s.is_disabled())
         .map(Box::new);
-    // The body's own handle: the one clone of the context a body costs.
-    let arg = tcx.clone();
+    // The body's own handle, from the count prepaid at the split (no increment; not
+    // carried in the job future either, whose every move into its tokio task would
+    // copy it).
+    let arg = Tracker::take_body_cx(tcx.tracker()).unwrap_or_else(|| tcx.clone());
     let fut = {
         let _span = span.as_deref().map(tracing::Span::enter);
         let _lent = cx::lend(guard.home());
@@ -168,7 +174,7 @@ impl Launched {
         F: FnOnce(TaskCx) -> Fut + Send + 'static,
         Fut: Future<Output = i32> + Send + 'static,
     {
-        let (child, mut guard) = self.split();
+        let (child, mut guard) = self.split_async();
         let job = async move {
             let outcome = run_body(&mut guard, body).await;
             guard.complete(outcome);

@@ -31,14 +31,17 @@
 //! parent would sleep there until some other child changes state.
 
 use crate::coroutine;
+use crate::cx::TaskCx;
 use crate::kill::KillFlag;
 use crate::latch::ExitLatch;
 use crate::runtime::{RtShare, Runtime};
+use crate::shared::{Shared, Unshared};
 use crate::spawn::{Outcome, root_pid};
 use crate::status::StatusSlot;
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -55,14 +58,28 @@ pub(crate) struct Tracker {
     /// `runtime.rs`).
     rt: Arc<RtShare>,
     pub(crate) task: Task,
-    parent: Task,
+    /// The parent the spawn forked from; `None`: the runtime's init, borrowed from `rt`
+    /// (no count on init's handle, which every worker's default spawns would share).
+    parent: Option<Task>,
     /// The task's pidfd: the `CLONE_PIDFD` one if the spawn asked for it, else opened
     /// on first use (a sleeping wait, a kill, [`Child::pidfd`]), so that a task that is
     /// only spawned and awaited pays for no pidfd (see IMPLEMENTATION.md).
     pidfd: OnceLock<PidFd>,
     latch: ExitLatch,
+    /// The async body's context is paid for (a count taken at the split) but not made
+    /// yet. Only the job reads and writes it (load and store, no RMW).
+    body_cx_prepaid: AtomicBool,
     status: StatusSlot,
     pub(crate) kill: KillFlag,
+}
+
+/// Who asks [`Tracker::try_reap_as`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Handle {
+    /// A `Child` (or a helper) that may ask again, or share the status with others.
+    Shared,
+    /// The `ChildFuture` that owns the `Child` and completes with this reap.
+    Consumed,
 }
 
 /// What a non-blocking reap attempt found.
@@ -80,19 +97,20 @@ impl Tracker {
     pub(crate) fn new(
         rt: Arc<RtShare>,
         task: Task,
-        parent: Task,
+        parent: Option<Task>,
         pidfd: Option<PidFd>,
-    ) -> Arc<Tracker> {
+    ) -> Unshared<Tracker> {
         let cell = OnceLock::new();
         if let Some(fd) = pidfd {
             let _ = cell.set(fd);
         }
-        Arc::new(Tracker {
+        Unshared::new(Tracker {
             rt,
             task,
             parent,
             pidfd: cell,
             latch: ExitLatch::new(),
+            body_cx_prepaid: AtomicBool::new(false),
             status: StatusSlot::default(),
             kill: KillFlag::default(),
         })
@@ -103,6 +121,33 @@ impl Tracker {
         self.rt.runtime()
     }
 
+    /// Marks a count taken for the async body's context ([`Shared::prepay`]); the job
+    /// makes the context with [`take_body_cx`](Self::take_body_cx), or releases the
+    /// count there when the body never starts.
+    pub(crate) fn prepay_body_cx(handle: Shared<Tracker>) {
+        handle.body_cx_prepaid.store(true, Ordering::Relaxed);
+        handle.prepay();
+    }
+
+    /// The async body's context from the prepaid count, if there is one (then only
+    /// once). Called by the job only.
+    #[allow(unsafe_code)]
+    pub(crate) fn take_body_cx(this: &Shared<Tracker>) -> Option<TaskCx> {
+        if !this.body_cx_prepaid.load(Ordering::Relaxed) {
+            return None;
+        }
+        this.body_cx_prepaid.store(false, Ordering::Relaxed);
+        // SAFETY: the flag was set when the count was prepaid (`prepay_body_cx`) and is
+        // cleared here before the one reclaim; only the job, one poll at a time, reads
+        // or writes it.
+        Some(TaskCx::from_tracker(unsafe { Shared::reclaim(this) }))
+    }
+
+    /// The parent the spawn forked from, which reaps the task.
+    fn parent(&self) -> &Task {
+        self.parent.as_ref().unwrap_or(&self.rt.init)
+    }
+
     /// The task's pidfd, opened on first use as its parent would open it
     /// (`pidfd_prepare`; `PIDFD_THREAD` for a thread). A task already reaped gets what
     /// its `CLONE_PIDFD` pidfd would read by now: readable, hung up, its exit status
@@ -110,7 +155,7 @@ impl Tracker {
     fn pidfd(&self) -> &PidFd {
         self.pidfd.get_or_init(|| {
             let pidfs = self.runtime().system().pidfs();
-            let viewer = self.parent.pid_ns();
+            let viewer = self.parent().pid_ns();
             let pid = Arc::clone(self.task.struct_pid());
             let flags = if self.task.is_thread_group_leader() {
                 PidfdFlags::empty()
@@ -138,8 +183,8 @@ impl Tracker {
     fn wait_nohang(&self) -> Result<Option<WaitStatus>, Errno> {
         let opts = WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::ALL;
         let info = match self.pidfd.get() {
-            Some(fd) => self.parent.wait(WaitId::PidFd(fd), opts),
-            None => self.parent.wait_task(&self.task, opts),
+            Some(fd) => self.parent().wait(WaitId::PidFd(fd), opts),
+            None => self.parent().wait_task(&self.task, opts),
         };
         info.map(|i| i.map(|i| i.status))
     }
@@ -149,10 +194,20 @@ impl Tracker {
     }
 
     fn try_reap(&self) -> Result<Reap, Errno> {
+        self.try_reap_as(Handle::Shared)
+    }
+
+    /// [`try_reap`](Self::try_reap) for the caller `who`. A reap of ours is recorded for
+    /// later calls, except by the `.await` that consumes the last `Child`: after it only
+    /// its own `child().try_wait()` can ask again, and that reads the same status from
+    /// the reaped task (`status_elsewhere`), so the record (a `compare_exchange`) would
+    /// buy nothing on every awaited spawn.
+    fn try_reap_as(&self, who: Handle) -> Result<Reap, Errno> {
         if let Some(s) = self.status.get() {
             return Ok(Reap::Done(s));
         }
         match self.wait_nohang() {
+            Ok(Some(status)) if who == Handle::Consumed => Ok(Reap::Done(status)),
             Ok(Some(status)) => Ok(Reap::Done(self.record(status))),
             Ok(None) => Ok(Reap::NotYet),
             Err(Errno::ECHILD) => match self.status_elsewhere() {
@@ -198,54 +253,150 @@ impl Tracker {
                     exited = self.pidfd().wait_readable(Duration::MAX);
                 }
                 Reap::NotYet | Reap::NotOurs => {
-                    // Exited, still listed, not reapable: another waiter of the parent
-                    // claimed the zombie between our scan and our claim and is releasing
-                    // it now (release_task). Its reap sends no event we could sleep on
-                    // (the pidfd is readable already), so let it run; the next try sees
-                    // the task gone and reads its status from pidfs.
-                    std::thread::yield_now();
+                    // Exited (the pidfd is readable) but not reapable yet: its pidfd
+                    // has nothing more to report, so sleep where the event that makes
+                    // it reapable lands.
+                    if let Some(s) = self.wait_reapable()? {
+                        return Ok(s);
+                    }
                 }
             }
         }
     }
 
+    /// The rare end of [`wait_blocking`](Self::wait_blocking): the task exited but its
+    /// parent cannot reap it yet (a leader still waiting for its threads, or a zombie
+    /// another waiter of the parent claimed and is releasing). Sleeps in the parent's
+    /// own blocking `waitid(P_PIDFD, WEXITED)` on `wait_chldexit`, which the task's
+    /// becoming reportable wakes (its parent's notification); it reaps the task then,
+    /// or returns ECHILD at once for a task claimed by someone else (the caller's next
+    /// try reads the status they recorded). `None`: try again.
+    ///
+    /// A parent that is exiting (or has a fatal signal pending) cannot sleep in its
+    /// wait (EINTR): then sleep until that parent's exit, which hands the task on to a
+    /// live thread of its process or to a reaper (and so makes the next try conclude).
+    fn wait_reapable(&self) -> Result<Option<WaitStatus>, Errno> {
+        let opts = WaitOptions::EXITED | WaitOptions::ALL;
+        match self.parent().wait_task(&self.task, opts) {
+            Ok(Some(info)) => Ok(Some(self.record(info.status))),
+            Ok(None) | Err(Errno::ECHILD) => Ok(None),
+            Err(Errno::EINTR) => {
+                if let Some(waiter) = self.heir() {
+                    return match waiter.wait_task(&self.task, opts) {
+                        Ok(Some(info)) => Ok(Some(self.record(info.status))),
+                        Ok(None) | Err(Errno::ECHILD | Errno::EINTR) => Ok(None),
+                        Err(e) => Err(e),
+                    };
+                }
+                let pidfs = self.runtime().system().pidfs();
+                let flags = if self.parent().is_thread_group_leader() {
+                    PidfdFlags::empty()
+                } else {
+                    PidfdFlags::THREAD
+                };
+                let viewer = self.parent().pid_ns();
+                let pid = Arc::clone(self.parent().struct_pid());
+                if let Ok(fd) = pidfs.pidfd_prepare(&viewer, pid, flags) {
+                    fd.wait_readable(Duration::MAX);
+                }
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// When the named parent thread has exited while its process lives on, the task's
+    /// parent is now another thread of that process (`forget_original_parent` passes
+    /// the children on), which may reap it as the named one could (any thread of the
+    /// parent process waits for its children). `None` otherwise.
+    fn heir(&self) -> Option<Task> {
+        if self.parent().is_alive() {
+            return None;
+        }
+        let now = self.task.parent()?;
+        (now != *self.parent()
+            && now.is_alive()
+            && now.tgid() == self.parent().tgid()
+            && Arc::ptr_eq(&now.pid_ns(), &self.parent().pid_ns()))
+        .then_some(now)
+    }
+
+    /// Called by the job when its async body first parks: replaces the runtime's
+    /// shared signal hook with one that raises this tracker's kill flag, which wakes
+    /// the parked body on `SIGKILL`. A body that never parks (most) never pays for it.
+    ///
+    /// A kill that landed before this hook was in place reached the shared hook only,
+    /// so it is read from the task afterwards: the task list marks `SIGKILL` pending
+    /// (and queues the group's fatal signal) before it reads a task's hook, under the
+    /// hook's own lock, which `set_signal_hook` takes too. So either the signaller read
+    /// this hook (and calls it), or its marks are visible here. A group that dies of
+    /// `SIGKILL` itself (no other fatal signal queued) is what the hook would have been
+    /// called with `SIGKILL` for.
+    ///
+    /// The hook holds the tracker strongly (a tracker has no weak handles): the task
+    /// list drops the hook when the task exits, which every spawned task does through
+    /// its job while the job still holds a handle, so the hook is never the last one.
+    pub(crate) fn hook_for_parked_body(this: &Shared<Tracker>) {
+        let t = this.clone();
+        this.task.set_signal_hook(Some(Arc::new(move |sig: Signal| {
+            tracing::debug!(target: "uproc", pid = root_pid(&t.task), signal = %sig, "signal hook");
+            t.kill.raise(sig);
+        })));
+        if crate::cx::fatal_pending(&this.task) == Some(Signal::KILL) {
+            this.kill.raise(Signal::KILL);
+        }
+    }
+
     /// The job's last step: exit the task, wake an awaiting `ChildFuture`, or reap the
     /// task if the `Child` is gone.
-    pub(crate) fn finish(self: &Arc<Self>, outcome: Outcome) {
-        // The task list drops the signal hook at exit; the hook holds only a `Weak`.
-        outcome.exit(&self.task);
-        if self.latch.exit() {
-            self.reap_detached();
+    pub(crate) fn finish(this: &Shared<Tracker>, outcome: Outcome) {
+        // The task list drops the signal hook at exit.
+        outcome.exit(&this.task);
+        if this.latch.exit() {
+            Tracker::reap_detached(this);
         }
     }
 
-    /// Whether the job reported the exit; if not, `w` is woken when it does.
-    fn exited_or_register(&self, w: &Waker) -> bool {
-        self.latch.exited_or_register(w)
-    }
-
-    fn detach(self: &Arc<Self>) {
-        if self.latch.detach() {
-            self.reap_detached();
+    fn detach(this: &Shared<Tracker>) {
+        if this.latch.detach() {
+            Tracker::reap_detached(this);
         }
     }
 
-    fn reap_detached(self: &Arc<Self>) {
-        match self.try_reap() {
+    /// Runs [`wait_blocking`](Self::wait_blocking) on a helper thread, then wakes `w`:
+    /// for a `ChildFuture` whose task exited but is not reapable yet (rare). The wait
+    /// records the status, which the woken future then reads. False if no thread
+    /// could be started.
+    fn wait_on_helper(this: &Shared<Tracker>, w: Waker) -> bool {
+        let me = this.clone();
+        let spawned = std::thread::Builder::new()
+            .name("uproc-waiter".into())
+            .spawn(move || {
+                let _ = me.wait_blocking();
+                w.wake();
+            });
+        if let Err(e) = &spawned {
+            tracing::error!(target: "uproc", pid = root_pid(&this.task), error = %e, "cannot start waiter thread");
+        }
+        spawned.is_ok()
+    }
+
+    fn reap_detached(this: &Shared<Tracker>) {
+        match this.try_reap() {
             Ok(Reap::Done(s)) => {
-                tracing::trace!(target: "uproc", pid = root_pid(&self.task), status = %s, "detached task reaped")
+                tracing::trace!(target: "uproc", pid = root_pid(&this.task), status = %s, "detached task reaped")
             }
             Ok(Reap::NotYet) => {
                 // A leader whose threads still run is not reapable yet: wait for it on
                 // a helper thread (rare: only bodies that fork CLONE_THREAD tasks).
-                let me = Arc::clone(self);
+                let me = this.clone();
                 let spawned = std::thread::Builder::new()
                     .name("uproc-reaper".into())
                     .spawn(move || {
                         let _ = me.wait_blocking();
                     });
                 if let Err(e) = spawned {
-                    tracing::error!(target: "uproc", pid = root_pid(&self.task), error = %e, "cannot start reaper thread; zombie kept");
+                    tracing::error!(target: "uproc", pid = root_pid(&this.task), error = %e, "cannot start reaper thread; zombie kept");
                 }
             }
             Ok(Reap::NotOurs) | Err(_) => {}
@@ -273,12 +424,12 @@ impl Tracker {
 /// # Ok::<(), uproc::Errno>(())
 /// ```
 pub struct Child {
-    tracker: Arc<Tracker>,
+    tracker: Shared<Tracker>,
     handled: bool,
 }
 
 impl Child {
-    pub(crate) fn new(tracker: Arc<Tracker>) -> Child {
+    pub(crate) fn new(tracker: Shared<Tracker>) -> Child {
         Child {
             tracker,
             handled: false,
@@ -287,7 +438,7 @@ impl Child {
 
     /// The task's pid as its parent sees it.
     pub fn pid(&self) -> i32 {
-        self.tracker.parent.pid_of(&self.tracker.task)
+        self.tracker.parent().pid_of(&self.tracker.task)
     }
 
     /// The task.
@@ -349,10 +500,21 @@ impl Child {
     }
 }
 
+impl Child {
+    /// Whether the job reported the exit; if not, `w` is woken when it does. The
+    /// `Child` is its latch's one registrant: not `Clone`, and `&mut` here.
+    #[allow(unsafe_code)]
+    fn exited_or_register(&mut self, w: &Waker) -> bool {
+        // SAFETY: one registrant per latch, calls never overlap: only this task's one
+        // `Child` registers, through `&mut self`.
+        unsafe { self.tracker.latch.exited_or_register(w) }
+    }
+}
+
 impl Drop for Child {
     fn drop(&mut self) {
         if !self.handled {
-            self.tracker.detach();
+            Tracker::detach(&self.tracker);
         }
     }
 }
@@ -379,6 +541,8 @@ pub struct ChildFuture {
     job_done: bool,
     readable: Option<Readable>,
     done: bool,
+    /// A helper thread waits for the task to become reapable (see `poll`).
+    helper: bool,
 }
 
 impl ChildFuture {
@@ -392,7 +556,7 @@ impl Drop for ChildFuture {
     /// A future dropped before completion detaches the task, as a dropped `Child` does.
     fn drop(&mut self) {
         if !self.done {
-            self.child.tracker.detach();
+            Tracker::detach(&self.child.tracker);
         }
     }
 }
@@ -410,13 +574,13 @@ impl Future for ChildFuture {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let tracker = &this.child.tracker;
         if !this.job_done {
-            if !tracker.exited_or_register(cx.waker()) {
+            if !this.child.exited_or_register(cx.waker()) {
                 return Poll::Pending;
             }
             this.job_done = true;
         }
+        let tracker = &this.child.tracker;
         loop {
             // Whether the pidfd reported the exit during this poll.
             let exited = match this.readable.as_mut() {
@@ -429,7 +593,7 @@ impl Future for ChildFuture {
                 },
                 None => false,
             };
-            match tracker.try_reap() {
+            match tracker.try_reap_as(Handle::Consumed) {
                 Err(e) => {
                     this.done = true;
                     return Poll::Ready(Err(e));
@@ -446,10 +610,17 @@ impl Future for ChildFuture {
                 this.readable = Some(tracker.pidfd().readable());
                 continue;
             }
-            // Another waiter of the parent is releasing the zombie it claimed between
-            // our scan and our claim (see `Tracker::wait_blocking`): come back once it
-            // is done.
-            cx.waker().wake_by_ref();
+            // Exited but not reapable yet (see `Tracker::wait_reapable`): nothing a
+            // future can register on reports the moment it becomes reapable, so a
+            // helper thread sleeps in the parent's blocking wait (rare: a leader whose
+            // threads outlive it) and wakes this future when it is done.
+            if !this.helper {
+                this.helper = Tracker::wait_on_helper(tracker, cx.waker().clone());
+                if !this.helper {
+                    // No thread to spare: try again later.
+                    cx.waker().wake_by_ref();
+                }
+            }
             return Poll::Pending;
         }
     }
@@ -467,6 +638,7 @@ impl IntoFuture for Child {
             job_done: false,
             readable: None,
             done: false,
+            helper: false,
         }
     }
 }

@@ -10,15 +10,15 @@
 use crate::child::{Child, Tracker};
 use crate::coroutine::{self, CurrentSlot};
 use crate::runtime::Runtime;
+use crate::shared::Shared;
 use crate::spawn::Spawn;
 use std::fmt;
-use std::sync::Arc;
 use uproc_abi::{DefaultAction, Errno, Signal};
 use uproc_tasklist::Task;
 
 /// The context handed to a task body, and returned by [`current()`] while one runs.
 ///
-/// Cheap to clone (one `Arc`), `Send + Sync`. It names the [`Task`] the body runs as
+/// Cheap to clone (one count increment), `Send + Sync`. It names the [`Task`] the body runs as
 /// and the [`Runtime`] it belongs to; children spawned through it are parented to this
 /// task by default.
 ///
@@ -40,7 +40,7 @@ use uproc_tasklist::Task;
 pub struct TaskCx {
     /// The task's shared facade state (runtime, task, parent, pidfd, kill flag): the
     /// context is one of the handles on it, with the `Child` and the job.
-    tracker: Arc<Tracker>,
+    tracker: Shared<Tracker>,
 }
 
 /// The unwinding payload of [`TaskCx::exit`]; caught by the body runner. Never seen by
@@ -48,11 +48,11 @@ pub struct TaskCx {
 pub(crate) struct ExitRequest(pub(crate) i32);
 
 impl TaskCx {
-    pub(crate) fn from_tracker(tracker: Arc<Tracker>) -> TaskCx {
+    pub(crate) fn from_tracker(tracker: Shared<Tracker>) -> TaskCx {
         TaskCx { tracker }
     }
 
-    pub(crate) fn tracker(&self) -> &Arc<Tracker> {
+    pub(crate) fn tracker(&self) -> &Shared<Tracker> {
         &self.tracker
     }
 

@@ -82,7 +82,8 @@
 //! ## Managed and bare tasks: how signals arrive
 //!
 //! A task spawned with a body is **managed**: the facade installs a signal hook on it
-//! ([`Task::set_signal_hook`]). A fatal signal then does not end the task at once (its
+//! ([`Task::set_signal_hook`]; one hook shared by the tasks a thread spawns, replaced
+//! by one of the task's own when an async body parks, so that a `SIGKILL` can wake it). A fatal signal then does not end the task at once (its
 //! body is Rust code that cannot be stopped from outside): it is made pending, and
 //! the body ends cooperatively.
 //!
@@ -152,7 +153,7 @@
 //! | span | debug | `task` | `pid` | around every body (each poll of an async one): the body's own events nest in it |
 //! | event | debug | `runtime built` | `profile`, `pid_max` | [`RuntimeBuilder::build`] |
 //! | event | debug | `spawn` | `pid`, `ppid`, `name` | a task was forked for a body, before the body starts |
-//! | event | debug | `signal hook` | `pid`, `signal` | a signal reached a managed task |
+//! | event | debug | `signal hook` | `signal` (and `pid` once an async body has parked) | a fatal signal reached a managed task |
 //! | event | debug | `Child::kill` | `pid` | [`Child::kill`] |
 //! | event | error | `task body panicked; task killed by SIGABRT` | `pid`, `panic` | a body panicked |
 //! | event | warn | `job dropped without running; task killed` | `pid` | an executor dropped a job |
@@ -213,19 +214,25 @@
 //! ## Inside the facade: who holds what
 //!
 //! ```text
-//!  Child ──Arc──┐                      ┌── Task (the task list's) ── signal hook ──Weak──┐
-//!  TaskCx ─Arc──┼──> Tracker { rt, task, parent, pidfd, flags, status, kill, waiter } <─┘
-//!  JobGuard ─Arc┘        (the job: runs the body, exits the task, reaps if detached)
+//!  Child ──Shared──┐                   ┌── Task (the task list's) ── parked body's hook ─┐
+//!  TaskCx ─Shared──┼─> Tracker { rt, task, parent, pidfd, latch, status, kill } <────────┘
+//!  JobGuard ─Shared┘      (the job: runs the body, exits the task, reaps if detached)
 //! ```
 //!
-//! One `Tracker` per spawned task holds what its handles share; the hook holds it
-//! weakly, so a task never keeps its own tracker alive. `rt` is the spawning thread's
+//! One `Tracker` per spawned task holds what its handles share. A task starts with its
+//! thread's shared hook (in `rt`, needing nothing of the task); an async body that
+//! parks swaps in a hook of its own, which holds the tracker until the task exits (the
+//! task list drops a hook at exit, and the job, which exits the task, holds the tracker
+//! anyway until then). `rt` is the spawning thread's
 //! share of the runtime (one per thread, made on its first spawn), so that spawning
 //! writes no count that other worker threads write too. `flags` (atomic) records
-//! "detached" and "exited"; the side that sets the second bit reaps. Two leaf mutexes:
-//! `kill`'s waker slot (the async body's waker, for `SIGKILL`) and `waiter` (an
-//! awaiting `Child`'s waker); no other lock is taken under them, and wakers are woken
-//! and dropped after they are released. `status` is set once, at reap. See the crate's
+//! "detached" and "exited", and whose an awaiting `Child`'s waker cell is; the side that
+//! sets the second of "detached" and "exited" reaps. One leaf mutex: `kill`'s waker
+//! slot (a parked async body's waker, for `SIGKILL`); no other lock is taken under it,
+//! and wakers are woken and dropped after it is released. `status` is set once, at
+//! reap (by any handle that may ask again: the `.await` that consumes the `Child` does
+//! not record it, a later `child().try_wait()` reads it from the reaped task). The handles count the tracker with a `Shared` (an `Arc` without a weak count,
+//! its first handles made at once). See the crate's
 //! `IMPLEMENTATION.md` for the protocol and the alternatives rejected.
 //!
 //! ## Cargo features
@@ -234,7 +241,7 @@
 //!   tokio runtime.
 //! - `smol`: `smol::SmolExecutor`.
 //! - `lockstat`: count global lock acquisitions ([`Runtime::lock_stats`]).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod async_body;
@@ -247,6 +254,7 @@ mod kill;
 mod latch;
 pub mod ps;
 mod runtime;
+mod shared;
 #[cfg(feature = "smol")]
 #[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
 pub mod smol;
@@ -294,6 +302,7 @@ pub mod loom_model {
     pub use crate::child_set::{MemberWaker, Ready};
     pub use crate::kill::KillFlag;
     pub use crate::latch::ExitLatch;
+    pub use crate::shared::{Shared, Unshared};
     pub use crate::status::StatusSlot;
     pub use crate::users::UserList;
 }

@@ -3,16 +3,17 @@
 //!
 //! # One allocation of facade state per task
 //!
-//! `launch` forks the task and puts everything its handles share in one
-//! [`Tracker`] (`Arc`): the [`TaskCx`] of the body, the [`Child`], and the job's
-//! [`JobGuard`] are three handles on it. The signal hook (the only other allocation,
-//! since the task list stores hooks as `Arc<dyn Fn>`) holds a `Weak` to it, so the task
-//! never keeps its own tracker alive.
+//! `launch` forks the task, installs its thread's shared signal hook (managed mode, a
+//! count clone), and builds everything its handles share in one [`Tracker`], in place
+//! and not yet shared; the split makes the [`Child`] and the job's [`JobGuard`] at once
+//! (`Shared`, one count store), and the body's [`TaskCx`] is a third handle. Only an
+//! async body that parks allocates a hook of its own (see `Tracker::hook_for_parked_body`).
 
 use crate::child::{Child, Tracker};
 use crate::coroutine;
 use crate::cx::{self, ExitRequest, TaskCx, fatal_pending};
 use crate::runtime::Runtime;
+use crate::shared::Unshared;
 use std::any::Any;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal};
@@ -192,7 +193,9 @@ impl JobGuard {
     /// `Child` is gone.
     pub(crate) fn complete(mut self, outcome: Outcome) {
         if let Some(cx) = self.cx.take() {
-            cx.tracker().finish(outcome);
+            Tracker::finish(cx.tracker(), outcome);
+            // A body that never started leaves its prepaid context count.
+            drop(Tracker::take_body_cx(cx.tracker()));
         }
     }
 }
@@ -201,23 +204,36 @@ impl Drop for JobGuard {
     fn drop(&mut self) {
         if let Some(cx) = self.cx.take() {
             tracing::warn!(target: "uproc", pid = root_pid(cx.task()), "job dropped without running; task killed");
-            cx.tracker().finish(Outcome::Killed);
+            Tracker::finish(cx.tracker(), Outcome::Killed);
+            drop(Tracker::take_body_cx(cx.tracker()));
         }
     }
 }
 
-/// A forked task waiting for its body to be started.
+/// A forked task waiting for its body to be started: its tracker, not shared yet.
 pub(crate) struct Launched {
-    tracker: Arc<Tracker>,
+    tracker: Unshared<Tracker>,
 }
 
 impl Launched {
     /// The handle for the caller and the guard for the job.
     pub(crate) fn split(self) -> (Child, JobGuard) {
+        let [child, guard] = self.tracker.share();
         let guard = JobGuard {
-            cx: Some(TaskCx::from_tracker(Arc::clone(&self.tracker))),
+            cx: Some(TaskCx::from_tracker(guard)),
         };
-        (Child::new(self.tracker), guard)
+        (Child::new(child), guard)
+    }
+
+    /// [`split`](Self::split) for an async job: a third count is taken with the
+    /// other two, prepaid for the body's context ([`Tracker::take_body_cx`]).
+    pub(crate) fn split_async(self) -> (Child, JobGuard) {
+        let [child, guard, body] = self.tracker.share();
+        Tracker::prepay_body_cx(body);
+        let guard = JobGuard {
+            cx: Some(TaskCx::from_tracker(guard)),
+        };
+        (Child::new(child), guard)
     }
 
     /// The sync runner: run `body` here with `current()` set, then exit.
@@ -251,10 +267,12 @@ impl Launched {
 /// fork + name + pidfd + signal hook: everything but running the body.
 #[inline]
 pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
-    let parent = s.parent.unwrap_or_else(|| rt.init());
     // A task of another runtime would fork there while the body's context reports
     // this one.
-    if !parent.belongs_to(rt.system()) {
+    if s.parent
+        .as_ref()
+        .is_some_and(|p| !p.belongs_to(rt.system()))
+    {
         return Err(Errno::EINVAL);
     }
     let mut args = s.args;
@@ -265,6 +283,10 @@ pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
         args.flags |= CloneFlags::INTO_CGROUP;
         args.cgroup = Some(cg);
     }
+    // This thread's share of the runtime: the tracker's runtime handle, the shared
+    // signal hook, and init (the default parent, borrowed: no count taken on it).
+    let share = rt.share();
+    let parent = s.parent.as_ref().unwrap_or(&share.init);
     let task = parent.fork(&args)?;
     if let Some(n) = &s.name {
         task.set_name(n);
@@ -276,19 +298,13 @@ pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
     tracing::debug!(
         target: "uproc",
         pid = root_pid(&task),
-        ppid = root_pid(&parent),
+        ppid = root_pid(parent),
         name = s.name.as_deref(),
         "spawn"
     );
-    let tracker = Tracker::new(rt.share(), task, parent, pidfd);
-    let weak = Arc::downgrade(&tracker);
-    tracker
-        .task
-        .set_signal_hook(Some(Arc::new(move |sig: Signal| {
-            if let Some(t) = weak.upgrade() {
-                tracing::debug!(target: "uproc", pid = root_pid(&t.task), signal = %sig, "signal hook");
-                t.kill.raise(sig);
-            }
-        })));
+    // Managed mode: this thread's shared hook (a count clone, no allocation); an async
+    // body that parks installs one that can wake it (`Tracker::hook_for_parked_body`).
+    task.set_signal_hook(Some(Arc::clone(&share.hook)));
+    let tracker = Tracker::new(share, task, s.parent, pidfd);
     Ok(Launched { tracker })
 }

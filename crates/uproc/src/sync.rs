@@ -5,9 +5,11 @@
 //! loom's under `cfg(loom)` so they can be model-checked (`tests/loom_*.rs`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// A mutex with parking_lot's shape (`lock()` returns the guard) on both backends.
 #[derive(Debug, Default)]
@@ -34,5 +36,31 @@ impl<T> Mutex<T> {
         self.0
             .lock()
             .expect("loom mutex is never poisoned in the models")
+    }
+}
+
+/// An `UnsafeCell` with loom's closure shape (`with_mut` hands out a raw pointer), so
+/// that loom can check every access of the cell under `cfg(loom)`.
+pub(crate) struct UnsafeCell<T>(
+    #[cfg(not(loom))] std::cell::UnsafeCell<T>,
+    #[cfg(loom)] loom::cell::UnsafeCell<T>,
+);
+
+impl<T> UnsafeCell<T> {
+    pub(crate) fn new(value: T) -> Self {
+        #[cfg(not(loom))]
+        return UnsafeCell(std::cell::UnsafeCell::new(value));
+        #[cfg(loom)]
+        return UnsafeCell(loom::cell::UnsafeCell::new(value));
+    }
+
+    /// Calls `f` with a pointer to the value; the caller's protocol makes the access
+    /// exclusive.
+    #[inline]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        #[cfg(not(loom))]
+        return f(self.0.get());
+        #[cfg(loom)]
+        return self.0.with_mut(f);
     }
 }

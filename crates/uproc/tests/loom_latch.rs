@@ -36,11 +36,38 @@ fn awaiting_future_sees_exit_or_is_woken() {
             assert!(!l2.exit(), "nobody detached");
         });
         let (count, waker) = CountWake::new();
-        let ready = latch.exited_or_register(&waker);
+        // SAFETY: this thread is the latch's one registrant.
+        let ready = unsafe { latch.exited_or_register(&waker) };
         job.join().unwrap();
         assert!(
             ready || count.wakes() == 1,
             "a registered future that did not see the exit must have been woken"
         );
+    });
+}
+
+#[test]
+fn a_replaced_waker_is_the_one_woken_and_the_exit_is_seen_once() {
+    loom::model(|| {
+        let latch = Arc::new(ExitLatch::new());
+        let l2 = latch.clone();
+        let job = thread::spawn(move || {
+            assert!(!l2.exit(), "nobody detached");
+            assert!(!l2.exit(), "a second exit does nothing");
+        });
+        let (first, w1) = CountWake::new();
+        let (second, w2) = CountWake::new();
+        // SAFETY: this thread is the latch's one registrant.
+        let ready = unsafe { latch.exited_or_register(&w1) || latch.exited_or_register(&w2) };
+        job.join().unwrap();
+        assert!(
+            ready || second.wakes() == 1,
+            "the waker registered last is woken unless the exit was seen"
+        );
+        assert!(
+            first.wakes() + second.wakes() <= 1,
+            "one exit, at most one wake"
+        );
+        assert!(latch.is_exited());
     });
 }

@@ -109,3 +109,54 @@ fn a_runtime_cloned_from_a_bodys_context_is_a_user_handle() {
     drop(rt);
     assert_freed("after the clone's thread ends", &weak_sys);
 }
+
+/// An executor that keeps async jobs for the test to run or drop.
+#[derive(Clone, Default)]
+struct Held(Arc<std::sync::Mutex<Vec<uproc::AsyncJob>>>);
+
+impl uproc::Executor for Held {
+    fn execute(&self, job: Box<dyn FnOnce() + Send>) {
+        job()
+    }
+    fn runs_futures(&self) -> bool {
+        true
+    }
+    fn execute_async(&self, job: uproc::AsyncJob) {
+        self.0.lock().unwrap().push(job);
+    }
+}
+
+#[test]
+fn async_jobs_run_parked_and_killed_or_dropped_unrun_leave_no_count_on_the_runtime() {
+    use std::task::{Context, Waker};
+    let held = Held::default();
+    let rt = Runtime::builder().executor(held.clone()).build().unwrap();
+    let weak_sys = Arc::downgrade(rt.system());
+    let mut cx = Context::from_waker(Waker::noop());
+    // Run to its end in one poll: the body's context came from the prepaid count.
+    let done = rt.spawn_async(Spawn::new(), |_| async { 3 }).unwrap();
+    let mut job = held.0.lock().unwrap().pop().unwrap();
+    assert!(job.as_mut().poll(&mut cx).is_ready());
+    drop(job);
+    assert_eq!(done.wait().unwrap().exited(), Some(3));
+    // Parked (its own hook installed), then killed: dropped at the next poll.
+    let parked = rt
+        .spawn_async(Spawn::new(), |_| std::future::pending::<i32>())
+        .unwrap();
+    let mut job = held.0.lock().unwrap().pop().unwrap();
+    assert!(job.as_mut().poll(&mut cx).is_pending());
+    parked.kill().unwrap();
+    assert!(job.as_mut().poll(&mut cx).is_ready());
+    drop(job);
+    assert_eq!(parked.wait().unwrap().signaled(), Some(uproc::Signal::KILL));
+    // Dropped unrun: the body's prepaid context count goes with the job.
+    let unrun = rt.spawn_async(Spawn::new(), |_| async { 0 }).unwrap();
+    drop(held.0.lock().unwrap().pop().unwrap());
+    assert_eq!(unrun.wait().unwrap().signaled(), Some(uproc::Signal::KILL));
+    drop(rt);
+    drop(held);
+    assert_freed(
+        "after async jobs run, parked and killed, or dropped",
+        &weak_sys,
+    );
+}

@@ -456,6 +456,109 @@ fn a_detached_child_reaped_by_another_waiter_leaves_its_child_handle_a_status() 
     assert_eq!(rt.ps().len(), 1);
 }
 
+/// A spawned leader whose body ended while a thread it forked still runs: exited, not
+/// reapable (a delayed group leader) until that thread is released.
+fn leader_outlived_by_its_thread(rt: &Runtime) -> (uproc::Child, uproc::Task) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let child = rt
+        .spawn(Spawn::new(), move |cx| {
+            let thread = CloneArgs {
+                flags: CloneFlags::THREAD | CloneFlags::SIGHAND | CloneFlags::VM,
+                ..Default::default()
+            };
+            tx.send(cx.task().fork(&thread).unwrap()).unwrap();
+            4
+        })
+        .unwrap();
+    let thread = rx.recv().unwrap();
+    assert!(
+        wait_until(10, || child.task().state() == TaskState::Zombie),
+        "the leader's body ended: exited, not released"
+    );
+    assert_eq!(
+        child.try_wait(),
+        Ok(None),
+        "not reapable while its thread runs"
+    );
+    (child, thread)
+}
+
+fn a_wait_for_a_leader_outlived_by_its_thread_sleeps_until_it_is_reapable() {
+    let rt = common::builder().build().unwrap();
+    let (child, thread) = leader_outlived_by_its_thread(&rt);
+    let fd = child.pidfd();
+    let waiter = std::thread::spawn(move || child.wait());
+    assert!(
+        wait_until(10, || fd.waiter_counts().0 == 1),
+        "the waiter is asleep on the pid's wait queue, not spinning"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(fd.waiter_counts().0, 1, "still asleep: nothing woke it");
+    assert!(!waiter.is_finished());
+    thread.exit(0);
+    let st = waiter.join().unwrap().unwrap();
+    assert_eq!(st.exited(), Some(4), "reaped once its thread was released");
+    assert_eq!(rt.ps().len(), 1, "nothing left but init");
+}
+
+fn an_await_on_a_leader_outlived_by_its_thread_is_woken_once_when_it_is_reapable() {
+    use std::future::{Future, IntoFuture};
+    use std::sync::atomic::AtomicUsize;
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let rt = common::builder().build().unwrap();
+    let (child, thread) = leader_outlived_by_its_thread(&rt);
+    let fd = child.pidfd();
+    let count = Arc::new(Count(AtomicUsize::new(0)));
+    let waker = Waker::from(count.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(child.into_future());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(
+        fd.waiter_counts().1,
+        1,
+        "registered on the pid's wait queue"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        0,
+        "no self-wake: the future is not polled in a loop"
+    );
+    thread.exit(0);
+    assert!(wait_until(10, || count.0.load(Ordering::SeqCst) == 1));
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(st) => assert_eq!(st.unwrap().exited(), Some(4)),
+        Poll::Pending => panic!("woken once the task was reapable, and reaped then"),
+    }
+    assert_eq!(rt.ps().len(), 1, "nothing left but init");
+}
+
+fn a_completed_await_leaves_its_child_the_same_status() {
+    use std::future::IntoFuture;
+    let rt = common::builder().build().unwrap();
+    let child = rt.spawn(Spawn::new(), |_| 6).unwrap();
+    let mut fut = Box::pin(child.into_future());
+    let st = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(&mut fut)
+        .unwrap();
+    assert_eq!(st.exited(), Some(6));
+    assert_eq!(rt.ps().len(), 1, "reaped by the await");
+    assert_eq!(
+        fut.child().try_wait(),
+        Ok(Some(st)),
+        "asked again, the child reports the status the await reaped"
+    );
+    assert_eq!(fut.child().pidfd().exit_status(), Some(st));
+}
+
 every_profile!(
     spawned_body_exit_code_is_the_wait_status_on_both_executors,
     exit_code_keeps_only_the_low_byte,
@@ -479,4 +582,7 @@ every_profile!(
     a_pidfd_asked_for_while_running_sees_the_exit_and_names_the_task,
     a_clone_pidfd_spawn_keeps_the_forks_pidfd,
     a_detached_child_reaped_by_another_waiter_leaves_its_child_handle_a_status,
+    a_wait_for_a_leader_outlived_by_its_thread_sleeps_until_it_is_reapable,
+    an_await_on_a_leader_outlived_by_its_thread_is_woken_once_when_it_is_reapable,
+    a_completed_await_leaves_its_child_the_same_status,
 );

@@ -2,6 +2,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::sync::Arc;
+use uproc_abi::Errno;
 use uproc_abi::{CloneFlags, Profile, WaitOptions};
 use uproc_tasklist::{CloneArgs, System, SystemConfig, Task, WaitId, WaitInfo};
 
@@ -59,6 +60,53 @@ pub fn assert_at_rest(sys: &System) {
         live,
         "at rest every allocated pid belongs to an unreleased task"
     );
+}
+
+/// What a system holds with only its init: compared again at rest.
+pub struct Baseline {
+    tasks: usize,
+    allocated: usize,
+    pidfs: usize,
+    hashed: usize,
+}
+
+impl Baseline {
+    pub fn of(sys: &System) -> Baseline {
+        Baseline {
+            tasks: sys.nr_tasks(),
+            allocated: sys.root_ns().nr_allocated(),
+            pidfs: sys.pidfs().index_len(),
+            hashed: sys.pidfs().hashed_entries(),
+        }
+    }
+
+    /// Everything the test made is gone: tasks, pids, pidfs entries, charges, and init
+    /// has no child (not even a zombie) left.
+    pub fn check(&self, sys: &System, what: &str) {
+        assert_eq!(sys.nr_tasks(), self.tasks, "{what}: a task is left behind");
+        assert_eq!(
+            sys.root_ns().nr_allocated(),
+            self.allocated,
+            "{what}: allocated pids == live tasks"
+        );
+        assert_eq!(
+            sys.pidfs().index_len(),
+            self.pidfs,
+            "{what}: a pidfs index entry leaked"
+        );
+        assert_eq!(
+            sys.pidfs().hashed_entries(),
+            self.hashed,
+            "{what}: an entry of the pidfs hash table leaked"
+        );
+        assert_eq!(sys.cgroup_root().pids_current(), 0, "{what}: pids charge");
+        let init = sys.init();
+        assert_eq!(
+            init.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG),
+            Err(Errno::ECHILD),
+            "{what}: init has no child left"
+        );
+    }
 }
 
 /// Iterations of a race test: `UPROC_RACE_ITERS` if set, else `release` in an optimised
