@@ -12,7 +12,8 @@
 //! Three parts, each under every profile (or the one `--profile` names), in this order:
 //! - **soak**: `--cycles` plain life cycles (fork, exit, reap; every 16th with a pidfd,
 //!   every 256th into a new namespace) with the resident set sampled from
-//!   `/proc/self/statm`; after a 10% warm-up it must stay within 5%.
+//!   `/proc/self/statm`; after a warm-up (10% of the run, and at least three passes over
+//!   the namespace's `pid_max` numbers) it must stay within 5%.
 //! - **stress**: 4 threads, each owning one parent process, run `--stress-ops` mixed
 //!   operations each (fork, fork into a new pid namespace, threads, SIGKILL/SIGTERM to
 //!   own and other threads' children, exits, dropped handles, namespace-init deaths,
@@ -370,7 +371,19 @@ fn soak(profile: Profile, cycles: u64) -> Result<String, String> {
     let parent = init.fork(&CloneArgs::default()).expect("parent");
     let samples = 20;
     let every = (cycles / samples).max(1);
-    let warm = cycles / 10;
+    // Warm-up: 10% of the run, and at least three passes over the root namespace's
+    // numbers. Numbers are handed out in cyclic (`Linux*`) or least-recently-freed
+    // (`Scalable`) order, so the first passes touch every entry of the number table
+    // and the per-number state one after the other, and the resident set grows until
+    // they end (under `Scalable` the plateau comes after about two passes): a growth
+    // that stops there is not a leak, and a base taken before it reads as drift.
+    let warm = (cycles / 10).max(3 * sys.root_ns().pid_max() as u64);
+    if cycles < warm + 2 * every {
+        return Err(format!(
+            "{profile} soak: {cycles} life cycles leave no sample after the warm-up of {warm}: \
+             ask for more (--cycles)"
+        ));
+    }
     let mut base = None;
     let mut worst: f64 = 0.0;
     let mut rss = Vec::new();
@@ -459,6 +472,11 @@ fn autoreap_waiters(profile: Profile, rounds: u64) -> Result<String, String> {
                     }
                 }
             });
+            // Fork only once the waiter polls: on a loaded machine the forks could
+            // otherwise all be done before the waiter first ran, a race never raced.
+            while polls.load(Ordering::Relaxed) == 0 {
+                std::thread::yield_now();
+            }
             let flags = match path {
                 Path::CloneAutoreap => CloneFlags::AUTOREAP,
                 Path::Threads => CloneFlags::THREAD | CloneFlags::SIGHAND | CloneFlags::VM,
