@@ -5,18 +5,23 @@
 //! [`Signal`] and [`SigSet`], [`WaitStatus`] (the wait(2) status word), the flag sets of
 //! clone3, waitid, pidfd_open, `PIDFD_GET_INFO` and pidfd_send_signal (Linux's bit
 //! values, so unknown bits can be carried to the validation that rejects them), the
-//! lock [`Profile`] a runtime imitates, and [`lockstat`]: named global locks whose
-//! acquisitions the benchmark counts.
+//! lock [`Profile`] a runtime imitates, [`lockstat`]: named global locks whose
+//! acquisitions the benchmark counts, and [`spin`]: the one-atomic-a-round lock of the
+//! short per-task and per-process critical sections (the siglock, a cgroup link's
+//! state, a member set).
 //!
-//! Everything here is plain data; the behaviour lives in `uproc-pidns`, `uproc-pidfs`,
-//! `uproc-cgroup` and `uproc-tasklist`, and users reach it through the `uproc` facade.
-#![forbid(unsafe_code)]
+//! Everything here is plain data or a lock; the behaviour lives in `uproc-pidns`,
+//! `uproc-pidfs`, `uproc-cgroup` and `uproc-tasklist`, and users reach it through the
+//! `uproc` facade. The crate's one `unsafe` item is [`spin::RawSpin`]'s
+//! `lock_api::RawMutex` implementation, with its safety argument.
+#![deny(unsafe_code)]
 
 mod errno;
 mod flags;
 pub mod lockstat;
 mod profile;
 mod signal;
+pub mod spin;
 mod wait;
 
 pub use errno::Errno;

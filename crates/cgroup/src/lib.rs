@@ -46,9 +46,9 @@
 //! |---|---|---|
 //! | `cgroup_mutex` | `parking_lot::Mutex` | the tree's shape: children, ids (mkdir, rmdir, kill's subtree walk) |
 //! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's anchor and phase, `populated`, `kill_seq`, `nr_forking`, `removed` (never taken under `Scalable`) |
-//! | a link's state | spin lock (`spin.rs`: one atomic a round) | its anchor (the current cgroup, its id mirrored in an atomic for lock-free reads) and its children's anchor |
+//! | a link's state | spin lock (`uproc_abi::spin`: one atomic a round) | its anchor (the current cgroup, its id mirrored in an atomic for lock-free reads) and its children's anchor |
 //! | a cgroup's registry | `parking_lot::Mutex` | which anchors the cgroup has (anchor creation, rmdir's decision) |
-//! | an anchor's member set | spin lock (`spin.rs`) | its members and the phase of the links in it; inside `css_set_lock` under the Linux profiles; under `Scalable` the lock of membership (can_fork's reservation, post_fork, task_dead, migration, kill, rmdir takes all of a cgroup's) |
+//! | an anchor's member set | spin lock (`uproc_abi::spin`) | its members and the phase of the links in it; inside `css_set_lock` under the Linux profiles; under `Scalable` the lock of membership (can_fork's reservation, post_fork, task_dead, migration, kill, rmdir takes all of a cgroup's) |
 //! | pids counters | atomics | `counter`, per-thread credits, `limit`, `peak`, events |
 //! | a pids level's `exact` lock | `parking_lot::Mutex` | the exact path: closing every credit shard, the decision, reopening. Taken only by a charge that finds the level's counter at its limit (with no other lock held), and by a reading of `pids.current` that raced it; a leaf: nothing is taken under it |
 //!
@@ -148,7 +148,7 @@ mod fork_gate;
 mod hierarchy;
 mod members;
 mod membership;
-mod spin;
+use uproc_abi::spin;
 mod sync;
 
 pub use cgroup::{Cgroup, WeakCgroup};
@@ -207,7 +207,7 @@ pub mod loom_model {
         }
     }
 
-    /// The member and link-state spin lock's algorithm (`spin.rs`) on a loom flag,
+    /// The member and link-state spin lock's algorithm (`uproc_abi::spin`) on a loom flag,
     /// guarding a loom cell: loom reports a data race if two holders overlap or a
     /// holder's writes do not happen before the next holder's reads.
     #[derive(Debug)]

@@ -1,5 +1,5 @@
 //! Loom model of the spin lock behind a link's state and an anchor's member set
-//! (`src/spin.rs`): one exchange to take it, one `Release` store to give it back.
+//! (`uproc_abi::spin`, `crates/abi/src/spin.rs`): one exchange to take it, one `Release` store to give it back.
 //! Two holders never overlap and each sees what the previous one wrote (loom's cell
 //! reports a data race otherwise); `try_lock` never succeeds while it is held. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p uproc-cgroup --test loom_spin --release`.

@@ -8,7 +8,7 @@ use crate::pgrp::{PidUse, ProcessIds};
 use crate::signal::SigChld;
 use crate::sync::{
     AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU16, AtomicU64, Condvar, Mutex, MutexGuard,
-    Ordering, RwLock,
+    Ordering, RwLock, SpinGuard, SpinMutex,
 };
 use crate::system::System;
 use std::any::Any;
@@ -341,8 +341,9 @@ pub(crate) struct ThreadGroup {
     /// not read-locked by its fork: [`ThreadGroup::migrate`] waits for `started`.)
     /// Outermost of this crate's locks.
     pub(crate) threadgroup_rwsem: RwLock<()>,
-    /// `siglock`: signal and group state. A leaf lock.
-    pub(crate) sig: Mutex<GroupState>,
+    /// `siglock`: signal and group state. A leaf lock, a spin lock (`uproc_abi::spin`):
+    /// every hold is short and takes no other lock but the per-task leaf `rare`.
+    pub(crate) sig: SpinMutex<GroupState>,
     /// The address of `real_parent` (`GroupState::real_parent`), written with it
     /// ([`ThreadGroup::set_real_parent`]): the exit of a process re-checks its parent
     /// under the parent group's `children` lock with one load instead of a siglock
@@ -678,7 +679,7 @@ impl ThreadGroup {
             wait_chldexit: Condvar::new(),
             threadgroup_rwsem: RwLock::new(()),
             parent_addr: AtomicPtr::new(st.real_parent.as_ptr().cast_mut()),
-            sig: Mutex::new(st),
+            sig: SpinMutex::new(st),
             stop_report: AtomicI32::new(0),
             cont_report: AtomicBool::new(false),
             autoreap: AtomicBool::new(false),
@@ -927,7 +928,7 @@ impl TaskInner {
     #[inline]
     pub(crate) fn with_parent_children<R>(
         &self,
-        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
+        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, SpinGuard<'_, GroupState>) -> R,
     ) -> R {
         let parent = self.group().sig.lock().real_parent.upgrade();
         self.with_parent_children_from(parent, f)
@@ -941,7 +942,7 @@ impl TaskInner {
     pub(crate) fn with_parent_children_from<R>(
         &self,
         mut parent: Option<Arc<TaskInner>>,
-        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, MutexGuard<'_, GroupState>) -> R,
+        f: impl FnOnce(Option<(&Arc<TaskInner>, &mut Children)>, SpinGuard<'_, GroupState>) -> R,
     ) -> R {
         let mine = self.group();
         loop {

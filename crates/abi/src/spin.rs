@@ -1,11 +1,13 @@
-//! The lock of a link's state and of an anchor's member set: a spin lock whose
+//! The lock of the short per-task and per-process critical sections: a spin lock whose
 //! acquisition is one compare-exchange and whose release is a plain `Release` store.
 //!
-//! Both locks are taken on every life cycle (the parent's state at can_fork, the
-//! anchor's members at post_fork and at task_dead, the child's state at task_dead)
-//! and are almost never contended: a link's state is shared only with a migration of
-//! that task, an anchor's member set only with the forking parent's other children
-//! and the rare readers (`cgroup.procs`, `cgroup.kill`, rmdir, migration). A
+//! Its users take it on every life cycle and almost never contend on it: a process's
+//! siglock (`uproc-tasklist`; Linux's `sighand->siglock` is a spinlock too), shared
+//! only with signals, waits and the exits of that process's threads and children, a
+//! cgroup link's state (the parent's at can_fork, the child's at task_dead), shared
+//! only with a migration of that task, and an anchor's member set (post_fork,
+//! task_dead), shared only with the forking parent's other children and the rare
+//! readers (`cgroup.procs`, `cgroup.kill`, rmdir, migration). A
 //! `parking_lot` mutex costs two atomic read-modify-writes per round (a
 //! compare-exchange to lock, another to unlock, which must look for parked waiters);
 //! this lock costs one, which is what the life cycle pays most for (every atomic is
@@ -21,24 +23,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::lock_api;
 
 /// A mutex of [`RawSpin`]: see the module essay.
-pub(crate) type SpinMutex<T> = lock_api::Mutex<RawSpin, T>;
+pub type SpinMutex<T> = lock_api::Mutex<RawSpin, T>;
 
 /// A guard of a [`SpinMutex`].
-pub(crate) type SpinGuard<'a, T> = lock_api::MutexGuard<'a, RawSpin, T>;
+pub type SpinGuard<'a, T> = lock_api::MutexGuard<'a, RawSpin, T>;
 
 /// Exchanges before a waiter starts yielding its time slice.
 const SPINS_BEFORE_YIELD: u32 = 64;
 
 /// The flag the lock's algorithm runs on: `std`'s `AtomicBool` in the crate, loom's in
-/// `tests/loom_spin.rs` (whose flag cannot be the `const` that `lock_api` needs), so
+/// `uproc-cgroup`'s `tests/loom_spin.rs` (whose flag cannot be the `const` that `lock_api` needs), so
 /// the model checks the very functions below.
-pub(crate) trait SpinFlag {
+pub trait SpinFlag {
     /// `compare_exchange(false, true)`: whether it took the flag. Not a swap: a
     /// failed attempt then writes nothing (and loom 0.7 lets a final load read the
     /// `true` of a swap that failed against a holder that released after it, a
     /// history no hardware produces, so the model could not check a swap).
     fn acquire(&self) -> bool;
+    /// The flag's value (`true`: held).
     fn load(&self, order: Ordering) -> bool;
+    /// Sets the flag (`false` with `Release`: the holder's unlock).
     fn store(&self, value: bool, order: Ordering);
     /// A waiter's pause while the flag reads held.
     #[inline]
@@ -88,7 +92,7 @@ impl SpinFlag for loom::sync::atomic::AtomicBool {
 
 /// Takes the lock: one compare-exchange when it is free.
 #[inline]
-pub(crate) fn lock<F: SpinFlag>(flag: &F) {
+pub fn lock<F: SpinFlag>(flag: &F) {
     if !flag.acquire() {
         lock_contended(flag);
     }
@@ -111,25 +115,26 @@ fn lock_contended<F: SpinFlag>(flag: &F) {
 
 /// Takes the lock if it is free.
 #[inline]
-pub(crate) fn try_lock<F: SpinFlag>(flag: &F) -> bool {
+pub fn try_lock<F: SpinFlag>(flag: &F) -> bool {
     flag.acquire()
 }
 
 /// Releases the lock (its holder only): one plain `Release` store.
 #[inline]
-pub(crate) fn unlock<F: SpinFlag>(flag: &F) {
+pub fn unlock<F: SpinFlag>(flag: &F) {
     flag.store(false, Ordering::Release);
 }
 
 /// The raw lock: `true` while held.
-pub(crate) struct RawSpin(AtomicBool);
+#[derive(Debug)]
+pub struct RawSpin(AtomicBool);
 
 // SAFETY: `lock` and `try_lock` return only after this thread's compare-exchange turned the
 // flag from `false` to `true`, so at most one holder exists at a time (the exchanges
 // of one flag are totally ordered); `unlock` is called only by that holder (the
 // trait's contract) and stores `false` with `Release`, which the next holder's
 // `Acquire` exchange reads, so everything the holder did happens before the next
-// critical section (`tests/loom_spin.rs` checks both). The guard may be sent: nothing
+// critical section (`uproc-cgroup`'s `tests/loom_spin.rs` checks both). The guard may be sent: nothing
 // in the lock is tied to a thread.
 #[allow(unsafe_code)]
 unsafe impl lock_api::RawMutex for RawSpin {
