@@ -17,7 +17,7 @@
 use crate::pgrp::{DetachedIds, FreeList, detach_leader};
 use crate::reparent;
 use crate::signal::SigChld;
-use crate::sync::{MutexGuard, Ordering};
+use crate::sync::{Ordering, SpinGuard};
 use crate::system::System;
 use crate::task::{Children, DEAD, DELAYED, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE};
 use std::sync::Arc;
@@ -294,12 +294,12 @@ pub(crate) fn publish_exit(
     parent: Option<(&Arc<TaskInner>, &mut Children)>,
     signal: &mut ParentSignal,
 ) -> bool {
-    let p = parent.map(|(p, _held)| p);
+    let (p, held) = parent.unzip();
     let autoreap = do_notify_parent(t, p, signal);
     t.exit_state
         .store(if autoreap { DEAD } else { ZOMBIE }, Ordering::Release);
-    if let Some(p) = p {
-        p.group().wait_chldexit.notify_all();
+    if let (Some(p), Some(held)) = (p, held) {
+        p.group().notify_waiters(held);
     }
     autoreap
 }
@@ -372,7 +372,7 @@ pub(crate) fn release_task(sys: Option<&System>, t: &Arc<TaskInner>) {
 /// group is ESRCH to `setpgid`/`setsid` (`ids` is `None`), its pid no longer finds it,
 /// and the number is freed after all of it, as before.
 #[inline]
-pub(crate) fn release_claimed_child(i: usize, mut ch: MutexGuard<'_, Children>) {
+pub(crate) fn release_claimed_child(i: usize, mut ch: SpinGuard<'_, Children>) {
     // Leave the list: its reference is the one this reap holds from here on (dropped
     // at the end, after the locks).
     // The list keeps fork order (wait reports the first ready child); the usual reap

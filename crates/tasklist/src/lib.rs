@@ -44,7 +44,12 @@
 //!     -> its reaper R's `children` lock      (R: an ancestor of D, or D's namespace init)
 //!       -> a group's siglock (`sig`)         [one at a time, leaf, except:]
 //!         -> per-task leaf mutex (`rare`: hook, threads, ns_for_children), Pid::task_slot
+//!       -> a hashed sleep lock               (a waiter going to sleep on a list it
+//!                                             holds, and that list's notifier; leaf)
 //! ```
+//!
+//! `children` and `sig` are spin locks (`uproc_abi::spin`: one atomic a round, as
+//! Linux's `tasklist_lock` and `siglock` spin); every hold is short.
 //!
 //! 0. A group's `threadgroup_rwsem` (`cgroup_threadgroup_rwsem`, per group) is the
 //!    outermost: a fork adding a thread to a group holds it for reading from choosing
@@ -629,6 +634,86 @@ pub mod loom_model {
                     .filter(|&g| self.groups[g].children.lock().unwrap().list.contains(&c))
                     .collect()
             }
+        }
+    }
+
+    /// A waiter's sleep on a spin-locked `children` list and its wakeup
+    /// (`ThreadGroup::sleep_on_children`, `ThreadGroup::notify_waiters`), with loom's
+    /// mutex standing in for the spin lock: the waiter marks the list's `SLEEPERS` flag
+    /// and takes the hashed sleep lock before it lets the list go; a notifier, holding
+    /// the list, clears the flag and takes the sleep lock to wake it.
+    #[derive(Debug)]
+    pub struct Sleepers {
+        /// The list's lock, over the number of changes made (a child's new state).
+        list: loom::sync::Mutex<u32>,
+        flags: AtomicU8,
+        sleep: loom::sync::Mutex<()>,
+        queue: loom::sync::Condvar,
+        /// The broken order the model must catch: the sleep lock taken only after the
+        /// list is let go.
+        sleep_lock_late: bool,
+    }
+
+    const SLEEPERS: u8 = 2;
+
+    impl Sleepers {
+        /// The protocol as `task.rs` runs it.
+        pub fn new() -> Sleepers {
+            Sleepers::with_order(false)
+        }
+
+        /// The sleep lock taken after the list is released: a wakeup can fall between.
+        pub fn with_sleep_lock_taken_late() -> Sleepers {
+            Sleepers::with_order(true)
+        }
+
+        fn with_order(sleep_lock_late: bool) -> Sleepers {
+            Sleepers {
+                list: loom::sync::Mutex::new(0),
+                flags: AtomicU8::new(0),
+                sleep: loom::sync::Mutex::new(()),
+                queue: loom::sync::Condvar::new(),
+                sleep_lock_late,
+            }
+        }
+
+        /// A change under the list's lock, then `notify_waiters`.
+        pub fn change(&self) {
+            let mut list = self.list.lock().unwrap();
+            *list += 1;
+            let f = self.flags.load(Ordering::Relaxed);
+            if f & SLEEPERS != 0 {
+                self.flags.store(f & !SLEEPERS, Ordering::Relaxed);
+                let _queued = self.sleep.lock().unwrap();
+                self.queue.notify_all();
+            }
+            drop(list);
+        }
+
+        /// `wait_for`'s loop: scan under the list's lock, sleep until woken, until at
+        /// least `n` changes were made.
+        pub fn wait_for(&self, n: u32) {
+            let mut list = self.list.lock().unwrap();
+            while *list < n {
+                let f = self.flags.load(Ordering::Relaxed);
+                self.flags.store(f | SLEEPERS, Ordering::Relaxed);
+                let queued = if self.sleep_lock_late {
+                    drop(list);
+                    self.sleep.lock().unwrap()
+                } else {
+                    let q = self.sleep.lock().unwrap();
+                    drop(list);
+                    q
+                };
+                drop(self.queue.wait(queued).unwrap());
+                list = self.list.lock().unwrap();
+            }
+        }
+    }
+
+    impl Default for Sleepers {
+        fn default() -> Self {
+            Self::new()
         }
     }
 }

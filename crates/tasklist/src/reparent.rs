@@ -39,7 +39,7 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
         return;
     };
     let ch = t.group().children.lock();
-    t.group().wait_chldexit.notify_all();
+    t.group().notify_waiters(&ch);
     for c in &ch.list {
         let cg = c.0.group();
         let mut cs = cg.sig.lock();
@@ -123,7 +123,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
         }
         let mut ch = g.children.lock();
         g.close_children(&mut ch);
-        g.wait_chldexit.notify_all();
+        g.notify_waiters(&ch);
         for c in &ch.list {
             if claim(&c.0, &ch) {
                 post.release.push(c.0.clone());
@@ -139,7 +139,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
     g.close_children(&mut mine);
     // A waiter of the exiting thread itself (blocked in wait on another OS thread)
     // sees `exiting` and returns EINTR: woken here, under the lock it sleeps on.
-    g.wait_chldexit.notify_all();
+    g.notify_waiters(&mine);
     // Nothing to hand over: skip the reaper search (it has no side effects).
     if mine.list.is_empty() {
         return;
@@ -201,7 +201,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
             );
             theirs.list.push(c);
         }
-        reaper.group().wait_chldexit.notify_all();
+        reaper.group().notify_waiters(&theirs);
         return;
     }
 }

@@ -359,14 +359,14 @@ fn notify_parent_cldstop(t: &Arc<TaskInner>, _continued: bool) {
     let _r = sys.as_deref().and_then(System::tasklist_read_hot);
     t.with_parent_children(|parent, st| {
         drop(st);
-        if let Some((p, _held)) = parent {
+        if let Some((p, held)) = parent {
             {
                 let mut ps = p.group().sig.lock();
                 if ps.sigchld != SigChld::Ignore {
                     ps.shared_pending.insert(Signal::CHLD);
                 }
             }
-            p.group().wait_chldexit.notify_all();
+            p.group().notify_waiters(held);
         }
     });
 }

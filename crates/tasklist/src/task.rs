@@ -326,14 +326,38 @@ impl StartFlag {
     }
 }
 
+/// [`ThreadGroup::list_flags`]: the group died; no child attaches to its list.
+const LIST_CLOSED: u8 = 1;
+/// [`ThreadGroup::list_flags`]: a waiter sleeps (or is about to) on `wait_chldexit`.
+const LIST_SLEEPERS: u8 = 2;
+
+/// The locks a waiter holds from marking itself asleep until it is queued on its
+/// group's `wait_chldexit`, and a notifier takes to wake it: hashed by the group's
+/// address, as Linux hashes the wait queues of `wait_on_bit` (a lock per group would
+/// grow every process by eight bytes for a path that only sleeping waiters take).
+static SLEEP_LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
+
+/// The sleep lock of `g`: always the same one, so `wait_chldexit` is always paired
+/// with one mutex.
+fn sleep_lock(g: &ThreadGroup) -> &'static Mutex<()> {
+    let a = std::ptr::from_ref(g) as usize;
+    &SLEEP_LOCKS[(a >> 7) % SLEEP_LOCKS.len()]
+}
+
 /// One process (thread group).
 pub(crate) struct ThreadGroup {
     /// The children of every thread of the group (child thread-group leaders, fork
     /// order). Modified only with this lock held (and `tasklist_lock` (write) under
     /// `Linux*`), so a waiter holding only this lock sees a consistent list.
-    pub(crate) children: Mutex<Children>,
-    /// `signal->wait_chldexit`, paired with `children`.
-    pub(crate) wait_chldexit: Condvar,
+    /// A spin lock (`uproc_abi::spin`, one atomic a round; Linux's children lists are
+    /// under `tasklist_lock`, a spinning rwlock): its waiters sleep on
+    /// `wait_chldexit` instead of on a condition variable of the lock itself.
+    pub(crate) children: SpinMutex<Children>,
+    /// `signal->wait_chldexit`: where a waiter that found nothing sleeps
+    /// ([`ThreadGroup::sleep_on_children`]) until a change of the list or of a child's
+    /// state wakes it ([`ThreadGroup::notify_waiters`]); see "Waiters on a spin-locked
+    /// list" in `IMPLEMENTATION.md`. Paired with a lock of [`SLEEP_LOCKS`].
+    wait_chldexit: Condvar,
     /// `cgroup_threadgroup_rwsem`, per group: a fork that adds a thread to this group
     /// holds it for reading from choosing the cgroup (`cgroup_can_fork`) until the
     /// thread is linked (`cgroup_post_fork`); a migration of the group holds it for
@@ -359,13 +383,15 @@ pub(crate) struct ThreadGroup {
     /// `signal->autoreap`: reaped at exit whatever the parent does (`CLONE_AUTOREAP`,
     /// or an orphan adopted by a runtime init with `reap_orphans`).
     pub(crate) autoreap: AtomicBool,
-    /// Set by the group's death (`forget_original_parent`) in the same critical
-    /// section that hands the children on, read and written only under the `children`
-    /// lock (an atomic only to sit outside it, in the group's small fields): no child
-    /// attaches afterwards (a fork that sees it fails, a `CLONE_PARENT` fork retries
-    /// with its new parent), and a reparenting group picks another reaper (unless this
-    /// is a namespace init, which keeps adopting and autoreaps).
-    pub(crate) closed: AtomicBool,
+    /// The `children` list's flags, read and written only under its lock (an atomic
+    /// only to sit outside it, in the group's small fields; loads and stores, no
+    /// read-modify-write). [`LIST_CLOSED`]: set by the group's death
+    /// (`forget_original_parent`) in the same critical section that hands the children
+    /// on: no child attaches afterwards (a fork that sees it fails, a `CLONE_PARENT`
+    /// fork retries with its new parent), and a reparenting group picks another reaper
+    /// (unless this is a namespace init, which keeps adopting and autoreaps).
+    /// [`LIST_SLEEPERS`]: a waiter is (about to be) asleep on `wait_chldexit`.
+    list_flags: AtomicU8,
     /// Whether this is the runtime init's process. Immutable.
     role: Role,
 }
@@ -675,7 +701,7 @@ impl ThreadGroup {
         reaps_orphans: bool,
     ) -> ThreadGroup {
         ThreadGroup {
-            children: Mutex::new(Children { list: Vec::new() }),
+            children: SpinMutex::new(Children { list: Vec::new() }),
             wait_chldexit: Condvar::new(),
             threadgroup_rwsem: RwLock::new(()),
             parent_addr: AtomicPtr::new(st.real_parent.as_ptr().cast_mut()),
@@ -683,7 +709,7 @@ impl ThreadGroup {
             stop_report: AtomicI32::new(0),
             cont_report: AtomicBool::new(false),
             autoreap: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
+            list_flags: AtomicU8::new(0),
             role: match (runtime_init, reaps_orphans) {
                 (false, _) => Role::Process,
                 (true, false) => Role::RuntimeInit,
@@ -707,12 +733,51 @@ impl ThreadGroup {
 
     /// Marks the `children` list closed; the caller holds the list's lock.
     pub(crate) fn close_children(&self, _held: &mut Children) {
-        self.closed.store(true, Ordering::Relaxed);
+        let f = self.list_flags.load(Ordering::Relaxed);
+        self.list_flags.store(f | LIST_CLOSED, Ordering::Relaxed);
     }
 
     /// Whether the `children` list is closed; the caller holds the list's lock.
     pub(crate) fn children_closed(&self, _held: &Children) -> bool {
-        self.closed.load(Ordering::Relaxed)
+        self.list_flags.load(Ordering::Relaxed) & LIST_CLOSED != 0
+    }
+
+    /// Wakes every waiter asleep on this group's list (`__wake_up_parent`). The caller
+    /// holds the list's lock (`_held`) and has made the change the waiters are to see
+    /// under it. With nobody asleep (the life cycle's case) it is one load.
+    #[inline]
+    pub(crate) fn notify_waiters(&self, _held: &Children) {
+        let f = self.list_flags.load(Ordering::Relaxed);
+        if f & LIST_SLEEPERS != 0 {
+            self.list_flags.store(f & !LIST_SLEEPERS, Ordering::Relaxed);
+            self.wake_sleepers();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_sleepers(&self) {
+        // Taken after the sleeper released the list and before it is queued: this
+        // lock waits until it is queued, so the wakeup cannot fall between the two.
+        let _queued = sleep_lock(self).lock();
+        self.wait_chldexit.notify_all();
+    }
+
+    /// Sleeps on `wait_chldexit` until the next [`notify_waiters`] of this group's list
+    /// (or spuriously: the caller scans again either way), with the list's lock,
+    /// `guard`, released while asleep and held again on return.
+    ///
+    /// [`notify_waiters`]: ThreadGroup::notify_waiters
+    pub(crate) fn sleep_on_children(&self, guard: &mut SpinGuard<'_, Children>) {
+        let f = self.list_flags.load(Ordering::Relaxed);
+        self.list_flags.store(f | LIST_SLEEPERS, Ordering::Relaxed);
+        let mut queued = sleep_lock(self).lock();
+        // Lock order: the list, then the sleep lock (as a notifier takes them). The
+        // sleep lock is dropped before the list is taken again.
+        SpinGuard::unlocked(guard, move || {
+            self.wait_chldexit.wait(&mut queued);
+            drop(queued);
+        });
     }
 
     /// Changes `real_parent` (the caller holds this group's siglock, `st`, and the
@@ -734,8 +799,8 @@ impl ThreadGroup {
 
     /// Wakes this group's waiters (`__wake_up_parent`). Takes `children` (rule 3).
     pub(crate) fn wake_waiters(&self) {
-        let _g = self.children.lock();
-        self.wait_chldexit.notify_all();
+        let g = self.children.lock();
+        self.notify_waiters(&g);
     }
 
     /// Live (not exited) threads, leader first.

@@ -5,8 +5,9 @@
 //! the group's `children` lock (the list, a leader child's `exit_state` and its
 //! `real_parent` only change with that lock held), reads each child's lock-free `exit_state` and stop/continue
 //! reports, claims a zombie (ZOMBIE -> DEAD, decided by that lock), and reaps it after dropping the
-//! lock. With nothing ready it sleeps on `wait_chldexit`, which every state change of a
-//! child signals while holding the same lock: no lost wakeup, no polling.
+//! lock. With nothing ready it sleeps on `wait_chldexit` (`ThreadGroup::sleep_on_children`),
+//! which every state change of a child signals while holding the same lock
+//! (`ThreadGroup::notify_waiters`): no lost wakeup, no polling.
 
 use crate::exit::{claim, release_claimed_child, release_task};
 use crate::sync::Ordering;
@@ -220,7 +221,7 @@ impl Task {
                     target = Target::PinnedPid(c.0.pid.clone());
                 }
             }
-            g.wait_chldexit.wait(&mut guard);
+            g.sleep_on_children(&mut guard);
         }
     }
 }
