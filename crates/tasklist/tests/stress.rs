@@ -269,6 +269,8 @@ fn reparent_worker(
             let k = rx.recv().expect("the other worker lives");
             weaks.push(k.downgrade());
             if (r >> (8 + i)) % 2 == 0 {
+                // Under init already: the sibling is init's own child for sure.
+                let k_under_init = k.parent().is_some_and(|x| x == init);
                 if let Ok(sib) = k.fork(&CloneArgs {
                     flags: CloneFlags::PARENT,
                     ..Default::default()
@@ -276,11 +278,23 @@ fn reparent_worker(
                     weaks.push(sib.downgrade());
                     // A sibling forked after `k` moved to the runtime init is init's
                     // own child (init never exits, so this cannot change): nobody else
-                    // reaps it. One forked under P or S moves with the others.
+                    // reaps it. One forked under P or S moves with the others; if it
+                    // moved to init before this read, it is an orphan init adopted,
+                    // which autoreaps at its exit (`reap_orphans`). Waited for by its
+                    // task, not its number: an autoreaped sibling's number may already
+                    // name another child of init.
                     let init_child = sib.parent().is_some_and(|x| x == init);
                     sib.exit(7);
                     if init_child {
-                        reap(&init, &sib);
+                        match init.wait_task(&sib, WaitOptions::EXITED) {
+                            Ok(Some(info)) => assert_eq!(info.status.exited(), Some(7)),
+                            Err(uproc_abi::Errno::ECHILD) if !k_under_init => assert_eq!(
+                                sib.state(),
+                                TaskState::Dead,
+                                "ECHILD only for an adopted orphan, autoreaped"
+                            ),
+                            other => panic!("init.wait_task(sib): {other:?}"),
+                        }
                     }
                 }
             }
