@@ -155,3 +155,9 @@ impl<T: fmt::Debug> fmt::Debug for Shared<T> {
         fmt::Debug::fmt(&**self, f)
     }
 }
+
+impl<T: fmt::Debug> fmt::Debug for Unshared<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Unshared").field(&self.inner.value).finish()
+    }
+}
