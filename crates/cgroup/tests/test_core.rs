@@ -714,8 +714,8 @@ fn dropping_a_linked_inline_member_unlinks_and_uncharges_it() {
 
 /// The task list makes a task visible before post_fork links it: an exit (task_dead)
 /// or a reap (release) can come first. Whatever came first, post_fork does what is left
-/// and the counts come out right; the task list's re-run of both after post_fork finds
-/// nothing to do.
+/// and the counts come out right (the task list does not redo them after post_fork);
+/// a repeated task_dead or release finds nothing to do.
 #[test]
 fn exit_or_reap_before_post_fork_leaves_nothing_behind() {
     use uproc_cgroup::CgroupMember;

@@ -396,7 +396,7 @@ pub(crate) fn release_claimed_child(i: usize, mut ch: SpinGuard<'_, Children>) {
     drop(ch);
     let status = cur.exit_status();
     uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
-    cur.released.store(true, Ordering::SeqCst);
+    cur.released.store(true, Ordering::Release);
     cur.css.release();
     free.free();
     let ids_may_free = ids.release();
@@ -432,7 +432,7 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
     debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
     let status = cur.exit_status();
     uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
-    cur.released.store(true, Ordering::SeqCst);
+    cur.released.store(true, Ordering::Release);
     cur.css.release();
     let mut free = FreeList::default();
     let mut next = None;

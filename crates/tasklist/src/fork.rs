@@ -242,15 +242,11 @@ impl Task {
             }
         };
         // 6. cgroup_post_fork: links the link the child was built with. An exit or a
-        // release that ran before found it unlinked and did nothing: redo them here.
+        // release that ran before marked the link (dead or released early, under its
+        // anchor's member lock), and post_fork, deciding under the same lock, does not
+        // link it (and uncharges a released one): nothing to redo here.
         let member: Weak<dyn CgroupMember> = Arc::downgrade(&child) as Weak<TaskInner>;
         let killed = charge.post_fork_link(&child.css, member);
-        if child.exiting.load(Ordering::SeqCst) {
-            child.css.task_dead();
-        }
-        if child.released.load(Ordering::SeqCst) {
-            child.css.release();
-        }
         // cgroup_threadgroup_change_end: linked, a migration now moves it with the group.
         // (A new process's own group holds no read lock: its migration waits for
         // `started` instead, see `ThreadGroup::migrate`.)
