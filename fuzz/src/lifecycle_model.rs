@@ -1027,9 +1027,12 @@ impl Model {
                     1
                 };
                 let from = m.cursor.max(min);
+                // `idr_alloc_cyclic`: from the cursor to `pid_max`, then from the
+                // start again, still below `pid_max` (a cursor left above a lowered
+                // `pid_max` must not hand out a number at or past it).
                 let found = (from..m.pid_max)
                     .find(|x| !m.taken.contains(x))
-                    .or_else(|| (min..from).find(|x| !m.taken.contains(x)));
+                    .or_else(|| (min..from.min(m.pid_max)).find(|x| !m.taken.contains(x)));
                 let Some(nr) = found else {
                     result = Err(Errno::EAGAIN);
                     break;

@@ -26,7 +26,7 @@
 //! | `pid_max` | relaxed atomic (Linux: `proc_dointvec`, no lock) | snapshot before `pidmap_lock` |
 //! | `Pid::numbers` | private to `alloc_pid` until published; immutable after | anyone |
 //! | `Pid::ino` | pidfs, once: before the pid escapes `alloc_pid` (`Linux*`), at the first read (`Scalable`, a compare-exchange) | anyone |
-//! | `Pid::task_slot` | tasklist, at attach and release, holding the slot's own word-sized lock (writer's unlock a plain store) | anyone, the same lock shared |
+//! | `Pid::task_slot` | tasklist: attached once (fork or boot, a `Release` store after the one write of the `Weak`), detached at release (a `Release` store) | anyone, lock-free (`Acquire` load, then the `Weak`'s upgrade) |
 //! | `Scalable`: a number's state byte | compare-exchange, no lock (an exhaustion scan marks the numbers in use under the pool lock, and a marked number is released under it) | anyone |
 //! | `Scalable`: a number's lookup slot | plain stores by the number's owner (a pointer holding one strong count) | `find_pid`, registered as a reader in the number's state byte, which the owner's release waits on |
 //! | `Scalable`: the free-number FIFO and fresh cursor | the namespace's pool lock (counted, `pidns_pool_lock`), once per batch | the same |
@@ -69,7 +69,7 @@
 //! per-thread credits of a root namespace's reference count (`Scalable`:
 //! [`PidNamespace::pid_ref_credits`]: raw strong-count operations on the namespace's
 //! own `Arc`), the `Scalable` lookup slot (a raw pointer holding a strong count, read
-//! under the number's reader registration), the [`TaskSlot`] lock's guards, and the
+//! under the number's reader registration), the [`TaskSlot`]'s write-once value, and the
 //! `membarrier` system call of the allocation count.
 #![deny(unsafe_code)]
 
@@ -87,7 +87,7 @@ pub use alloc::{alloc_pid, free_pid};
 pub use namespace::{PidMap, PidNamespace, PidfsHooks, ReaperWakeup};
 pub use pid::{Attachment, Pid, Upid};
 pub use ref_credits::PidRefCredits;
-pub use task_slot::{TaskSlot, TaskSlotReadGuard, TaskSlotWriteGuard};
+pub use task_slot::TaskSlot;
 pub use uproc_abi::Profile;
 
 /// Numbers below this are not reused once the cursor has passed it (`RESERVED_PIDS`).

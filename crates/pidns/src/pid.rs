@@ -244,9 +244,9 @@ impl Pid {
         &self.pidfs
     }
 
-    /// The task attached as `PIDTYPE_PID`, owned by tasklist (which writes it when it
-    /// attaches and releases the task, and downcasts on read). A word-sized lock whose
-    /// writer unlocks with a plain store ([`TaskSlot`]).
+    /// The task attached as `PIDTYPE_PID`, owned by tasklist (which attaches the task
+    /// once, detaches it at release, and downcasts on read): a `Weak` written once and
+    /// a state byte, no lock ([`TaskSlot`]).
     #[inline]
     pub fn task_slot(&self) -> &TaskSlot {
         &self.task
@@ -262,7 +262,7 @@ impl Pid {
 
     /// The attached task, if one is attached and alive.
     pub fn task(&self) -> Option<Attachment> {
-        self.task.read().as_ref().and_then(std::sync::Weak::upgrade)
+        self.task.get()
     }
 }
 

@@ -7,15 +7,11 @@
 //! modelled: its locks are `parking_lot`'s and it has no lock-free part of its own.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering, fence,
-};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, Ordering, fence};
 #[cfg(loom)]
 pub(crate) use loom::thread_local;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering, fence,
-};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, Ordering, fence};
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 
@@ -45,10 +41,10 @@ pub(crate) struct Slot<T> {
     _owns: PhantomData<Arc<T>>,
 }
 
-// SAFETY (loom only): the loom cell holds `()` and only records accesses for the
-// model; the slot shares nothing else than what `AtomicPtr` and `Arc<T>` share.
 #[cfg(loom)]
 #[allow(unsafe_code)]
+// SAFETY: (loom only) the loom cell holds `()` and only records accesses for the
+// model; the slot shares nothing else than what `AtomicPtr` and `Arc<T>` share.
 unsafe impl<T: Send + Sync> Sync for Slot<T> {}
 
 impl<T> Slot<T> {

@@ -1,62 +1,80 @@
-//! `TaskSlot`: the task attached to a pid as `PIDTYPE_PID` (`pid->tasks`), a `Weak`
-//! behind a word-sized reader-writer spin lock whose writer unlocks with a plain store.
+//! `TaskSlot`: the task attached to a pid as `PIDTYPE_PID` (`pid->tasks`): a `Weak`
+//! written once, and a state byte that says whether it is attached, with no lock.
 //!
 //! ```text
-//!   state: AtomicU32 = WRITER (bit 31) | readers (bits 0..31)     value: Weak<dyn Any>
-//!   write():  compare-exchange 0 -> WRITER (Acquire)   ...   unlock: store 0 (Release)
-//!   read():   compare-exchange n -> n + 1 if no WRITER (Acquire) ... fetch_sub 1 (Release)
+//!   state: AtomicU8   EMPTY ──attach──▶ ATTACHED ──detach──▶ DETACHED
+//!   value: Weak<dyn Any>   written once, by attach, before the state says ATTACHED;
+//!                          dropped with the slot (the pid's drop)
+//!   attach():  value = weak; state.store(ATTACHED, Release)        plain stores
+//!   detach():  state.store(DETACHED, Release)                      a plain store
+//!   get():     if state.load(Acquire) == ATTACHED { value.upgrade() }
 //! ```
 //!
-//! The slot is written twice in a task's life: once when the task is attached (fork)
-//! and once when it is released (reap), each time by the one thread doing that;
-//! lookups (`pid_task`, `find_task_by_vpid`, a kill by number) read it and upgrade
-//! the `Weak`. A general lock (`parking_lot::RwLock`, used before) costs each write a
-//! locked acquire and a locked release: the release must check for parked waiters.
-//! Here nobody ever parks (a waiter spins, then yields: every hold is a few
-//! instructions, and writers meet readers rarely), so the writer's unlock is a plain
-//! `Release` store and a write costs one `lock`ed instruction instead of two. Readers
-//! pay two (enter, leave), as before.
+//! A pid names one task for its whole life: the fork that allocated it attaches the
+//! task (the boot, for the runtime init), the reap detaches it, and nothing attaches it
+//! again. Lookups (`pid_task`, `find_task_by_vpid`, a kill by number, a pidfd's
+//! operations) read the state and upgrade the `Weak`.
+//!
+//! So the value needs no lock: it is written once, before anyone may read it, and
+//! never again while the slot is shared; what changes is only whether it counts, which
+//! one byte says. The `Weak` stays until the pid drops instead of going at the detach:
+//! a lookup that read `ATTACHED` just before the detach may still be reading it, and
+//! the pid outlives every lookup through it. (It keeps the task's allocation, not the
+//! task: its fields are dropped with its last strong count, as before; the block is
+//! freed with the pid, which the task itself holds, so only a pid held past its task's
+//! end, by a pidfd, keeps the block that much longer.)
+//!
+//! The lock this replaced (a word-sized reader-writer spin lock) cost the attach and
+//! the detach one locked instruction each and every lookup two: a life cycle now pays
+//! none here.
 //!
 //! # Memory orderings
 //!
-//! Every entry is an `Acquire` read-modify-write of the state word and every exit a
-//! `Release` write of it (the writer's store, a reader's decrement), so each holder
-//! synchronises with the holder before it: mutual exclusion with happens-before, as
-//! any lock gives. A lookup that enters after a release's clear read the state the
-//! clear's unlock wrote (or one later in its modification order, which the reader
-//! decrements only continue), so it sees the slot empty: it never returns the task.
-//! `tests/loom_task_slot.rs` models publish vs. lookup vs. clear (loom checks the
-//! value's accesses) and fails if the writer's unlock or a reader's entry is weakened
-//! to `Relaxed`.
+//! The attach's `Release` store of `ATTACHED` comes after its write of the value; a
+//! lookup's `Acquire` load that reads `ATTACHED` synchronises with it, so the write
+//! happens-before the lookup's read of the value (no data race, the `Weak` complete).
+//! The detach's `Release` store of `DETACHED` is later in the byte's modification order
+//! than the attach's: a lookup that happens after the detach (it read a flag the
+//! detacher set afterwards, say) reads `DETACHED` or later by coherence, so it never
+//! returns the task; a lookup concurrent with the detach may return it, as one that
+//! ran just before it would have. The zap and group-kill handshakes that must find a
+//! new task (the fork's `SeqCst` fence after `started`) order the attach's store like
+//! any other store before that fence. `tests/loom_task_slot.rs` models attach vs.
+//! lookup vs. detach vs. the slot's drop, and fails if the attach's store or a lookup's
+//! load is weakened to `Relaxed`.
 
-use crate::sync::{AtomicU32, Ordering, backoff};
+use crate::sync::{AtomicU8, Ordering};
 use std::any::Any;
 use std::fmt;
-use std::ops::{Deref, DerefMut};
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 /// The held value: what tasklist attaches.
 type Value = Option<Weak<dyn Any + Send + Sync>>;
 
-/// State bit: a writer holds the slot.
-const WRITER: u32 = 1 << 31;
+/// Nothing attached yet.
+const EMPTY: u8 = 0;
+/// The value is written and names the attached task.
+const ATTACHED: u8 = 1;
+/// The task was released: lookups find nothing (the value stays until the drop).
+const DETACHED: u8 = 2;
 
-/// The task slot of a [`Pid`](crate::Pid): a `Weak` to the attached task, read and
-/// written through guards as with a reader-writer lock (`read()`, `write()`).
-///
-/// Nobody sleeps on it: a waiter spins briefly, then yields. Writers are the fork that
-/// attaches the task and the reap that detaches it; lookups are the readers.
+/// The task slot of a [`Pid`](crate::Pid): a `Weak` to the attached task, attached once
+/// ([`attach`](TaskSlot::attach), unsafe: once per slot), detached once
+/// ([`detach`](TaskSlot::detach)), read by lookups ([`get`](TaskSlot::get)) without a
+/// lock.
 pub struct TaskSlot {
-    state: AtomicU32,
+    state: AtomicU8,
     #[cfg(not(loom))]
     value: std::cell::UnsafeCell<Value>,
     #[cfg(loom)]
     value: loom::cell::UnsafeCell<Value>,
 }
 
-// SAFETY: the value is only reached through the guards, which the state word makes
-// exclusive (a writer) or shared among readers only; `Weak<dyn Any + Send + Sync>` is
-// `Send + Sync`, so sharing or handing it over between threads is sound.
+// SAFETY: the value is written only by `attach`, whose contract makes it the one write
+// while the slot is shared, before the `Release` store that lets a reader in (a reader
+// reads only after an `Acquire` load of it), and dropped only with `&mut self`. So
+// shared access only reads it, after its write; `Weak<dyn Any + Send + Sync>` is
+// `Send + Sync`, so reading it from, or dropping it on, any thread is sound.
 #[allow(unsafe_code)]
 unsafe impl Sync for TaskSlot {}
 
@@ -64,7 +82,7 @@ impl TaskSlot {
     /// An empty slot.
     pub(crate) fn new() -> TaskSlot {
         TaskSlot {
-            state: AtomicU32::new(0),
+            state: AtomicU8::new(EMPTY),
             #[cfg(not(loom))]
             value: std::cell::UnsafeCell::new(None),
             #[cfg(loom)]
@@ -72,140 +90,78 @@ impl TaskSlot {
         }
     }
 
-    /// Shared access: waits while a writer holds the slot (a few instructions).
+    /// Attaches `task` (`attach_pid(PIDTYPE_PID)`): [`get`](TaskSlot::get) finds it from
+    /// here on, until [`detach`](TaskSlot::detach). Two plain stores.
+    ///
+    /// # Safety
+    ///
+    /// At most one `attach` per slot over its whole life, and none concurrent with
+    /// another: the caller is the one that owns the pid's first task (the fork that
+    /// allocated the pid, or the boot of the runtime init). The value is written
+    /// without a lock; a second attach would write it while lookups read it.
     #[inline]
     #[allow(unsafe_code)]
-    pub fn read(&self) -> TaskSlotReadGuard<'_> {
-        let mut cur = self.state.load(Ordering::Relaxed);
-        let mut spins = 0;
-        loop {
-            if cur & WRITER != 0 || cur == WRITER - 1 {
-                backoff(&mut spins);
-                cur = self.state.load(Ordering::Relaxed);
-                continue;
-            }
-            match self
-                .state
-                .compare_exchange(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => break,
-                Err(seen) => cur = seen,
-            }
+    pub unsafe fn attach(&self, task: Weak<dyn Any + Send + Sync>) {
+        debug_assert_ne!(
+            self.state.load(Ordering::Relaxed),
+            ATTACHED,
+            "a pid's task slot is attached once"
+        );
+        #[cfg(not(loom))]
+        // SAFETY: the caller's contract: no other attach, so no other write; no reader
+        // reads the value before the `Release` store below lets it in.
+        unsafe {
+            *self.value.get() = Some(task);
         }
-        TaskSlotReadGuard {
-            slot: self,
-            #[cfg(loom)]
-            ptr: self.value.get(),
-        }
+        #[cfg(loom)]
+        self.value.with_mut(|v| {
+            // SAFETY: as above (loom records the access and checks that claim).
+            unsafe { *v = Some(task) }
+        });
+        self.state.store(ATTACHED, Ordering::Release);
     }
 
-    /// Exclusive access: waits while anyone holds the slot. The guard's drop unlocks
-    /// with a plain store.
+    /// Detaches the task (`detach_pid(PIDTYPE_PID)` at release): lookups that start
+    /// after this find nothing. One plain store; idempotent.
     #[inline]
-    pub fn write(&self) -> TaskSlotWriteGuard<'_> {
-        let mut spins = 0;
-        while self
-            .state
-            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            backoff(&mut spins);
+    pub fn detach(&self) {
+        self.state.store(DETACHED, Ordering::Release);
+    }
+
+    /// Whether a task is attached (and not detached yet).
+    #[inline]
+    pub fn is_attached(&self) -> bool {
+        self.state.load(Ordering::Acquire) == ATTACHED
+    }
+
+    /// The attached task, if one is attached and still alive (`pid_task`).
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn get(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        if !self.is_attached() {
+            return None;
         }
-        TaskSlotWriteGuard {
-            slot: self,
-            #[cfg(loom)]
-            ptr: self.value.get_mut(),
-        }
+        #[cfg(not(loom))]
+        // SAFETY: the `Acquire` load above read `ATTACHED`, which only the attach
+        // stores (`Release`) after its one write of the value, so that write
+        // happens-before this read; nothing else writes the value while the slot is
+        // shared (the drop needs `&mut self`).
+        return unsafe { (*self.value.get()).as_ref().and_then(Weak::upgrade) };
+        #[cfg(loom)]
+        return self.value.with(|v| {
+            // SAFETY: as above (loom records the access and checks that claim).
+            unsafe { (*v).as_ref().and_then(Weak::upgrade) }
+        });
     }
 }
 
 impl fmt::Debug for TaskSlot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TaskSlot")
-            .field("attached", &self.read().is_some())
-            .finish()
-    }
-}
-
-/// Shared access to a [`TaskSlot`]'s value; leaving is one `Release` decrement.
-pub struct TaskSlotReadGuard<'a> {
-    slot: &'a TaskSlot,
-    #[cfg(loom)]
-    ptr: loom::cell::ConstPtr<Value>,
-}
-
-impl Deref for TaskSlotReadGuard<'_> {
-    type Target = Option<Weak<dyn Any + Send + Sync>>;
-
-    #[inline]
-    #[allow(unsafe_code)]
-    fn deref(&self) -> &Self::Target {
-        // SAFETY: this guard holds a reader count of the state word, so no writer
-        // holds the slot (a writer enters only from a state of zero) until it drops.
-        #[cfg(not(loom))]
-        return unsafe { &*self.slot.value.get() };
-        #[cfg(loom)]
-        return unsafe { self.ptr.deref() };
-    }
-}
-
-impl fmt::Debug for TaskSlotReadGuard<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("TaskSlotReadGuard").field(&**self).finish()
-    }
-}
-
-impl Drop for TaskSlotReadGuard<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        self.slot.state.fetch_sub(1, Ordering::Release);
-    }
-}
-
-/// Exclusive access to a [`TaskSlot`]'s value; unlocking is one `Release` store.
-pub struct TaskSlotWriteGuard<'a> {
-    slot: &'a TaskSlot,
-    #[cfg(loom)]
-    ptr: loom::cell::MutPtr<Value>,
-}
-
-impl Deref for TaskSlotWriteGuard<'_> {
-    type Target = Option<Weak<dyn Any + Send + Sync>>;
-
-    #[inline]
-    #[allow(unsafe_code)]
-    fn deref(&self) -> &Self::Target {
-        // SAFETY: this guard holds the state word's WRITER bit: no other guard exists.
-        #[cfg(not(loom))]
-        return unsafe { &*self.slot.value.get() };
-        #[cfg(loom)]
-        return unsafe { self.ptr.deref() };
-    }
-}
-
-impl DerefMut for TaskSlotWriteGuard<'_> {
-    #[inline]
-    #[allow(unsafe_code)]
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        // SAFETY: as for `deref`; `&mut self` makes this the only reference.
-        #[cfg(not(loom))]
-        return unsafe { &mut *self.slot.value.get() };
-        #[cfg(loom)]
-        return unsafe { self.ptr.deref() };
-    }
-}
-
-impl fmt::Debug for TaskSlotWriteGuard<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("TaskSlotWriteGuard").field(&**self).finish()
-    }
-}
-
-impl Drop for TaskSlotWriteGuard<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        // Only this guard can change the word while WRITER is set (readers and writers
-        // enter from states without it): a store suffices.
-        self.slot.state.store(0, Ordering::Release);
+        let state = match self.state.load(Ordering::Acquire) {
+            EMPTY => "empty",
+            ATTACHED => "attached",
+            _ => "detached",
+        };
+        f.debug_struct("TaskSlot").field("state", &state).finish()
     }
 }

@@ -320,6 +320,14 @@ pub(crate) fn do_notify_parent(
     let sig = t.exit_signal.load(Ordering::Acquire);
     let mut autoreap = t.group().autoreap.load(Ordering::Acquire);
     let Some(p) = parent else { return true };
+    if sig == Signal::CHLD.raw() && p.chld_notify_is_noop() {
+        // SIGCHLD pending already, default disposition, no zap: queueing it again
+        // changes nothing, and the rest is the caller's (under the `children` lock it
+        // holds). The flag is lowered inside the critical section that ends any of
+        // the three, so this read sees the state of some moment before that section:
+        // the notification is ordered before it, as if it had taken the lock first.
+        return autoreap;
+    }
     let mut ps = p.group().sig.lock();
     if ps.zapping {
         // A dying namespace init reaps every child, whatever its exit signal
@@ -333,7 +341,11 @@ pub(crate) fn do_notify_parent(
                 autoreap = true;
                 ps.shared_pending.insert(Signal::CHLD);
             }
-            SigChld::Default => ps.shared_pending.insert(Signal::CHLD),
+            SigChld::Default => {
+                ps.shared_pending.insert(Signal::CHLD);
+                // Not zapping (returned above): the next SIGCHLD changes nothing.
+                ps.shared_pending.set_chld_noop(true);
+            }
         }
     } else if let Ok(s) = Signal::new(sig) {
         if !s.is_probe() {
@@ -392,7 +404,7 @@ pub(crate) fn release_claimed_child(i: usize, mut ch: SpinGuard<'_, Children>) {
     // __unhash_process: detach_pid(PGID, SID, PID) under the child's siglock, inside
     // its parent's `children` lock (rule 3).
     let ids = detach_leader(&mut cur.group().sig.lock(), &cur.pid, &mut free);
-    *cur.pid.task_slot().write() = None;
+    cur.pid.task_slot().detach();
     drop(ch);
     let status = cur.exit_status();
     uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
@@ -457,7 +469,7 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
                     }
                 }
             });
-            *cur.pid.task_slot().write() = None;
+            cur.pid.task_slot().detach();
         } else {
             let (leader, last_of_delayed) = {
                 let mut st = g.sig.lock();
@@ -472,7 +484,7 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
                         .is_some_and(|l| l.exit_state.load(Ordering::Acquire) == DELAYED);
                 (leader, ready)
             };
-            *cur.pid.task_slot().write() = None;
+            cur.pid.task_slot().detach();
             free.push(&cur.pid);
             if let Some(l) = leader {
                 {

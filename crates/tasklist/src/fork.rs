@@ -466,8 +466,7 @@ fn attach(
         // they are published below (the parent's list, the pid's task slot), so no
         // lock is taken on them.
         let real_parent = Arc::downgrade(rp);
-        let child = Arc::new_cyclic(|me_weak: &Weak<TaskInner>| {
-            let leader = crate::task::LeaderRef::new(me_weak.as_ptr());
+        let child = build_leader(|leader| {
             let st = GroupState::for_child(leader, real_parent, ids, has_sub, init);
             let group = ThreadGroup::new(st);
             group.autoreap.store(autoreap, Ordering::Relaxed);
@@ -482,5 +481,32 @@ fn attach(
         ch.list.push(Task::from_inner(child.clone()));
         crate::task::publish_in_pid(&child);
         return Ok(child);
+    }
+}
+
+/// The `Arc` of a new process's leader, built by `make` from the leader's own address
+/// (its group's [`LeaderRef`](crate::task::LeaderRef)), known before the task is.
+///
+/// `Arc::new_cyclic` would give the address too, through a `Weak` whose hand-over to
+/// the finished `Arc` is a locked increment of the strong count: one atomic per fork
+/// for an address. Here the allocation is made uninitialised (counts written plainly),
+/// the task written into it, and the `Arc` taken as initialised: no atomic.
+#[allow(unsafe_code)]
+#[inline(always)]
+fn build_leader(make: impl FnOnce(crate::task::LeaderRef) -> TaskInner) -> Arc<TaskInner> {
+    let slot: Arc<std::mem::MaybeUninit<TaskInner>> = Arc::new_uninit();
+    let at = Arc::as_ptr(&slot).cast_mut();
+    let task = make(crate::task::LeaderRef::new(
+        at.cast::<TaskInner>().cast_const(),
+    ));
+    // SAFETY: `slot` is the only reference to its allocation (just made, no `Weak`,
+    // never cloned), so nothing else reads or writes it; `Arc::as_ptr` keeps the
+    // allocation's write provenance (what `Arc::get_mut` itself writes through), and
+    // `MaybeUninit` has no drop to skip. After the write the value is initialised, so
+    // `assume_init` is sound; `make` only took the address (`LeaderRef` reads nothing
+    // through it while the task is built).
+    unsafe {
+        at.write(std::mem::MaybeUninit::new(task));
+        slot.assume_init()
     }
 }

@@ -43,7 +43,7 @@
 //!   -> a dying group D's `children` lock
 //!     -> its reaper R's `children` lock      (R: an ancestor of D, or D's namespace init)
 //!       -> a group's siglock (`sig`)         [one at a time, leaf, except:]
-//!         -> per-task leaf mutex (`rare`: hook, threads, ns_for_children), Pid::task_slot
+//!         -> per-task leaf mutex (`rare`: hook, threads, ns_for_children)
 //!       -> a hashed sleep lock               (a waiter going to sleep on a list it
 //!                                             holds, and that list's notifier; leaf)
 //! ```
@@ -130,9 +130,9 @@
 //! | `exit_signal`, `autoreap` | fork / parent groups' `children` on reparent | lock-free (Acquire) |
 //! | pgrp, session (`ids`, shared `Arc` counted) | siglock (+ `tasklist_lock` W for setpgid/setsid) | siglock |
 //! | index of process-group ids (slow path) | `tasklist_lock` (W) | `tasklist_lock` (W) |
-//! | pending sets, group exit, stop state, SIGCHLD disposition, thread list, `nr_live` | siglock | siglock (the group's SIGKILL also lock-free: `GROUP_KILL` in the leader's flags, `task::SharedPending`) |
+//! | pending sets, group exit, stop state, SIGCHLD disposition, thread list, `nr_live` | siglock | siglock (the group's SIGKILL also lock-free: `GROUP_KILL` in the leader's flags, `task::SharedPending`; "an exit's SIGCHLD changes nothing": `CHLD_NOOP` there too) |
 //! | stop / continue reports | siglock (set), waiter's swap (consume) | lock-free |
-//! | `Pid::task_slot` | fork's attach / release (own slot lock) | its own lock |
+//! | `Pid::task_slot` | fork's attach (once, lock-free) / release's detach (a store) | lock-free |
 //! | `started` | fork, once, then a `SeqCst` fence | fenced load (`task::StartFlag`) |
 //! | `comm` (`name`) | `PR_SET_NAME`, under its sequence count | sequence-count read, lock-free |
 //! | `rare` | its own lock, after raising `RARE_USED` (`SeqCst`) | its lock, skipped while `RARE_USED` is down |
@@ -272,6 +272,7 @@ pub mod loom_model {
     /// - a reparented zombie is re-notified to the new parent;
     /// - a waiter scans and claims under its own list's lock; a fork attaches under
     ///   the parent's list lock unless it is closed.
+    ///
     /// The namespace-init re-check after a reap under `Scalable`
     /// (`exit::in_closed_namespace`) against the namespace's closing
     /// (`zap_pid_ns_processes`, then its own count in `try_finish_zap`): the reaper of

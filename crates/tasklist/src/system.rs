@@ -134,7 +134,7 @@ impl System {
                 let own = tl.own_use(&mut st, &pid);
                 st.ids = Some(ProcessIds::new(own.clone(), own, group));
             }
-            *pid.task_slot().write() = Some(TaskInner::as_any_weak(&inner));
+            crate::task::publish_in_pid(&inner);
             root_ns.set_child_reaper(Some(TaskInner::as_any_weak(&inner)));
             let backend: Weak<dyn PidfdBackend> = weak.clone();
             pidfs.set_backend(backend);
@@ -244,7 +244,7 @@ impl System {
         self.root_ns
             .pids()
             .iter()
-            .filter(|p| p.task_slot().read().is_some())
+            .filter(|p| p.task_slot().is_attached())
             .count()
     }
 
@@ -324,7 +324,7 @@ impl Drop for System {
                 }
             }
             if !pid.is_freed() {
-                *pid.task_slot().write() = None;
+                pid.task_slot().detach();
                 free_pid(&pid);
             }
         }

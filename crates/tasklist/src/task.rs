@@ -289,6 +289,13 @@ pub(crate) const RARE_USED: u8 = 2;
 /// pending set ([`SharedPending`] keeps it so, under the siglock), so that
 /// `fatal_signal_pending` reads one word instead of taking the siglock.
 pub(crate) const GROUP_KILL: u8 = 4;
+/// [`TaskInner::flags`], of a group's leader only: an exit's SIGCHLD to this group
+/// would change nothing (SIGCHLD is pending in the shared set already, its disposition
+/// is the default, and the group is not a dying namespace init), so `do_notify_parent`
+/// skips the siglock. Only ever true while that holds: set under the siglock by the
+/// notification that queued SIGCHLD, cleared under it by whatever ends one of the
+/// three (the dequeue, in [`SharedPending::remove`]; a new disposition; the zap).
+pub(crate) const CHLD_NOOP: u8 = 8;
 
 /// `started` (post-fork done), read and written without a lock.
 ///
@@ -543,29 +550,53 @@ impl SharedPending {
         }
     }
 
-    /// Removes `sig` (`sigdelset`).
+    /// Removes `sig` (`sigdelset`). Removing SIGCHLD ends [`CHLD_NOOP`].
     pub(crate) fn remove(&mut self, sig: Signal) {
         self.set.remove(sig);
         if sig == Signal::KILL {
             self.mirror_kill(false);
+        } else if sig == Signal::CHLD {
+            self.set_chld_noop(false);
         }
     }
 
-    #[allow(unsafe_code)]
     fn mirror_kill(&self, on: bool) {
+        if let Some(flags) = self.leader_flags() {
+            if on {
+                flags.fetch_or(GROUP_KILL, Ordering::Release);
+            } else {
+                flags.fetch_and(!GROUP_KILL, Ordering::Release);
+            }
+        }
+    }
+
+    /// Raises or lowers the leader's [`CHLD_NOOP`] (the siglock held). Only a change
+    /// writes: the flag is raised once per run of SIGCHLD notifications, not per exit.
+    pub(crate) fn set_chld_noop(&self, on: bool) {
+        if let Some(flags) = self.leader_flags() {
+            let now = flags.load(Ordering::Relaxed) & CHLD_NOOP != 0;
+            if now != on {
+                if on {
+                    flags.fetch_or(CHLD_NOOP, Ordering::Release);
+                } else {
+                    flags.fetch_and(!CHLD_NOOP, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// The leader's flags, which this set mirrors bits into; `None` before the
+    /// runtime init's group has its leader.
+    #[allow(unsafe_code)]
+    fn leader_flags(&self) -> Option<&AtomicU8> {
         let mirror = self.leader.flags_ptr();
         if mirror.is_null() {
-            return;
+            return None;
         }
         // SAFETY: `mirror` is `&raw const leader.flags` of the task whose allocation
         // holds this group state (see the field), and `&self` borrows that state, so
-        // the task is live; `flags` is an atomic, shared by design.
-        let flags = unsafe { &*mirror };
-        if on {
-            flags.fetch_or(GROUP_KILL, Ordering::Release);
-        } else {
-            flags.fetch_and(!GROUP_KILL, Ordering::Release);
-        }
+        // the task is live for the borrow; `flags` is an atomic, shared by design.
+        Some(unsafe { &*mirror })
     }
 }
 
@@ -924,6 +955,17 @@ impl TaskInner {
         leader.flags.load(Ordering::Acquire) & GROUP_KILL != 0
     }
 
+    /// Whether an exit's SIGCHLD to this task's group would change nothing
+    /// ([`CHLD_NOOP`], read lock-free from the group's leader).
+    #[inline]
+    pub(crate) fn chld_notify_is_noop(&self) -> bool {
+        let leader = match &self.home {
+            GroupHome::Own(_) => self,
+            GroupHome::Leader(l) => l,
+        };
+        leader.flags.load(Ordering::Acquire) & CHLD_NOOP != 0
+    }
+
     /// The managed-mode signal hook, if one is installed.
     pub(crate) fn hook(&self) -> Option<SignalHook> {
         self.rare.lock().as_ref().and_then(|r| r.hook.clone())
@@ -1045,10 +1087,15 @@ impl TaskInner {
 }
 
 /// Publishes `t` in its pid's task slot (`attach_pid(PIDTYPE_PID)`): `pid_task` finds
-/// it from here on. The one place a fork writes the slot.
+/// it from here on. The one place the slot is attached: by the fork that allocated the
+/// pid (or the boot, for the runtime init), once, before `t` is returned to anyone.
 #[inline]
+#[allow(unsafe_code)]
 pub(crate) fn publish_in_pid(t: &Arc<TaskInner>) {
-    *t.pid.task_slot().write() = Some(TaskInner::as_any_weak(t));
+    // SAFETY: `t.pid` is `t`'s own pid, made for it by `alloc_pid` in this fork (or at
+    // boot) and given to no other task; this is its only attach (`TaskSlot::attach`'s
+    // contract), and no other thread attaches it meanwhile.
+    unsafe { t.pid.task_slot().attach(TaskInner::as_any_weak(t)) };
 }
 
 /// The task attached to a pid as `PIDTYPE_PID` (`pid_task`).
@@ -1327,7 +1374,11 @@ impl Task {
     /// The SIGCHLD disposition of this process: `Ignore` and `NoCldWait` make its
     /// children autoreap; `Ignore` also drops the SIGCHLD itself.
     pub fn set_sigchld(&self, d: SigChld) {
-        self.0.group().sig.lock().sigchld = d;
+        let mut st = self.0.group().sig.lock();
+        st.sigchld = d;
+        if d != SigChld::Default {
+            st.shared_pending.set_chld_noop(false);
+        }
     }
 
     /// Grants or drops `CAP_CHECKPOINT_RESTORE`, which `set_tid` needs (EPERM without).

@@ -426,7 +426,70 @@ fn kill_minus_one_reaches_children_forked_during_the_walk() {
     }
 }
 
+/// An exit's SIGCHLD to a parent that has one pending already changes nothing (the
+/// exit skips the parent's siglock), but only while that is so: after the parent
+/// dequeues it the next exit queues it again (a child of another thread too), after
+/// `SIG_IGN` or `SA_NOCLDWAIT` the next child autoreaps, and a dying namespace init
+/// whose SIGCHLD was pending still reaps every child.
+fn sigchld_after_one_already_pending() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let (a, b) = (fork(&p), fork(&p));
+    a.exit(0);
+    assert_eq!(p.pending_signals(), vec![Signal::CHLD]);
+    b.exit(0);
+    assert_eq!(p.pending_signals(), vec![Signal::CHLD], "still one SIGCHLD");
+    assert_eq!(
+        (a.state(), b.state()),
+        (TaskState::Zombie, TaskState::Zombie)
+    );
+    // Dequeued: the next exit, of a child of another thread, queues it again.
+    assert_eq!(p.dequeue_signal(), Some(Signal::CHLD));
+    assert!(p.pending_signals().is_empty());
+    let t = thread(&p);
+    let c = fork(&t);
+    c.exit(0);
+    assert_eq!(p.pending_signals(), vec![Signal::CHLD], "queued again");
+    assert_eq!(c.state(), TaskState::Zombie);
+    // Ignored with SIGCHLD pending: the next child autoreaps.
+    p.set_sigchld(SigChld::Ignore);
+    let d = fork(&p);
+    d.exit(0);
+    assert_eq!(d.state(), TaskState::Dead, "SIG_IGN: autoreaped");
+    p.set_sigchld(SigChld::Default);
+    let e = fork(&p);
+    e.exit(0);
+    assert_eq!(e.state(), TaskState::Zombie, "default again: a zombie");
+    p.set_sigchld(SigChld::NoCldWait);
+    let f = fork(&p);
+    f.exit(0);
+    assert_eq!(f.state(), TaskState::Dead, "SA_NOCLDWAIT: autoreaped");
+    p.set_sigchld(SigChld::Default);
+    for z in [&a, &b, &c, &e] {
+        assert_eq!(reap(&p, z).status.exited(), Some(0));
+    }
+    // A namespace init with SIGCHLD pending dies: its last child, killed by the zap,
+    // is reaped by the init (it autoreaps), which then becomes reapable itself.
+    let n = fork_flags(&p, uproc_abi::CloneFlags::NEWPID);
+    let (k1, k2) = (fork(&n), fork(&n));
+    k1.exit(0);
+    assert_eq!(n.pending_signals(), vec![Signal::CHLD]);
+    let k3 = fork(&n);
+    k3.exit(0);
+    assert_eq!(k3.state(), TaskState::Zombie);
+    n.exit(0);
+    assert_eq!(k2.state(), TaskState::Dead, "the zap killed and reaped it");
+    assert_eq!((k1.state(), k3.state()), (TaskState::Dead, TaskState::Dead));
+    assert_eq!(reap(&p, &n).status.exited(), Some(0));
+    t.exit(0);
+    p.exit(0);
+    reap(&init, &p);
+    assert_at_rest(&sys);
+}
+
 every_profile!(
+    sigchld_after_one_already_pending,
     kill_errors_and_probe,
     bare_task_dies_at_once_from_default_term_and_core_signals,
     ignored_by_default_signals_are_dropped,
