@@ -14,7 +14,10 @@
 #
 # Why count them: each is a full barrier that costs tens of cycles even uncontended,
 # and wall time per life cycle follows `instructions * a + atomics * b` far better
-# than instructions alone (see crates/uproc/IMPLEMENTATION.md for the fit).
+# than instructions alone (see crates/uproc/IMPLEMENTATION.md for the fit). That fit
+# was made with ~90 atomics per life cycle; with 44 left, removing four moved the wall
+# time by less than the run-to-run noise (crates/tasklist/IMPLEMENTATION.md, "One life
+# cycle in fewer atomics"): count both, but expect instructions to lead now.
 set -euo pipefail
 bin=${1:?usage: benches/atomics.sh BINARY ARGS...}
 shift
