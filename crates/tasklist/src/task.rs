@@ -546,7 +546,7 @@ impl SharedPending {
     pub(crate) fn insert(&mut self, sig: Signal) {
         self.set.insert(sig);
         if sig == Signal::KILL {
-            self.mirror_kill(true);
+            self.mirror(GROUP_KILL, true);
         }
     }
 
@@ -554,18 +554,19 @@ impl SharedPending {
     pub(crate) fn remove(&mut self, sig: Signal) {
         self.set.remove(sig);
         if sig == Signal::KILL {
-            self.mirror_kill(false);
+            self.mirror(GROUP_KILL, false);
         } else if sig == Signal::CHLD {
             self.set_chld_noop(false);
         }
     }
 
-    fn mirror_kill(&self, on: bool) {
+    /// Raises or lowers `bit` in the leader's flags (the siglock held).
+    fn mirror(&self, bit: u8, on: bool) {
         if let Some(flags) = self.leader_flags() {
             if on {
-                flags.fetch_or(GROUP_KILL, Ordering::Release);
+                flags.fetch_or(bit, Ordering::Release);
             } else {
-                flags.fetch_and(!GROUP_KILL, Ordering::Release);
+                flags.fetch_and(!bit, Ordering::Release);
             }
         }
     }
@@ -573,15 +574,9 @@ impl SharedPending {
     /// Raises or lowers the leader's [`CHLD_NOOP`] (the siglock held). Only a change
     /// writes: the flag is raised once per run of SIGCHLD notifications, not per exit.
     pub(crate) fn set_chld_noop(&self, on: bool) {
-        if let Some(flags) = self.leader_flags() {
-            let now = flags.load(Ordering::Relaxed) & CHLD_NOOP != 0;
-            if now != on {
-                if on {
-                    flags.fetch_or(CHLD_NOOP, Ordering::Release);
-                } else {
-                    flags.fetch_and(!CHLD_NOOP, Ordering::Release);
-                }
-            }
+        let is_on = |f: &AtomicU8| f.load(Ordering::Relaxed) & CHLD_NOOP != 0;
+        if self.leader_flags().is_some_and(|f| is_on(f) != on) {
+            self.mirror(CHLD_NOOP, on);
         }
     }
 
@@ -948,22 +943,25 @@ impl TaskInner {
         if self.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0 {
             return true;
         }
-        let leader = match &self.home {
-            GroupHome::Own(_) => self,
-            GroupHome::Leader(l) => l,
-        };
-        leader.flags.load(Ordering::Acquire) & GROUP_KILL != 0
+        self.group_flags() & GROUP_KILL != 0
     }
 
     /// Whether an exit's SIGCHLD to this task's group would change nothing
     /// ([`CHLD_NOOP`], read lock-free from the group's leader).
     #[inline]
     pub(crate) fn chld_notify_is_noop(&self) -> bool {
+        self.group_flags() & CHLD_NOOP != 0
+    }
+
+    /// The flags of this task's group leader (`Acquire`), where [`SharedPending`]
+    /// mirrors its bits ([`GROUP_KILL`], [`CHLD_NOOP`]).
+    #[inline]
+    fn group_flags(&self) -> u8 {
         let leader = match &self.home {
             GroupHome::Own(_) => self,
             GroupHome::Leader(l) => l,
         };
-        leader.flags.load(Ordering::Acquire) & CHLD_NOOP != 0
+        leader.flags.load(Ordering::Acquire)
     }
 
     /// The managed-mode signal hook, if one is installed.
