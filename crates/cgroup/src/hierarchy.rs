@@ -54,6 +54,11 @@ pub struct Hierarchy {
     /// writes a runtime-wide counter).
     pub(crate) next_link: AtomicU64,
     resolver: Mutex<Option<Weak<dyn TaskResolver>>>,
+    /// `Scalable` with a resolver that lists every member
+    /// (`Hierarchy::set_listing_resolver`): the root keeps no member set for the links
+    /// forked into it through `post_fork_inline` (they are *listed*, `phase.rs`).
+    /// Written by `set_resolver`, read at every such fork.
+    root_listed: AtomicBool,
 }
 
 /// The tree under `cgroup_mutex`: every live (not removed) cgroup by id, with its
@@ -316,6 +321,7 @@ impl Hierarchy {
             next_id: AtomicU64::new(2),
             next_link: AtomicU64::new(1),
             resolver: Mutex::new(None),
+            root_listed: AtomicBool::new(false),
         })
     }
 
@@ -347,7 +353,32 @@ impl Hierarchy {
     /// Registers the object that turns a pid written to `cgroup.procs` into the css
     /// links of its thread group (the task list does this once). Held weakly.
     pub fn set_resolver(&self, r: Weak<dyn TaskResolver>) {
-        *self.resolver.lock() = Some(r);
+        self.register(r, false);
+    }
+
+    /// [`set_resolver`](Hierarchy::set_resolver) for a resolver whose
+    /// [`members`](TaskResolver::members) lists every task of the hierarchy that holds
+    /// its link inline. Under `Scalable` the root then keeps no member set for the tasks
+    /// forked into it through
+    /// [`ForkCharge::post_fork_inline`](crate::ForkCharge::post_fork_inline): they are
+    /// linked with one compare-exchange, and `cgroup.procs` of the root asks the
+    /// resolver. (The task list's way: every task has a number in the root namespace.)
+    pub fn set_listing_resolver(&self, r: Weak<dyn TaskResolver>) {
+        self.register(r, true);
+    }
+
+    fn register(&self, r: Weak<dyn TaskResolver>, lists: bool) {
+        let mut slot = self.resolver.lock();
+        *slot = Some(r);
+        // Under the resolver's lock, so that a reader of both sees them agree.
+        self.root_listed
+            .store(self.scalable && lists, Ordering::Release);
+    }
+
+    /// Whether forks into the root are listed rather than put in a member set.
+    #[inline]
+    pub(crate) fn lists_root_members(&self) -> bool {
+        self.root_listed.load(Ordering::Acquire)
     }
 
     pub(crate) fn resolver(&self) -> Option<Arc<dyn TaskResolver>> {

@@ -48,7 +48,7 @@
 //! | `css_set_lock` | named global [`NamedMutex`](uproc_abi::lockstat::NamedMutex) | membership: member sets, a link's anchor and phase, `populated`, `kill_seq`, `nr_forking`, `removed` (never taken under `Scalable`) |
 //! | a link's state | spin lock (`uproc_abi::spin`: one atomic a round) | its anchor (the current cgroup, its id mirrored in an atomic for lock-free reads) and its children's anchor |
 //! | a cgroup's registry | `parking_lot::Mutex` | which anchors the cgroup has (anchor creation, rmdir's decision) |
-//! | an anchor's member set | spin lock (`uproc_abi::spin`) | its members and the phase of the links in it; inside `css_set_lock` under the Linux profiles; under `Scalable` the lock of membership (can_fork's reservation, post_fork, task_dead, migration, kill, rmdir takes all of a cgroup's) |
+//! | an anchor's member set | spin lock (`uproc_abi::spin`) | its members and the phase of the links in it; inside `css_set_lock` under the Linux profiles; under `Scalable` the lock of membership (can_fork's reservation, post_fork, task_dead, migration, kill, rmdir takes all of a cgroup's). The root under `Scalable` with a listing resolver ([`Hierarchy::set_listing_resolver`]) keeps no set: a link *listed* there changes phase by compare-exchange (`phase.rs`) |
 //! | pids counters | atomics | `counter`, per-thread credits, `limit`, `peak`, events |
 //! | a pids level's `exact` lock | `parking_lot::Mutex` | the exact path: closing every credit shard, the decision, reopening. Taken only by a charge that finds the level's counter at its limit (with no other lock held), and by a reading of `pids.current` that raced it; a leaf: nothing is taken under it |
 //!
@@ -148,6 +148,7 @@ mod fork_gate;
 mod hierarchy;
 mod members;
 mod membership;
+mod phase;
 use uproc_abi::spin;
 mod sync;
 
@@ -359,6 +360,105 @@ pub mod loom_model {
                 .iter()
                 .map(|m| m.lock().expect("member lock").0.linked() as u64)
                 .sum()
+        }
+    }
+
+    /// One link's phase, driven through the crate's own phase steps (`phase.rs`), in
+    /// the root of a listing hierarchy: `locks` stands for the link's state lock and
+    /// the member lock of the anchor the locked paths take with it (always together
+    /// there), and its flag says whether the link is in that anchor's member set.
+    #[derive(Debug)]
+    pub struct Phase {
+        phase: crate::sync::AtomicU8,
+        locks: loom::sync::Mutex<bool>,
+    }
+
+    impl Phase {
+        /// A link built by `prepare_link`, post_fork not run yet.
+        pub fn prepared() -> Phase {
+            Phase {
+                phase: crate::sync::AtomicU8::new(crate::phase::PREPARED),
+                locks: loom::sync::Mutex::new(false),
+            }
+        }
+
+        /// A link already listed in the root (post_fork ran).
+        pub fn listed() -> Phase {
+            let p = Phase::prepared();
+            assert!(p.post_fork().is_some());
+            p
+        }
+
+        /// A link in a member set (post_fork ran under the anchor's lock).
+        pub fn in_set() -> Phase {
+            let p = Phase::prepared();
+            p.phase
+                .store(crate::phase::LINKED, crate::sync::Ordering::Release);
+            *p.locks.lock().expect("locks") = true;
+            p
+        }
+
+        /// post_fork through `post_fork_inline` into the root: `Some(true)` listed,
+        /// `Some(false)` dead already (it keeps the charge), `None` released already.
+        pub fn post_fork(&self) -> Option<bool> {
+            match crate::phase::list(&self.phase) {
+                crate::phase::Adopted::Linked => Some(true),
+                crate::phase::Adopted::Dead => Some(false),
+                crate::phase::Adopted::Released => None,
+            }
+        }
+
+        /// `CssLink::task_dead` (`released` false) or `CssLink::release`'s unlink.
+        pub fn leave(&self, released: bool) {
+            crate::phase::leave(&self.phase, released, || {
+                let mut in_set = self.locks.lock().expect("locks");
+                crate::phase::unlink_step(&self.phase, released, || {
+                    assert!(*in_set, "a linked link is in the member set");
+                    *in_set = false;
+                });
+            });
+        }
+
+        /// Migration out of the root (`Cgroup::attach_links`): true if it moved the
+        /// link into the destination's member set.
+        pub fn migrate_out(&self) -> bool {
+            let mut in_set = self.locks.lock().expect("locks");
+            if self.phase.load(crate::sync::Ordering::Acquire) != crate::phase::LISTED
+                || !crate::phase::relink(&self.phase)
+            {
+                return false;
+            }
+            *in_set = true;
+            true
+        }
+
+        /// Migration of a linked link into the root: true if it listed it.
+        pub fn migrate_in(&self) -> bool {
+            let mut in_set = self.locks.lock().expect("locks");
+            if self.phase.load(crate::sync::Ordering::Acquire) != crate::phase::LINKED {
+                return false;
+            }
+            *in_set = false;
+            crate::phase::moved_into_listing(&self.phase);
+            true
+        }
+
+        /// Whether the link is linked (in the set, or listed).
+        pub fn is_linked(&self) -> bool {
+            matches!(
+                self.phase.load(crate::sync::Ordering::Acquire),
+                crate::phase::LINKED | crate::phase::LISTED
+            )
+        }
+
+        /// Whether it is out for good (`UNLINKED`).
+        pub fn is_unlinked(&self) -> bool {
+            self.phase.load(crate::sync::Ordering::Acquire) == crate::phase::UNLINKED
+        }
+
+        /// Whether it is in the member set.
+        pub fn is_in_set(&self) -> bool {
+            *self.locks.lock().expect("locks")
         }
     }
 }

@@ -27,6 +27,7 @@ use crate::controller::pids;
 use crate::fork_gate;
 use crate::hierarchy::{Hierarchy, common_ancestor};
 use crate::members::MemberSet;
+use crate::phase::{self, Adopted, DEAD_EARLY, LINKED, LISTED, PREPARED, RELEASED_EARLY, UNLINKED};
 use crate::spin::{SpinGuard, SpinMutex};
 use crate::sync::{Arc, AtomicU8, AtomicU32, AtomicU64, Ordering, Weak};
 
@@ -123,6 +124,14 @@ pub trait TaskResolver: Send + Sync + 'static {
     fn with_thread_group(&self, pid: i32, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
         f(&self.thread_group_links(pid)?)
     }
+
+    /// Every task of the hierarchy that holds its link inline ([`CgroupMember::css`]),
+    /// live or not, in any cgroup: the cgroup side keeps the ones listed in the root.
+    /// Called with no cgroup lock held. Needed only by a resolver registered with
+    /// [`Hierarchy::set_listing_resolver`]; defaults to none.
+    fn members(&self) -> Vec<Arc<dyn CgroupMember>> {
+        Vec::new()
+    }
 }
 
 /// Something that can be moved between cgroups as a whole thread group.
@@ -216,11 +225,12 @@ pub struct CssLink {
     /// This link's entry in its anchor's member set (meaningful while linked). Written
     /// under the anchor's member lock (post_fork, migration), read under it.
     key: AtomicU32,
-    /// Where the link is in its life ([`PREPARED`], [`LINKED`], [`UNLINKED`],
-    /// [`DEAD_EARLY`], [`RELEASED_EARLY`]). Changed only under the member lock of the
-    /// link's anchor (and `css_set_lock` under the Linux profiles), so post_fork,
-    /// task_dead, release and migration decide on one value each, in one order; read
-    /// without a lock (`Acquire`) only to skip work for a link past the step.
+    /// Where the link is in its life (`phase.rs`: who writes which transition, under
+    /// which lock). A link in a member set changes only under its anchor's member lock
+    /// (and `css_set_lock` under the Linux profiles); a listed one (`Scalable`, the
+    /// root) by compare-exchange. So post_fork, task_dead, release and migration decide
+    /// on one value each, in one order; read without a lock (`Acquire`) to skip work
+    /// for a link past the step.
     phase: AtomicU8,
     /// What release has to uncharge ([`NOT_CHARGED`], [`CHARGED_TO_ROOT`],
     /// [`CHARGED_TO_LEVELS`]). Set with the phase by post_fork, then written only
@@ -230,18 +240,6 @@ pub struct CssLink {
     /// `Profile::Scalable` (no `css_set_lock`), fixed with the hierarchy.
     scalable: bool,
 }
-
-/// [`CssLink::phase`]: built by `prepare_link`, post_fork not run yet.
-const PREPARED: u8 = 0;
-/// In its anchor's member set (between post_fork and task_dead).
-const LINKED: u8 = 1;
-/// Out of the member set for good: task_dead ran after post_fork, or post_fork found
-/// the task already dead (or released) and did not link it.
-const UNLINKED: u8 = 2;
-/// task_dead ran before post_fork: post_fork hands the charge over without linking.
-const DEAD_EARLY: u8 = 3;
-/// release ran before post_fork: post_fork uncharges instead of handing the charge over.
-const RELEASED_EARLY: u8 = 4;
 
 /// [`CssLink::charged`]: nothing to uncharge (released, or post_fork not run yet).
 const NOT_CHARGED: u8 = 0;
@@ -400,6 +398,9 @@ impl Cgroup {
         }
         let dest = &self.node;
         let scalable = self.hier.is_scalable();
+        // Into the root of a listing hierarchy, a link held inline is listed, not put in
+        // a member set (`phase.rs`).
+        let dest_lists = scalable && dest.parent.is_none() && self.hier.lists_root_members();
         let mut moved = 0usize;
         {
             let _css = (!scalable).then(|| self.hier.css_set_lock.lock());
@@ -416,11 +417,15 @@ impl Cgroup {
                 let src = &src_anchor.cg.node;
                 // `Scalable`: both member sets, by address (no css_set_lock).
                 let (mut src_set, mut dest_set) = lock_pair(&src_anchor, &dest_anchor);
-                // The phase changes only under the source's member lock: a link not
-                // linked (dead, or not linked yet) stays where its charge is.
-                if link.phase.load(Ordering::Relaxed) != LINKED {
-                    continue;
-                }
+                // A link in a member set changes phase only under the source's member
+                // lock; a listed one (the source is the root) may be unlisted by its
+                // exit without it, so it is claimed by compare-exchange below. A link
+                // not linked (dead, or not linked yet) stays where its charge is.
+                let listed = match link.phase.load(Ordering::Acquire) {
+                    LINKED => false,
+                    LISTED => true,
+                    _ => continue,
+                };
                 if scalable && dest.is_removed() {
                     // rmdir won the race before anything moved in (a populated cgroup
                     // cannot be removed): report it as the locked profiles would.
@@ -428,6 +433,10 @@ impl Cgroup {
                         return Err(Errno::ENOENT);
                     }
                     break;
+                }
+                if listed && !phase::relink(&link.phase) {
+                    // Its exit unlisted it first: dead, it stays.
+                    continue;
                 }
                 let ca = common_ancestor(src, dest);
                 // A linked link holds its charge (post_fork hands both at once).
@@ -438,9 +447,24 @@ impl Cgroup {
                 pids::charge(dest.pids_levels_below(ca));
                 pids::uncharge_shared(src.pids_levels_below(ca));
                 link.charged.store(charge_kind(dest), Ordering::Relaxed);
-                let m = src_set.remove(link.key.load(Ordering::Relaxed) as usize);
-                debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
-                if let Some((serial, m)) = m {
+                let m = if listed {
+                    // In no member set: the member is the one that holds the link.
+                    match link {
+                        LinkRef::Inline(m) => Some((0, Arc::downgrade(m))),
+                        LinkRef::Shared(_) => {
+                            unreachable!("a listed link is held inline by its member")
+                        }
+                    }
+                } else {
+                    let m = src_set.remove(link.key.load(Ordering::Relaxed) as usize);
+                    debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
+                    m
+                };
+                if dest_lists && matches!(link, LinkRef::Inline(_)) {
+                    // Into the root: listed. Its exit may unlist it from now on.
+                    drop(m);
+                    phase::moved_into_listing(&link.phase);
+                } else if let Some((serial, m)) = m {
                     let key = if scalable {
                         // To the tail of the destination (`list_move_tail`).
                         dest_set.append(m)
@@ -521,6 +545,32 @@ impl Cgroup {
     /// The members linked in this cgroup itself (not descendants), in link order,
     /// collected under `css_set_lock` (the `css_task_iter` of a `cgroup.procs` read).
     pub(crate) fn members(&self) -> Vec<Arc<dyn CgroupMember>> {
+        let mut members = self.set_members();
+        members.extend(self.listed_members());
+        members
+    }
+
+    /// The root's listed members (`Scalable`, a listing resolver: in no member set),
+    /// in the resolver's order; none elsewhere.
+    fn listed_members(&self) -> Vec<Arc<dyn CgroupMember>> {
+        // Not the flag: links listed under a listing resolver stay listed whatever is
+        // registered after it.
+        if self.node.parent.is_some() || !self.hier.is_scalable() {
+            return Vec::new();
+        }
+        let Some(resolver) = self.hier.resolver() else {
+            return Vec::new();
+        };
+        let mut listed = resolver.members();
+        listed.retain(|m| {
+            m.css()
+                .is_some_and(|l| l.is_listed() && l.is_of(&self.hier))
+        });
+        listed
+    }
+
+    /// The members of this cgroup's anchors' member sets.
+    fn set_members(&self) -> Vec<Arc<dyn CgroupMember>> {
         let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
         let anchors = self.node.registry.lock().live();
         let mut out: Vec<(u64, Arc<dyn CgroupMember>)> = Vec::new();
@@ -550,8 +600,12 @@ impl Cgroup {
         if !self.hier.is_scalable() {
             return self.node.is_populated();
         }
-        let tree = self.hier.tree.lock();
-        tree.subtree(&self.node).iter().any(|n| n.has_members())
+        let in_sets = {
+            let tree = self.hier.tree.lock();
+            tree.subtree(&self.node).iter().any(|n| n.has_members())
+        };
+        // The resolver is asked with no lock held.
+        in_sets || !self.listed_members().is_empty()
     }
 }
 
@@ -612,11 +666,58 @@ impl ForkCharge {
         }
     }
 
+    /// [`post_fork_link`](ForkCharge::post_fork_link) for a member that holds its link
+    /// inline ([`CgroupMember::css`] returns the link built by
+    /// [`prepare_link`](ForkCharge::prepare_link) of this charge): the task list's way.
+    /// Returns `killed`.
+    ///
+    /// Under `Scalable`, into the root of a hierarchy whose resolver lists the root's
+    /// members ([`Hierarchy::set_listing_resolver`]), the link is *listed*: linked by one
+    /// compare-exchange, in no member set (so no lock, and no `Weak` of the member to
+    /// make and drop); `cgroup.procs` of the root finds it through the resolver.
+    ///
+    /// # Panics
+    /// If `member` holds no link ([`CgroupMember::css`] is `None`).
+    #[inline]
+    pub fn post_fork_inline<M: CgroupMember>(self, member: &Arc<M>) -> bool {
+        let link = member
+            .css()
+            .expect("post_fork_inline: a member that holds its link inline");
+        let node = &self.anchor.cg.node;
+        if link.scalable && !node.is_gated() && self.anchor.cg.hier.lists_root_members() {
+            return self.post_fork_listed(link);
+        }
+        let weak: Weak<M> = Arc::downgrade(member);
+        self.post_fork_link(link, weak)
+    }
+
+    /// post_fork of a listed link (see [`post_fork_inline`](Self::post_fork_inline)):
+    /// the root is never killed nor removed and keeps no pids counter, so there is no
+    /// `kill_seq` to compare, no reserved entry and nothing to uncharge; the phase
+    /// alone decides (`phase::list`).
+    #[inline]
+    fn post_fork_listed(mut self, link: &CssLink) -> bool {
+        self.armed = false;
+        debug_assert!(
+            Arc::ptr_eq(&link.state.lock().anchor, &self.anchor),
+            "a link prepared by this charge"
+        );
+        debug_assert_eq!(self.slot, NO_SLOT, "the root reserves no entry");
+        // Stored before the phase publishes it (`Release`); a link released already
+        // is left uncharged.
+        link.charged.store(CHARGED_TO_ROOT, Ordering::Relaxed);
+        if phase::list(&link.phase) == Adopted::Released {
+            link.charged.store(NOT_CHARGED, Ordering::Relaxed);
+        }
+        false
+    }
+
     /// [`post_fork`](ForkCharge::post_fork) onto a link from
     /// [`prepare_link`](ForkCharge::prepare_link) of this charge, for `member` (the
-    /// task that holds the link): links it and hands it the charge. Returns `killed`.
-    /// The member set keeps `member`; the link itself names no member (a link held
-    /// inline is found through its member, [`CgroupMember::css`]).
+    /// task that holds the link): links it into the anchor's member set and hands it
+    /// the charge. Returns `killed`. The member set keeps `member`; the link itself
+    /// names no member (a link held inline is found through its member,
+    /// [`CgroupMember::css`]).
     pub fn post_fork_link(mut self, link: &CssLink, member: Weak<dyn CgroupMember>) -> bool {
         // The charge goes to the link (or, for a task released already, is undone
         // here): no longer this ForkCharge's to cancel.
@@ -705,17 +806,6 @@ impl ForkCharge {
     }
 }
 
-/// What post_fork did with a prepared link ([`CssLink::adopt`]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Adopted {
-    /// Linked into the member set; it holds the charge.
-    Linked,
-    /// Dead already: not linked, but it holds the charge (a zombie counts).
-    Dead,
-    /// Released already: neither linked nor charged; the caller uncharges.
-    Released,
-}
-
 impl Drop for ForkCharge {
     fn drop(&mut self) {
         self.cancel_inner();
@@ -794,34 +884,35 @@ impl CssLink {
         kind: u8,
         insert: impl FnOnce(&mut MemberSet) -> usize,
     ) -> Adopted {
-        let (phase, charged, adopted) = match self.phase.load(Ordering::Relaxed) {
+        // A link in a member set is written only under its anchor's lock (held): a load
+        // and a store decide it.
+        let (next, charged, adopted) = match self.phase.load(Ordering::Relaxed) {
             PREPARED => {
                 self.key
                     .store(narrow_key(insert(members)), Ordering::Relaxed);
                 (LINKED, kind, Adopted::Linked)
             }
             DEAD_EARLY => (UNLINKED, kind, Adopted::Dead),
-            phase => {
-                debug_assert_eq!(phase, RELEASED_EARLY, "post_fork runs once per link");
+            cur => {
+                debug_assert_eq!(cur, RELEASED_EARLY, "post_fork runs once per link");
                 (UNLINKED, NOT_CHARGED, Adopted::Released)
             }
         };
         self.charged.store(charged, Ordering::Relaxed);
         // `Release`: a reader that sees the phase without the lock sees `charged`.
-        self.phase.store(phase, Ordering::Release);
+        self.phase.store(next, Ordering::Release);
         adopted
     }
 
     /// `cgroup_task_dead` (after the task's last switch): unlink it (`css_set_lock`
     /// acquisition #3 of its life; `Scalable`: the link's state and its anchor's
-    /// member lock only). The cgroup may become unpopulated; the pids charge stays
+    /// member lock only, and for a task listed in the root one compare-exchange and no
+    /// lock). The cgroup may become unpopulated; the pids charge stays
     /// until [`release`](CssLink::release). Idempotent: a task unlinked already takes
     /// no lock. On a link post_fork has not linked yet it takes the locks and marks
     /// it dead, so that post_fork does not link it.
     pub fn task_dead(&self) {
-        if matches!(self.phase.load(Ordering::Acquire), PREPARED | LINKED) {
-            self.unlink(false);
-        }
+        phase::leave(&self.phase, false, || self.unlink(false));
     }
 
     /// task_dead's step under the locks, and release's for a link post_fork has not
@@ -859,18 +950,10 @@ impl CssLink {
     /// set locked: true if it took a linked task out of the set.
     #[inline]
     fn unlink_locked(&self, members: &mut MemberSet, released: bool) -> bool {
-        let next = match self.phase.load(Ordering::Relaxed) {
-            LINKED => {
-                let m = members.remove(self.key.load(Ordering::Relaxed) as usize);
-                debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
-                UNLINKED
-            }
-            PREPARED | DEAD_EARLY if released => RELEASED_EARLY,
-            PREPARED => DEAD_EARLY,
-            _ => return false,
-        };
-        self.phase.store(next, Ordering::Release);
-        next == UNLINKED
+        phase::unlink_step(&self.phase, released, || {
+            let m = members.remove(self.key.load(Ordering::Relaxed) as usize);
+            debug_assert!(m.is_some(), "a linked link is in its anchor's member set");
+        })
     }
 
     /// `cgroup_release` at reap (pids: `pids_release`): uncharge the pids controller
@@ -883,12 +966,7 @@ impl CssLink {
     pub fn release(&self) {
         // Linked: unlink first. Not linked by post_fork yet: tell it (under the
         // anchor's lock) to uncharge, or, if it has linked meanwhile, unlink.
-        if !matches!(
-            self.phase.load(Ordering::Acquire),
-            UNLINKED | RELEASED_EARLY
-        ) {
-            self.unlink(true);
-        }
+        phase::leave(&self.phase, true, || self.unlink(true));
         self.drop_charge();
     }
 
@@ -923,7 +1001,13 @@ impl CssLink {
 
     /// Whether the task is linked (between post_fork and task_dead).
     pub fn is_linked(&self) -> bool {
-        self.phase.load(Ordering::Acquire) == LINKED
+        matches!(self.phase.load(Ordering::Acquire), LINKED | LISTED)
+    }
+
+    /// Whether the task is listed in the root (linked in no member set, found through
+    /// the resolver: [`ForkCharge::post_fork_inline`]).
+    pub(crate) fn is_listed(&self) -> bool {
+        self.phase.load(Ordering::Acquire) == LISTED
     }
 
     /// Whether the task still counts in `pids.current` (until release).
@@ -937,7 +1021,8 @@ impl Drop for CssLink {
     fn drop(&mut self) {
         // Nothing can post_fork a link being dropped: a prepared (or early dead)
         // link's charge is still its ForkCharge's. A reaped task's link (the common
-        // case: part of every task's final drop) finds nothing to do in two loads.
+        // case: part of every task's final drop) finds nothing to do in two loads. A
+        // listed link is in no member set: only its charge flag to clear.
         if self.phase.load(Ordering::Relaxed) == LINKED {
             self.unlink(true);
         }

@@ -7,7 +7,9 @@ mod common;
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 
-use common::{FakeTask, Group, Resolver, for_each_profile, fork, fork_child, fork_thread};
+use common::{
+    FakeTask, Group, InlineTask, Resolver, for_each_profile, fork, fork_child, fork_thread,
+};
 use uproc_abi::{Errno, Profile};
 use uproc_cgroup::{Cgroup, Hierarchy, TaskResolver};
 
@@ -621,28 +623,6 @@ fn a_moved_parent_does_not_keep_its_old_cgroup_alive() {
         parent.exit_and_reap();
         assert_eq!(b.pids_current(), 0);
     });
-}
-
-/// A member that holds its link inline (as the task list does): built by
-/// `prepare_link` into the member, found through `CgroupMember::css`.
-struct InlineTask {
-    tgid: i32,
-    link: uproc_cgroup::CssLink,
-}
-
-impl uproc_cgroup::CgroupMember for InlineTask {
-    fn tgid(&self) -> i32 {
-        self.tgid
-    }
-    fn is_group_leader(&self) -> bool {
-        true
-    }
-    fn kill(&self) {
-        self.link.task_dead();
-    }
-    fn css(&self) -> Option<&uproc_cgroup::CssLink> {
-        Some(&self.link)
-    }
 }
 
 #[test]

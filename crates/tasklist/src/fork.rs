@@ -27,7 +27,7 @@ use crate::task::{
 };
 use std::sync::{Arc, Weak};
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
-use uproc_cgroup::{Cgroup, CgroupMember};
+use uproc_cgroup::Cgroup;
 use uproc_pidns::{MAX_PID_NS_LEVEL, alloc_pid, free_pid};
 
 /// The arguments of [`Task::fork`] (`struct clone_args`).
@@ -241,12 +241,11 @@ impl Task {
                 return Err(e);
             }
         };
-        // 6. cgroup_post_fork: links the link the child was built with. An exit or a
-        // release that ran before marked the link (dead or released early, under its
-        // anchor's member lock), and post_fork, deciding under the same lock, does not
-        // link it (and uncharges a released one): nothing to redo here.
-        let member: Weak<dyn CgroupMember> = Arc::downgrade(&child) as Weak<TaskInner>;
-        let killed = charge.post_fork_link(&child.css, member);
+        // 6. cgroup_post_fork: links the link the child was built with (`Scalable`, the
+        // root: lists it, one compare-exchange). An exit or a release that ran before
+        // marked the link (dead or released early), and post_fork, deciding on the same
+        // phase, does not link it (and uncharges a released one): nothing to redo here.
+        let killed = charge.post_fork_inline(&child);
         // cgroup_threadgroup_change_end: linked, a migration now moves it with the group.
         // (A new process's own group holds no read lock: its migration waits for
         // `started` instead, see `ThreadGroup::migrate`.)

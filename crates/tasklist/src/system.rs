@@ -139,7 +139,9 @@ impl System {
             let backend: Weak<dyn PidfdBackend> = weak.clone();
             pidfs.set_backend(backend);
             let resolver: Weak<dyn TaskResolver> = weak.clone();
-            cgroups.set_resolver(resolver);
+            // Every task has a number in the root namespace and holds its link inline:
+            // the root cgroup (`Scalable`) keeps no member set of its own.
+            cgroups.set_listing_resolver(resolver);
             let w = weak.clone();
             map.set_reaper_wakeup(Box::new(move |_ns| {
                 if let Some(s) = w.upgrade() {
@@ -160,8 +162,7 @@ impl System {
                 _pid_ref_credits: root_ns.pid_ref_credits(),
             }
         });
-        let member: Weak<dyn CgroupMember> = Arc::downgrade(&sys.init.0) as Weak<TaskInner>;
-        let _killed = charge.post_fork_link(&sys.init.0.css, member);
+        let _killed = charge.post_fork_inline(&sys.init.0);
         tracing::debug!(profile = %sys.cfg.profile, pid_max = sys.cfg.pid_max, "system created");
         Ok(sys)
     }
@@ -383,6 +384,17 @@ impl TaskResolver for System {
 
     fn with_thread_group(&self, pid: i32, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
         self.resolve(pid)?.group().migrate(f)
+    }
+
+    /// Every task attached to a pid of the root namespace (threads included), ascending
+    /// by number: the cgroup side keeps those listed in the root cgroup.
+    fn members(&self) -> Vec<Arc<dyn CgroupMember>> {
+        self.root_ns
+            .pids()
+            .iter()
+            .filter_map(|p| pid_task(p))
+            .map(|t| t as Arc<dyn CgroupMember>)
+            .collect()
     }
 }
 

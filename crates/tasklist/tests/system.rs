@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal};
-use uproc_tasklist::{CloneArgs, System, SystemConfig, TaskState};
+use uproc_tasklist::{CloneArgs, System, SystemConfig, Task, TaskState};
 
 fn pid_max_out_of_range_is_einval() {
     for bad in [0, 300, 4_194_305] {
@@ -337,6 +337,71 @@ fn a_dropped_runtime_leaves_its_cgroups_unpopulated_and_uncharged() {
     assert_eq!(cg.pids_current(), 0, "uncharged by the links' drop");
 }
 
+/// The root cgroup lists every process of the runtime (under `Scalable` through the
+/// task list, the root keeping no member set): the init, children of children, a
+/// process in a nested pid namespace (by its root number), each thread once in
+/// `cgroup.threads`; not a zombie, not a task moved out, again a task moved back.
+fn root_cgroup_procs_lists_every_process() {
+    let sys = system();
+    let init = sys.init();
+    let root = sys.cgroup_root();
+    let lines = |file: &str| -> Vec<i32> {
+        let mut v: Vec<i32> = root
+            .read(file)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let a = fork(&init);
+    let b = fork(&a);
+    let t = thread(&b);
+    let ns_init = fork_flags(&init, CloneFlags::NEWPID);
+    let in_ns = fork(&ns_init);
+    let root_nr = |x: &Task| init.pid_of(x);
+    let mut want = vec![
+        init.pid(),
+        root_nr(&a),
+        root_nr(&b),
+        root_nr(&ns_init),
+        root_nr(&in_ns),
+    ];
+    want.sort_unstable();
+    assert_eq!(lines("cgroup.procs"), want);
+    let mut threads = want.clone();
+    threads.push(root_nr(&t));
+    threads.sort_unstable();
+    assert_eq!(lines("cgroup.threads"), threads);
+    assert!(root.is_populated());
+    // Moved out: listed in its cgroup only; moved back: in the root again.
+    let boxed = root.mkdir("box").unwrap();
+    boxed.attach(&a).unwrap();
+    assert!(!lines("cgroup.procs").contains(&root_nr(&a)));
+    assert_eq!(
+        boxed.read("cgroup.procs").unwrap(),
+        format!("{}\n", root_nr(&a))
+    );
+    root.write("cgroup.procs", &root_nr(&a).to_string())
+        .unwrap();
+    assert_eq!(a.cgroup(), root);
+    assert_eq!(boxed.read("cgroup.procs").unwrap(), "");
+    assert_eq!(lines("cgroup.procs"), want);
+    // A zombie is no member; nor, once reaped, anything of it.
+    in_ns.exit(0);
+    assert!(!lines("cgroup.procs").contains(&root_nr(&in_ns)));
+    reap(&ns_init, &in_ns);
+    t.exit(0);
+    assert!(!lines("cgroup.threads").contains(&root_nr(&t)));
+    for (parent, child) in [(&init, &ns_init), (&a, &b), (&init, &a)] {
+        child.exit(0);
+        reap(parent, child);
+    }
+    assert_eq!(lines("cgroup.procs"), vec![init.pid()]);
+    boxed.rmdir().unwrap();
+}
+
 every_profile!(
     a_dropped_runtime_leaves_its_cgroups_unpopulated_and_uncharged,
     pid_max_out_of_range_is_einval,
@@ -345,4 +410,5 @@ every_profile!(
     status_lines_like_proc,
     tasks_and_find_task,
     cgroup_attach_procs_and_kill_reach_tasks,
+    root_cgroup_procs_lists_every_process,
 );

@@ -183,3 +183,25 @@ pub fn for_each_profile(f: impl Fn(Profile)) {
         f(p);
     }
 }
+
+/// A member that holds its link inline (as the task list does): built by
+/// `prepare_link` into the member, found through `CgroupMember::css`.
+pub struct InlineTask {
+    pub tgid: i32,
+    pub link: uproc_cgroup::CssLink,
+}
+
+impl uproc_cgroup::CgroupMember for InlineTask {
+    fn tgid(&self) -> i32 {
+        self.tgid
+    }
+    fn is_group_leader(&self) -> bool {
+        true
+    }
+    fn kill(&self) {
+        self.link.task_dead();
+    }
+    fn css(&self) -> Option<&uproc_cgroup::CssLink> {
+        Some(&self.link)
+    }
+}
