@@ -17,6 +17,7 @@
 
 use crate::namespace::{NsState, PidMap, PidNamespace};
 use crate::pid::{Numbers, Pid, Upid};
+use crate::pid_cache::new_pid;
 use crate::pool::NumberPool;
 use crate::{MAX_PID_NS_LEVEL, RESERVED_PIDS};
 use std::sync::Arc;
@@ -157,7 +158,7 @@ pub fn alloc_pid(
     };
     let map = ns.map();
     let lazy_ino = map.profile() == Profile::Scalable && map.pidfs.get().is_some();
-    let mut pid = Arc::new(Pid::new(numbers, lazy_ino));
+    let mut pid = new_pid(Pid::new(numbers, lazy_ino));
 
     match map.profile() {
         Profile::Linux618 => alloc_two_phase(ns, set_tid, pid_max, &mut pid)?,
@@ -453,7 +454,7 @@ fn alloc_scalable_root(ns: &Arc<PidNamespace>) -> Result<Arc<Pid>, Errno> {
     };
     // pidfs numbers the pid when its number is first read (`Pid::ino`), not here.
     let lazy_ino = ns.map().pidfs.get().is_some();
-    let pid = Arc::new(Pid::new(
+    let pid = new_pid(Pid::new(
         Numbers::One(std::mem::ManuallyDrop::new(Upid {
             nr,
             ns: ns.get_for_pid(),

@@ -219,12 +219,16 @@ const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
 /// Whether this process may use expedited private membarriers: registered once, by
 /// the first thread that claims a shard. No thread owns a shard unless it is true.
-/// Under loom, always (the models fence both sides).
+/// Under loom, always (the models fence both sides); under Miri, which has no
+/// `membarrier`, never (the symmetric fences then).
 fn asymmetric_available() -> bool {
     #[cfg(loom)]
     return true;
     #[cfg(all(target_os = "linux", not(loom)))]
     {
+        if cfg!(miri) {
+            return false;
+        }
         static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *REGISTERED.get_or_init(|| membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
     }

@@ -25,6 +25,7 @@ use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Mutex, 
 use crate::task::{
     Comm, GroupHome, GroupState, NameWords, RUNNING, StartFlag, Task, TaskInner, ThreadGroup,
 };
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Weak};
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
 use uproc_cgroup::Cgroup;
@@ -307,7 +308,7 @@ impl Proto {
     #[inline(always)]
     fn into_task(self, home: GroupHome, leader: bool) -> TaskInner {
         TaskInner {
-            pid: self.pid,
+            pid: ManuallyDrop::new(self.pid),
             locked_runtime: self.locked_runtime,
             home,
             leader,

@@ -97,7 +97,7 @@ impl System {
             let group =
                 ThreadGroup::with_role(GroupState::new_process(true), true, cfg.reap_orphans);
             let inner = Arc::new(TaskInner {
-                pid: pid.clone(),
+                pid: std::mem::ManuallyDrop::new(pid.clone()),
                 locked_runtime: if tasklist_on_hot_path(cfg.profile) {
                     weak.clone()
                 } else {

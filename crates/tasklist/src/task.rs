@@ -14,6 +14,7 @@ use crate::system::System;
 use std::any::Any;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Weak};
 use uproc_abi::{Errno, SigSet, Signal, WaitStatus};
 use uproc_cgroup::{Attachable, Cgroup, CgroupMember, CssLink, LinkRef, MigrateFn};
@@ -187,8 +188,10 @@ impl WeakTask {
 
 /// One thread.
 pub(crate) struct TaskInner {
-    /// `thread_pid`: the pid attached as `PIDTYPE_PID`. Immutable.
-    pub(crate) pid: Arc<Pid>,
+    /// `thread_pid`: the pid attached as `PIDTYPE_PID`. Immutable. Handed to
+    /// `put_pid` by the task's drop (below), which keeps the pid's allocation for this
+    /// thread's next fork when the task held the last reference.
+    pub(crate) pid: ManuallyDrop<Arc<Pid>>,
     /// `Linux*` only: the runtime, for the `tasklist_lock` of the fork/exit/reap path
     /// ([`TaskInner::hot_sys`]). `Scalable`: `Weak::new()`, which counts on nothing
     /// (the path needs nothing of the runtime there). Immutable.
@@ -1099,6 +1102,20 @@ pub(crate) fn publish_in_pid(t: &Arc<TaskInner>) {
 /// The task attached to a pid as `PIDTYPE_PID` (`pid_task`).
 pub(crate) fn pid_task(pid: &Pid) -> Option<Arc<TaskInner>> {
     pid.task().and_then(|a| a.downcast::<TaskInner>().ok())
+}
+
+impl Drop for TaskInner {
+    /// The task's last reference to its pid goes to `put_pid` (Linux's
+    /// `put_task_struct` -> `put_pid`): usually the last of all, whose allocation the
+    /// pid cache keeps for this thread's next fork. The other fields drop as usual.
+    #[inline]
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: `pid` is taken exactly once, here, in the task's drop; nothing reads
+        // it afterwards, and the `ManuallyDrop` keeps the field's own drop from running.
+        let pid = unsafe { ManuallyDrop::take(&mut self.pid) };
+        uproc_pidns::put_pid(pid);
+    }
 }
 
 impl CgroupMember for TaskInner {

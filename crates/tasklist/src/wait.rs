@@ -218,7 +218,7 @@ impl Task {
             // by a new child while this waiter sleeps must not match.
             if let Target::Nr(n) = target {
                 if let Some(c) = guard.list.iter().find(|c| c.0.pid.nr_in(ns) == n) {
-                    target = Target::PinnedPid(c.0.pid.clone());
+                    target = Target::PinnedPid(Arc::clone(&c.0.pid));
                 }
             }
             g.sleep_on_children(&mut guard);

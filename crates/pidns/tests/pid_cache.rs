@@ -1,0 +1,164 @@
+//! The pid cache (`put_pid` keeps the allocation of a pid whose last reference it
+//! drops, for this thread's next `alloc_pid`): only a last reference is kept, the pid's
+//! drop still runs at once (its namespace goes when its last pid does), the cache is
+//! bounded, and a thread's exit frees what it kept (a counting allocator shows that no
+//! allocation is left behind).
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::{any_reaper, root_with_init};
+use uproc_abi::Profile;
+use uproc_pidns::{alloc_pid, cached_pids, free_pid, put_pid};
+
+/// Counts live allocations of this test binary.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: forwards to the system allocator, only counting.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's obligations, passed on.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// The tests share the allocation count: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn a_last_reference_is_kept_and_reused_by_the_next_fork() {
+    let _s = serial();
+    std::thread::spawn(|| {
+        for &p in Profile::ALL.iter() {
+            let (ns, _init) = root_with_init(p, 1000);
+            let pid = alloc_pid(&ns, &[], false).unwrap();
+            let addr = Arc::as_ptr(&pid);
+            free_pid(&pid);
+            assert_eq!(cached_pids(), 0);
+            put_pid(pid);
+            assert_eq!(cached_pids(), 1, "{p:?}: the last reference is kept");
+            let next = alloc_pid(&ns, &[], false).unwrap();
+            assert_eq!(
+                Arc::as_ptr(&next),
+                addr,
+                "{p:?}: the kept allocation is reused"
+            );
+            assert_eq!(cached_pids(), 0);
+            // A fresh pid in every respect.
+            assert!(!next.is_freed());
+            assert!(next.task_slot().get().is_none());
+            assert_eq!(
+                Arc::strong_count(&next),
+                2,
+                "{p:?}: the caller's and the table's"
+            );
+            free_pid(&next);
+            put_pid(next);
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_shared_pid_is_not_kept() {
+    let _s = serial();
+    std::thread::spawn(|| {
+        let (ns, _init) = root_with_init(Profile::Scalable, 1000);
+        let pid = alloc_pid(&ns, &[], false).unwrap();
+        free_pid(&pid);
+        // Another strong reference (a pidfd, say): a plain drop.
+        let other = pid.clone();
+        put_pid(pid);
+        assert_eq!(cached_pids(), 0);
+        assert_eq!(other.nr(), 2, "still a live object");
+        // A weak one: not unique either.
+        let weak = Arc::downgrade(&other);
+        put_pid(other);
+        assert_eq!(cached_pids(), 0);
+        assert!(
+            weak.upgrade().is_none(),
+            "dropped: it was the last strong one"
+        );
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_kept_pid_gives_back_its_namespace_at_once() {
+    let _s = serial();
+    std::thread::spawn(|| {
+        for &p in Profile::ALL.iter() {
+            let (root, _init) = root_with_init(p, 1000);
+            let child = root.new_child().unwrap();
+            let init = alloc_pid(&child, &[], false).unwrap();
+            child.set_child_reaper(Some(any_reaper()));
+            let weak_ns = Arc::downgrade(&child);
+            drop(child);
+            free_pid(&init);
+            put_pid(init);
+            assert!(
+                weak_ns.upgrade().is_none(),
+                "{p:?}: the namespace goes with its last pid, cache or not"
+            );
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn the_cache_is_bounded_and_a_thread_exit_frees_it() {
+    let _s = serial();
+    let (ns, _init) = root_with_init(Profile::Scalable, 1000);
+    // Warm up everything lazily allocated (the pool's chunks, this binary's thread
+    // machinery) on a first thread.
+    let warm = ns.clone();
+    std::thread::spawn(move || {
+        let p = alloc_pid(&warm, &[], false).unwrap();
+        free_pid(&p);
+        put_pid(p);
+    })
+    .join()
+    .unwrap();
+    let before = LIVE.load(Ordering::SeqCst);
+    let ns2 = ns.clone();
+    std::thread::spawn(move || {
+        let pids: Vec<_> = (0..20)
+            .map(|_| alloc_pid(&ns2, &[], false).unwrap())
+            .collect();
+        for p in pids {
+            free_pid(&p);
+            put_pid(p);
+        }
+        assert_eq!(cached_pids(), 8, "at most 8 kept per thread");
+    })
+    .join()
+    .unwrap();
+    // The thread's exit flushed its number batch and freed the kept allocations.
+    assert_eq!(
+        LIVE.load(Ordering::SeqCst),
+        before,
+        "no allocation left behind by the thread"
+    );
+    drop(ns);
+}
