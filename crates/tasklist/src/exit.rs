@@ -119,7 +119,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     // A task that never boxed its rare fields has no hook: one plain load (`RARE_USED`
     // pairs it with the installer).
     if t.rare_ever_used() {
-        let hook = t.rare.lock().as_mut().and_then(|r| r.hook.take());
+        let hook = t.rare.lock().hook.take();
         drop(hook);
     }
     let (group_dead, status, parent, threadless, childless) = {
@@ -489,7 +489,7 @@ fn release_one(sys: Option<&System>, cur: &Arc<TaskInner>) -> Option<Arc<TaskInn
             if let Some(l) = leader {
                 {
                     let mut rare = l.rare.lock();
-                    let ths = rare.as_mut().map(|r| &mut r.threads);
+                    let ths = rare.boxed.as_mut().map(|r| &mut r.threads);
                     if let Some(ths) = ths {
                         if let Some(i) = ths.iter().position(|x| Arc::ptr_eq(&x.0, cur)) {
                             unlinked = Some(ths.remove(i));

@@ -23,7 +23,8 @@
 
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Mutex, Ordering};
 use crate::task::{
-    Comm, GroupHome, GroupState, NameWords, RUNNING, StartFlag, Task, TaskInner, ThreadGroup,
+    Comm, GroupHome, GroupState, NameWords, RUNNING, RareSlot, StartFlag, Task, TaskInner,
+    ThreadGroup,
 };
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Weak};
@@ -324,7 +325,7 @@ impl Proto {
             } else {
                 0
             }),
-            rare: Mutex::new(None),
+            rare: Mutex::new(RareSlot::EMPTY),
             css: self.css,
             pidfd: self.pidfd,
             name: NameWords::new(self.name),

@@ -7,7 +7,7 @@ use crate::pgrp::{ProcessIds, TaskList};
 use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Mutex, Ordering};
 use crate::task::{
     CAP_CHECKPOINT_RESTORE, Comm, GroupHome, GroupState, NameWords, RARE_USED, RUNNING, Rare,
-    StartFlag, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task,
+    RareSlot, StartFlag, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task,
 };
 use crate::zap_flag::ZapFlag;
 use std::fmt;
@@ -115,10 +115,13 @@ impl System {
                 // Root-like, as Linux's init: `set_tid` works out of the box.
                 flags: AtomicU8::new(CAP_CHECKPOINT_RESTORE | RARE_USED),
                 // The runtime's one strong-count-free way back from its tasks.
-                rare: Mutex::new(Some(Box::new(Rare {
-                    runtime: weak.clone(),
-                    ..Rare::default()
-                }))),
+                rare: Mutex::new(RareSlot {
+                    hook: None,
+                    boxed: Some(Box::new(Rare {
+                        runtime: weak.clone(),
+                        ..Rare::default()
+                    })),
+                }),
                 css: charge.prepare_link(),
                 pidfd: None,
                 name: NameWords::new(Comm::new("init")),
@@ -320,7 +323,7 @@ impl Drop for System {
             // A thread holds its leader (the group lives there) and an attached thread
             // is held by its leader: break that loop for threads never released.
             if let Some(t) = pid_task(&pid) {
-                if let Some(r) = t.rare.lock().as_mut() {
+                if let Some(r) = t.rare.lock().boxed.as_mut() {
                     threads.append(&mut r.threads);
                 }
             }

@@ -224,14 +224,15 @@ pub(crate) struct TaskInner {
     /// task's small fields fill their word exactly). Written with `fetch_or`/`fetch_and`
     /// on the rare paths that change them; read with plain loads.
     pub(crate) flags: AtomicU8,
-    /// The fields few tasks use (the managed-mode signal hook, a leader's threads, a
-    /// changed `pid_ns_for_children`),
-    /// boxed on first use so that a plain task pays one pointer for them. Own lock
-    /// (leaf, taken under the group's siglock by the kill walks); a hook is called with
-    /// no lock held. Behind an "ever set" flag ([`RARE_USED`]), so that the hot paths
-    /// of a task that never used them (fork reading `pid_ns_for_children`, exit taking
-    /// the hook) read one plain word instead of taking the lock.
-    pub(crate) rare: Mutex<Option<Box<Rare>>>,
+    /// The fields few tasks use (a leader's threads, a changed
+    /// `pid_ns_for_children`), boxed on first use so that a plain task pays one pointer
+    /// for them, and the managed-mode signal hook beside the box (every task of an
+    /// async body has one: boxed, it cost each a malloc and a free). Own lock (leaf,
+    /// taken under the group's siglock by the kill walks); a hook is called with no
+    /// lock held. Behind an "ever set" flag ([`RARE_USED`]), so that the hot paths of a
+    /// task that never used them (fork reading `pid_ns_for_children`, exit taking the
+    /// hook) read one plain word instead of taking the lock.
+    pub(crate) rare: Mutex<RareSlot>,
     /// The css_set link, built with the task (`ForkCharge::prepare_link`: in the cgroup
     /// charged at fork, unlinked) and linked by post_fork. Inline: the cgroup side
     /// reaches it through the task ([`CgroupMember::css`]), so it costs no allocation
@@ -257,11 +258,27 @@ pub(crate) enum GroupHome {
     Leader(Arc<TaskInner>),
 }
 
-/// The rarely used part of a task, under [`TaskInner::rare`].
+/// What [`TaskInner::rare`] guards: the signal hook, and the box of the rarely used
+/// fields.
 #[derive(Default)]
-pub(crate) struct Rare {
+pub(crate) struct RareSlot {
     /// The managed-mode signal hook.
     pub(crate) hook: Option<SignalHook>,
+    /// The rarely used fields, boxed on first use.
+    pub(crate) boxed: Option<Box<Rare>>,
+}
+
+impl RareSlot {
+    /// Nothing set (what every forked task starts with).
+    pub(crate) const EMPTY: RareSlot = RareSlot {
+        hook: None,
+        boxed: None,
+    };
+}
+
+/// The rarely used part of a task, boxed in [`RareSlot::boxed`].
+#[derive(Default)]
+pub(crate) struct Rare {
     /// Leader only: strong references to the other threads of the group (the leader is
     /// released last, so it is the natural owner). Changed after the group's siglock is
     /// dropped by fork's thread attach and a thread's release.
@@ -876,7 +893,7 @@ impl TaskInner {
     pub(crate) fn sys(&self) -> Option<Arc<System>> {
         let init = crate::reparent::child_reaper(&self.pid.numbers()[0].ns)?;
         let rare = init.rare.lock();
-        rare.as_ref()?.runtime.upgrade()
+        rare.boxed.as_ref()?.runtime.upgrade()
     }
 
     /// The runtime as the fork/exit/reap path needs it: under `Scalable` nothing
@@ -969,7 +986,7 @@ impl TaskInner {
 
     /// The managed-mode signal hook, if one is installed.
     pub(crate) fn hook(&self) -> Option<SignalHook> {
-        self.rare.lock().as_ref().and_then(|r| r.hook.clone())
+        self.rare.lock().hook.clone()
     }
 
     /// `pid_ns_for_children` if it is not the active namespace (`None` if it is).
@@ -980,6 +997,7 @@ impl TaskInner {
         }
         self.rare
             .lock()
+            .boxed
             .as_ref()
             .and_then(|r| r.ns_for_children.clone())
     }
@@ -988,11 +1006,12 @@ impl TaskInner {
     pub(crate) fn with_rare<R>(&self, f: impl FnOnce(&mut Rare) -> R) -> R {
         f(self
             .rare_lock_for_insert()
+            .boxed
             .get_or_insert_with(Default::default))
     }
 
     /// The rare fields, locked, for storing something: raises [`RARE_USED`] first.
-    pub(crate) fn rare_lock_for_insert(&self) -> MutexGuard<'_, Option<Box<Rare>>> {
+    pub(crate) fn rare_lock_for_insert(&self) -> MutexGuard<'_, RareSlot> {
         let g = self.rare.lock();
         if self.flags.load(Ordering::Relaxed) & RARE_USED == 0 {
             self.flags.fetch_or(RARE_USED, Ordering::SeqCst);
@@ -1341,7 +1360,7 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let changed = (!Arc::ptr_eq(active, ns)).then(|| ns.clone());
-        if changed.is_some() || self.0.rare.lock().is_some() {
+        if changed.is_some() || self.0.rare.lock().boxed.is_some() {
             self.0.with_rare(|r| r.ns_for_children = changed);
         }
         Ok(())
@@ -1518,11 +1537,8 @@ impl Task {
             // installed after that would never be dropped (and may hold the task).
             if self.0.exiting.load(Ordering::SeqCst) {
                 hook
-            } else if hook.is_none() && rare.is_none() {
-                None
             } else {
-                let slot = &mut rare.get_or_insert_with(Default::default).hook;
-                std::mem::replace(slot, hook)
+                std::mem::replace(&mut rare.hook, hook)
             }
         };
         drop(old);
