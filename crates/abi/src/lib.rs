@@ -22,6 +22,7 @@ pub mod lockstat;
 mod profile;
 mod signal;
 pub mod spin;
+pub mod stash;
 mod wait;
 
 pub use errno::Errno;

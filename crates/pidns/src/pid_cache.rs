@@ -16,7 +16,7 @@
 //!            drop the Pid in place (its namespace reference goes back now, as
 //!            Linux's put_pid does) and keep the ArcInner, counts 1/1, value dead
 //!                                  │
-//!   thread-local [*mut Pid; 8] ◄───┘ (full, or the thread's cache gone: free it)
+//!   thread-local Stash of 8    ◄───┘ (full, or the thread's cache gone: free it)
 //!          │
 //!          ▼
 //!  alloc_pid ──► new_pid(value): write the new Pid into a cached ArcInner
@@ -41,59 +41,44 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use uproc_abi::stash::Stash;
+
 use crate::pid::Pid;
 
 /// Emptied allocations a thread keeps: one is all a fork/exit/reap loop needs; a few
 /// more absorb a burst of reaps, and the bound keeps memory held per thread tiny.
 const CACHED: usize = 8;
 
-/// One thread's emptied pid allocations (`entries[..len]`).
-struct PidCache {
-    entries: [Option<NonNull<Pid>>; CACHED],
-    len: usize,
-}
+/// One thread's emptied pid allocations.
+struct PidCache(Stash<NonNull<Pid>, CACHED>);
 
 impl Drop for PidCache {
     fn drop(&mut self) {
-        for e in self.entries[..self.len].iter_mut() {
-            if let Some(raw) = e.take() {
-                // SAFETY: `raw` came from `Arc::<Pid>::into_raw` of a unique `Arc` whose
-                // value was dropped in place (see `put_pid`): its counts are 1 and 1 and
-                // no handle exists. `ManuallyDrop<Pid>` has `Pid`'s size and alignment,
-                // so `Arc::from_raw` may take it as one, and its drop frees the
-                // allocation without dropping the dead value again.
-                drop(unsafe { Arc::from_raw(raw.as_ptr().cast::<ManuallyDrop<Pid>>()) });
-            }
+        while let Some(raw) = self.0.pop() {
+            free_emptied(raw);
         }
     }
 }
 
+/// Frees an emptied pid allocation (one the cache kept or has no room for).
+fn free_emptied(raw: NonNull<Pid>) {
+    // SAFETY: `raw` came from `Arc::<Pid>::into_raw` of a unique `Arc` whose value was
+    // dropped in place (see `put_pid`): its counts are 1 and 1 and no handle exists.
+    // `ManuallyDrop<Pid>` has `Pid`'s size and alignment, so `Arc::from_raw` may take it
+    // as one, and its drop frees the allocation without dropping the dead value again.
+    drop(unsafe { Arc::from_raw(raw.as_ptr().cast::<ManuallyDrop<Pid>>()) });
+}
+
 thread_local! {
     // Const-initialised: no lazy-initialisation check on the fork and reap paths.
-    static CACHE: RefCell<PidCache> = const {
-        RefCell::new(PidCache {
-            entries: [None; CACHED],
-            len: 0,
-        })
-    };
+    static CACHE: RefCell<PidCache> = const { RefCell::new(PidCache(Stash::new())) };
 }
 
 /// `kmem_cache_alloc` of a pid: `value` in an allocation this thread's cache kept,
 /// else in a new one.
 #[inline]
 pub(crate) fn new_pid(value: Pid) -> Arc<Pid> {
-    let cached = CACHE
-        .try_with(|c| {
-            let mut c = c.borrow_mut();
-            if c.len == 0 {
-                return None;
-            }
-            c.len -= 1;
-            let len = c.len;
-            c.entries[len].take()
-        })
-        .ok()
-        .flatten();
+    let cached = CACHE.try_with(|c| c.borrow_mut().0.pop()).ok().flatten();
     match cached {
         Some(raw) => {
             // SAFETY: a cache entry is an `ArcInner<Pid>` with counts 1 and 1 whose
@@ -131,26 +116,15 @@ pub fn put_pid(mut pid: Arc<Pid>) {
     // SAFETY: from `Arc::into_raw`, never null.
     let raw = unsafe { NonNull::new_unchecked(raw) };
     let kept = CACHE
-        .try_with(|c| {
-            let mut c = c.borrow_mut();
-            if c.len == CACHED {
-                return false;
-            }
-            let len = c.len;
-            c.entries[len] = Some(raw);
-            c.len += 1;
-            true
-        })
+        .try_with(|c| c.borrow_mut().0.push(raw).is_ok())
         .unwrap_or(false);
     if !kept {
-        // SAFETY: as in `PidCache::drop`: a dead value in a unique allocation, freed
-        // as the same-layout `ManuallyDrop<Pid>`, which drops nothing.
-        drop(unsafe { Arc::from_raw(raw.as_ptr().cast::<ManuallyDrop<Pid>>()) });
+        free_emptied(raw);
     }
 }
 
 /// How many emptied allocations this thread's cache holds (tests).
 #[doc(hidden)]
 pub fn cached_pids() -> usize {
-    CACHE.try_with(|c| c.borrow().len).unwrap_or(0)
+    CACHE.try_with(|c| c.borrow().0.len()).unwrap_or(0)
 }

@@ -245,6 +245,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod async_body;
+mod block_cache;
 mod child;
 mod child_set;
 mod coroutine;

@@ -47,18 +47,38 @@ unsafe impl<T: Send + Sync> Sync for Shared<T> {}
 /// spawn builds the tracker in place once and decides later how many handles to make
 /// ([`share`](Unshared::share)), with no move of the value in between.
 pub struct Unshared<T> {
-    inner: Box<Inner<T>>,
+    inner: NonNull<Inner<T>>,
+    _owns: PhantomData<Inner<T>>,
 }
 
+// SAFETY: an `Unshared` owns its value alone, as a `Box` would.
+unsafe impl<T: Send> Send for Unshared<T> {}
+// SAFETY: as above: `&Unshared` only gives `&T`.
+unsafe impl<T: Sync> Sync for Unshared<T> {}
+
 impl<T> Unshared<T> {
-    /// Allocates `value`, not shared yet.
+    /// Allocates `value`, not shared yet (in a block this thread's cache kept, when it
+    /// has one of the right layout: `block_cache.rs`).
     pub fn new(value: T) -> Unshared<T> {
-        Unshared {
-            inner: Box::new(Inner {
+        let block = crate::block_cache::alloc(std::alloc::Layout::new::<Inner<T>>());
+        let inner = block.cast::<Inner<T>>();
+        // SAFETY: a fresh block of `Inner<T>`'s layout, owned by nothing else.
+        unsafe {
+            inner.as_ptr().write(Inner {
                 count: AtomicUsize::new(0),
                 value,
-            }),
+            });
         }
+        Unshared {
+            inner,
+            _owns: PhantomData,
+        }
+    }
+
+    fn inner(&self) -> &Inner<T> {
+        // SAFETY: the block holds a live `Inner<T>` until this `Unshared` is dropped or
+        // shared.
+        unsafe { self.inner.as_ref() }
     }
 
     /// `N` handles on the allocation, its count written once: nobody else can see it
@@ -67,8 +87,10 @@ impl<T> Unshared<T> {
         const { assert!(N > 0, "at least one handle") };
         // A relaxed store: the handles reach other threads only through something that
         // publishes them (a spawn, a channel), as an `Arc`'s initial count does.
-        self.inner.count.store(N, Ordering::Relaxed);
-        let ptr = NonNull::from(Box::leak(self.inner));
+        self.inner().count.store(N, Ordering::Relaxed);
+        let ptr = self.inner;
+        // The handles own the value now.
+        std::mem::forget(self);
         std::array::from_fn(|_| Shared {
             ptr,
             _owns: PhantomData,
@@ -80,8 +102,29 @@ impl<T> Deref for Unshared<T> {
     type Target = T;
 
     fn deref(&self) -> &T {
-        &self.inner.value
+        &self.inner().value
     }
+}
+
+impl<T> Drop for Unshared<T> {
+    fn drop(&mut self) {
+        // SAFETY: never shared, so this is the only owner of a live `Inner<T>` in a
+        // block from `block_cache::alloc` of its layout.
+        unsafe { free(self.inner) };
+    }
+}
+
+/// Drops the `Inner<T>` in place and gives its block back to the cache.
+///
+/// # Safety
+/// `inner` holds a live `Inner<T>` in a block from `block_cache::alloc` of its layout,
+/// and nothing uses it afterwards.
+unsafe fn free<T>(inner: NonNull<Inner<T>>) {
+    // SAFETY: the caller's obligation: a live value that nobody else can reach.
+    unsafe { inner.as_ptr().drop_in_place() };
+    // SAFETY: the block came from `block_cache::alloc` with this layout; its value is
+    // dropped and nothing uses it.
+    unsafe { crate::block_cache::dealloc(inner.cast(), std::alloc::Layout::new::<Inner<T>>()) };
 }
 
 impl<T> Shared<T> {
@@ -137,8 +180,8 @@ impl<T> Drop for Shared<T> {
         // Acquire: pairs with every other handle's release decrement.
         fence(Ordering::Acquire);
         // SAFETY: the count reached zero: this was the last handle, no other can be
-        // made (clones need a live handle), and `ptr` came from `Box::leak`.
-        drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        // made (clones need a live handle), and `ptr` is the `Unshared`'s block.
+        unsafe { free(self.ptr) };
     }
 }
 
@@ -158,6 +201,53 @@ impl<T: fmt::Debug> fmt::Debug for Shared<T> {
 
 impl<T: fmt::Debug> fmt::Debug for Unshared<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Unshared").field(&self.inner.value).finish()
+        f.debug_tuple("Unshared")
+            .field(&self.inner().value)
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize as Count;
+
+    struct Noisy(Arc<Count>);
+
+    impl Drop for Noisy {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn the_value_is_dropped_once_by_the_last_handle_or_by_an_unshared_drop() {
+        std::thread::spawn(|| {
+            let drops = Arc::new(Count::new(0));
+            let [a, b] = Unshared::new(Noisy(drops.clone())).share();
+            let c = a.clone();
+            drop(a);
+            drop(b);
+            assert_eq!(drops.load(Ordering::Relaxed), 0, "a handle is left");
+            drop(c);
+            assert_eq!(drops.load(Ordering::Relaxed), 1);
+            assert_eq!(crate::block_cache::cached(), 1, "its block kept");
+            // The next one reuses the block; dropped unshared, it drops its value.
+            let u = Unshared::new(Noisy(drops.clone()));
+            assert_eq!(crate::block_cache::cached(), 0);
+            drop(u);
+            assert_eq!(drops.load(Ordering::Relaxed), 2);
+            // A prepaid count reclaimed is a handle like any other.
+            let [d, e] = Unshared::new(Noisy(drops.clone())).share();
+            // SAFETY: the one prepaid count on this allocation, reclaimed once.
+            let reclaimed = unsafe { Shared::reclaim(&d) };
+            e.prepay();
+            drop(d);
+            drop(reclaimed);
+            assert_eq!(drops.load(Ordering::Relaxed), 3);
+        })
+        .join()
+        .unwrap();
     }
 }
