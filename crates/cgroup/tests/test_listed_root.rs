@@ -66,7 +66,12 @@ impl Tasks {
             link: charge.prepare_link(),
         });
         // Visible (listed by the resolver) before post_fork, as the task list's are.
-        self.all.lock().unwrap().push(Arc::downgrade(&t));
+        let mut all = self.all.lock().unwrap();
+        if all.len() > 256 {
+            all.retain(|w| w.strong_count() > 0);
+        }
+        all.push(Arc::downgrade(&t));
+        drop(all);
         assert!(!charge.post_fork_inline(&t), "no cgroup.kill raced");
         Ok(t)
     }
@@ -242,11 +247,13 @@ fn dropping_a_listed_member_leaves_nothing() {
     }
 }
 
-/// Forks, exits and reaps in the root on three threads while a fourth moves tasks
-/// between the root and `a` by `cgroup.procs` writes: no task is ever left linked
-/// after its exit, counts balance at rest, and `a` can be removed.
+/// Forks, exits and reaps in the root on three threads (each keeping a few tasks
+/// alive) while a fourth moves tasks between the root and `a` by `cgroup.procs`
+/// writes: no task is ever left linked after its exit, counts balance at rest, and `a`
+/// can be removed.
 #[test]
 fn stress_listed_root_against_migrations() {
+    use std::collections::VecDeque;
     for &p in Profile::ALL.iter() {
         let (h, tasks) = setup(p);
         let root = h.root();
@@ -255,42 +262,54 @@ fn stress_listed_root_against_migrations() {
         let start = Arc::new(Barrier::new(4));
         let mut workers = Vec::new();
         for w in 0..3 {
-            let (tasks, root, start) = (tasks.clone(), root.clone(), start.clone());
+            let (tasks, root, start, stop) =
+                (tasks.clone(), root.clone(), start.clone(), stop.clone());
             workers.push(std::thread::spawn(move || {
-                start.wait();
-                for i in 0..600 {
-                    let t = tasks.fork(&root, 1000 * (w + 1) + i % 50).unwrap();
-                    if i % 3 == 0 {
-                        std::thread::yield_now();
-                    }
+                let end = |t: Arc<Task>| {
                     t.link.task_dead();
                     assert!(!t.link.is_linked(), "{p:?}: linked after its exit");
                     t.link.release();
                     assert!(!t.link.is_charged());
+                };
+                start.wait();
+                let mut live = VecDeque::new();
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    live.push_back(tasks.fork(&root, 1_000_000 * (w + 1) + i).unwrap());
+                    if live.len() > 6 {
+                        end(live.pop_front().unwrap());
+                    }
+                    if i % 3 == 0 {
+                        std::thread::yield_now();
+                    }
                 }
+                live.into_iter().for_each(end);
             }));
         }
         let mover = {
-            let (a, root, stop, start) = (a.clone(), root.clone(), stop.clone(), start.clone());
+            let (a, root, start) = (a.clone(), root.clone(), start.clone());
             std::thread::spawn(move || {
                 start.wait();
-                let mut moved = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    for pid in procs(&root).into_iter().take(4) {
-                        moved += u64::from(a.write("cgroup.procs", &pid.to_string()).is_ok());
+                let (mut out, mut back) = (0u64, 0u64);
+                for _ in 0..300 {
+                    for pid in procs(&root).into_iter().rev().take(4) {
+                        out += u64::from(a.write("cgroup.procs", &pid.to_string()).is_ok());
                     }
                     for pid in procs(&a).into_iter().take(4) {
-                        let _ = root.write("cgroup.procs", &pid.to_string());
+                        back += u64::from(root.write("cgroup.procs", &pid.to_string()).is_ok());
                     }
                 }
-                moved
+                (out, back)
             })
         };
+        let (out, back) = mover.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
         for w in workers {
             w.join().unwrap();
         }
-        stop.store(true, Ordering::Relaxed);
-        let _moved = mover.join().unwrap();
+        // Every worker keeps live tasks in the root: the mover always found some.
+        assert!(out > 0 && back > 0, "{p:?}: moved out {out}, back {back}");
         assert_eq!(procs(&root), Vec::<i32>::new(), "{p:?}");
         assert_eq!((procs(&a), a.pids_current()), (vec![], 0), "{p:?}");
         assert!(!a.is_populated());
