@@ -292,7 +292,14 @@ fn stress_listed_root_against_migrations() {
             std::thread::spawn(move || {
                 start.wait();
                 let (mut out, mut back) = (0u64, 0u64);
-                for _ in 0..300 {
+                // 300 rounds, and on until a task went each way (the workers may start
+                // late); ten seconds without one is a failure below.
+                let since = std::time::Instant::now();
+                let mut rounds = 0;
+                while (rounds < 300 || out == 0 || back == 0)
+                    && since.elapsed() < std::time::Duration::from_secs(10)
+                {
+                    rounds += 1;
                     for pid in procs(&root).into_iter().rev().take(4) {
                         out += u64::from(a.write("cgroup.procs", &pid.to_string()).is_ok());
                     }
@@ -308,7 +315,7 @@ fn stress_listed_root_against_migrations() {
         for w in workers {
             w.join().unwrap();
         }
-        // Every worker keeps live tasks in the root: the mover always found some.
+        // Every worker keeps live tasks in the root: the mover found some to move.
         assert!(out > 0 && back > 0, "{p:?}: moved out {out}, back {back}");
         assert_eq!(procs(&root), Vec::<i32>::new(), "{p:?}");
         assert_eq!((procs(&a), a.pids_current()), (vec![], 0), "{p:?}");

@@ -107,6 +107,10 @@ pub(crate) const CREDIT_SHARDS: usize = 8;
 pub(crate) const CREDIT_SHARDS: usize = 4;
 const _: () = assert!(CREDIT_SHARDS.is_power_of_two());
 
+/// Agreeing readings [`PidsCounter::settled_current`] tries for before it takes the
+/// exact path's lock (which bounds the loop).
+const SETTLE_TRIES: usize = 4;
+
 /// The most charges one shard parks; beyond, an uncharge goes to the shared counter.
 const CREDIT_CAP: i64 = 32;
 
@@ -183,13 +187,30 @@ impl PidsCounter {
     /// in flight: read between two equal even values of `moving` (a sequence lock), or
     /// else under the exact path's lock, once it has finished. Racing charges and
     /// uncharges elsewhere can still move it by one each while the shards are summed.
+    ///
+    /// Outside loom the shards are summed twice and a reading counts only if both sums
+    /// agree (up to [`SETTLE_TRIES`] times, then the lock): one pass reads the shards one
+    /// by one, so a credit spent on a shard it has not read yet while another is parked
+    /// on one it has read makes it read high, and with several racing threads, or a
+    /// reader preempted mid-pass, by more than one; `pids.peak` would keep that for good.
+    /// The second pass only rejects readings (every one it lets through is what one
+    /// pass returns), so `tests/loom_pids.rs` models one pass, which keeps its
+    /// exploration small enough for CI.
     fn settled_current(&self) -> i64 {
-        let before = self.moving.load(Ordering::Acquire);
-        if before % 2 == 0 {
+        for _ in 0..SETTLE_TRIES {
+            let before = self.moving.load(Ordering::Acquire);
+            if before % 2 != 0 {
+                break;
+            }
             let current = self.counter.load(Ordering::Relaxed) - self.credits_parked();
+            let agreed = cfg!(loom)
+                || current == self.counter.load(Ordering::Relaxed) - self.credits_parked();
             fence(Ordering::Acquire);
-            if self.moving.load(Ordering::Relaxed) == before {
+            if agreed && self.moving.load(Ordering::Relaxed) == before {
                 return current;
+            }
+            if cfg!(loom) {
+                break;
             }
         }
         let _exact = self.exact.lock();
