@@ -352,6 +352,13 @@ impl Hierarchy {
 
     /// Registers the object that turns a pid written to `cgroup.procs` into the css
     /// links of its thread group (the task list does this once). Held weakly.
+    ///
+    /// Registered after a listing resolver ([`set_listing_resolver`]), it ends the
+    /// listing for new forks; tasks already listed in the root stay linked (they exit
+    /// and are reaped as usual) but `cgroup.procs` of the root finds them only through
+    /// the resolver registered now.
+    ///
+    /// [`set_listing_resolver`]: Hierarchy::set_listing_resolver
     pub fn set_resolver(&self, r: Weak<dyn TaskResolver>) {
         self.register(r, false);
     }

@@ -148,6 +148,26 @@ fn scalable_root_lists_through_the_resolver_only() {
     }
 }
 
+/// `post_fork_inline` needs a member that holds its link inline: a member without one
+/// is a caller's bug, and it panics (documented) instead of linking nothing.
+#[test]
+#[should_panic(expected = "a member that holds its link inline")]
+fn post_fork_inline_refuses_a_member_without_an_inline_link() {
+    struct Apart;
+    impl CgroupMember for Apart {
+        fn tgid(&self) -> i32 {
+            1
+        }
+        fn is_group_leader(&self) -> bool {
+            true
+        }
+        fn kill(&self) {}
+    }
+    let (h, _tasks) = setup(Profile::Scalable);
+    let charge = h.root().can_fork().unwrap();
+    let _ = charge.post_fork_inline(&Arc::new(Apart));
+}
+
 /// A plain resolver (`set_resolver`) lists nothing: the root keeps member sets.
 #[test]
 fn without_a_listing_resolver_the_root_keeps_its_sets() {
