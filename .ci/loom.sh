@@ -9,6 +9,9 @@
 set -euo pipefail
 export RUSTFLAGS="--cfg loom"
 export CARGO_TARGET_DIR=target/loom
+# The models gain nothing from the release profile's whole-workspace optimisation and
+# would pay its link time once per model binary.
+export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 export LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3}
 args=()
 declare -A pkgs=()
