@@ -98,6 +98,16 @@ fn parse_args() -> Sizes {
 }
 
 /// xorshift64*: a fast, seedable generator (no dependency).
+/// Raises its flag when dropped, unwinding included: stops a thread that loops until
+/// the flag beside a scope body that may panic.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 struct Rng(u64);
 
 impl Rng {
@@ -463,6 +473,9 @@ fn autoreap_waiters(profile: Profile, rounds: u64) -> Result<String, String> {
         let seen = AtomicU64::new(0);
         let polls = AtomicU64::new(0);
         std::thread::scope(|s| {
+            // Stops the waiter however this body ends: a failed fork's panic then ends
+            // the run with its message instead of hanging it.
+            let _stop_waiter = StopOnDrop(&done);
             s.spawn(|| {
                 let opts = WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::ALL;
                 while !done.load(Ordering::Acquire) {

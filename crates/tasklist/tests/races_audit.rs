@@ -1119,6 +1119,9 @@ fn charges_and_listings_balance_while_groups_migrate_fork_threads_and_exit() {
         let stop = AtomicBool::new(false);
         let kept: Mutex<Vec<Task>> = Mutex::new(Vec::new());
         std::thread::scope(|sc| {
+            // Stops the mover however the scope's body ends: a forker's panic, re-raised
+            // by its join below, then fails the test instead of hanging it.
+            let _stop_mover = StopOnDrop(&stop);
             let mover = sc.spawn(|| {
                 let mut i = 0usize;
                 while !stop.load(Ordering::Relaxed) {
@@ -1155,13 +1158,23 @@ fn charges_and_listings_balance_while_groups_migrate_fork_threads_and_exit() {
                                     }
                                 }
                             }
-                            for t in &threads {
-                                assert_eq!(
-                                    t.cgroup(),
-                                    w.cgroup(),
-                                    "{what}: a thread group split across cgroups"
-                                );
-                            }
+                            // Read with the group's migration held off: two plain
+                            // reads straddle a move of the group now and then.
+                            uproc_cgroup::Attachable::with_threadgroup_locked(w, &mut |links| {
+                                let cg = w.cgroup();
+                                for t in &threads {
+                                    assert_eq!(
+                                        t.cgroup(),
+                                        cg,
+                                        "{what}: a thread group split across cgroups"
+                                    );
+                                }
+                                for l in links {
+                                    assert_eq!(l.cgroup(), cg, "{what}: a live thread's link");
+                                }
+                                Ok(())
+                            })
+                            .unwrap();
                         }
                         threads
                     })

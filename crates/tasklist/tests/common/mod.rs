@@ -109,6 +109,17 @@ impl Baseline {
     }
 }
 
+/// Raises `flag` when dropped: a thread that loops `while !flag` beside workers in a
+/// `std::thread::scope` must be stopped even when a worker (or the scope's own body)
+/// panics, or the scope waits for it forever and the failure never prints.
+pub struct StopOnDrop<'a>(pub &'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Iterations of a race test: `UPROC_RACE_ITERS` if set, else `release` in an optimised
 /// build and `debug` in a debug one (the window is hit often enough that the debug count
 /// still catches the bug with high probability; the release count is the full hammer).
