@@ -97,7 +97,6 @@ fn parse_args() -> Sizes {
     s
 }
 
-/// xorshift64*: a fast, seedable generator (no dependency).
 /// Raises its flag when dropped, unwinding included: stops a thread that loops until
 /// the flag beside a scope body that may panic.
 struct StopOnDrop<'a>(&'a AtomicBool);
@@ -108,6 +107,7 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
+/// xorshift64*: a fast, seedable generator (no dependency).
 struct Rng(u64);
 
 impl Rng {
