@@ -21,7 +21,7 @@
 //! A failure at step n undoes steps n-1..2: cancel the charge, drop the pidfd, free the
 //! pid. A failed fork leaves nothing behind.
 
-use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Ordering, SpinMutex};
 use crate::task::{
     Comm, GroupHome, GroupState, NameWords, RUNNING, RareSlot, StartFlag, Task, TaskInner,
     ThreadGroup,
@@ -325,7 +325,7 @@ impl Proto {
             } else {
                 0
             }),
-            rare: Mutex::new(RareSlot::EMPTY),
+            rare: SpinMutex::new(RareSlot::EMPTY),
             css: self.css,
             pidfd: self.pidfd,
             name: NameWords::new(self.name),

@@ -43,7 +43,7 @@
 //!   -> a dying group D's `children` lock
 //!     -> its reaper R's `children` lock      (R: an ancestor of D, or D's namespace init)
 //!       -> a group's siglock (`sig`)         [one at a time, leaf, except:]
-//!         -> per-task leaf mutex (`rare`: hook, threads, ns_for_children)
+//!         -> per-task leaf spin lock (`rare`: hook, threads, ns_for_children)
 //!       -> a hashed sleep lock               (a waiter going to sleep on a list it
 //!                                             holds, and that list's notifier; leaf)
 //! ```

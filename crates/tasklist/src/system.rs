@@ -4,7 +4,9 @@
 //! the reaper wakeup of `free_pid`).
 
 use crate::pgrp::{ProcessIds, TaskList};
-use crate::sync::{AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Mutex, Ordering};
+use crate::sync::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Mutex, Ordering, SpinMutex,
+};
 use crate::task::{
     CAP_CHECKPOINT_RESTORE, Comm, GroupHome, GroupState, NameWords, RARE_USED, RUNNING, Rare,
     RareSlot, StartFlag, Task, TaskInner, ThreadGroup, ZOMBIE, pid_task,
@@ -115,7 +117,7 @@ impl System {
                 // Root-like, as Linux's init: `set_tid` works out of the box.
                 flags: AtomicU8::new(CAP_CHECKPOINT_RESTORE | RARE_USED),
                 // The runtime's one strong-count-free way back from its tasks.
-                rare: Mutex::new(RareSlot {
+                rare: SpinMutex::new(RareSlot {
                     hook: None,
                     boxed: Some(Box::new(Rare {
                         runtime: weak.clone(),

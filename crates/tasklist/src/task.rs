@@ -7,8 +7,8 @@
 use crate::pgrp::{PidUse, ProcessIds};
 use crate::signal::SigChld;
 use crate::sync::{
-    AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU16, AtomicU64, Condvar, Mutex, MutexGuard,
-    Ordering, RwLock, SpinGuard, SpinMutex,
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU16, AtomicU64, Condvar, Mutex, Ordering,
+    RwLock, SpinGuard, SpinMutex,
 };
 use crate::system::System;
 use std::any::Any;
@@ -232,7 +232,7 @@ pub(crate) struct TaskInner {
     /// lock held. Behind an "ever set" flag ([`RARE_USED`]), so that the hot paths of a
     /// task that never used them (fork reading `pid_ns_for_children`, exit taking the
     /// hook) read one plain word instead of taking the lock.
-    pub(crate) rare: Mutex<RareSlot>,
+    pub(crate) rare: SpinMutex<RareSlot>,
     /// The css_set link, built with the task (`ForkCharge::prepare_link`: in the cgroup
     /// charged at fork, unlinked) and linked by post_fork. Inline: the cgroup side
     /// reaches it through the task ([`CgroupMember::css`]), so it costs no allocation
@@ -1011,7 +1011,7 @@ impl TaskInner {
     }
 
     /// The rare fields, locked, for storing something: raises [`RARE_USED`] first.
-    pub(crate) fn rare_lock_for_insert(&self) -> MutexGuard<'_, RareSlot> {
+    pub(crate) fn rare_lock_for_insert(&self) -> SpinGuard<'_, RareSlot> {
         let g = self.rare.lock();
         if self.flags.load(Ordering::Relaxed) & RARE_USED == 0 {
             self.flags.fetch_or(RARE_USED, Ordering::SeqCst);
