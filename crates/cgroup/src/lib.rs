@@ -34,7 +34,8 @@
 //!   were forked or moved there by name). It holds its cgroup; the cgroup names its
 //!   anchors weakly. A fork writes only its parent's anchor, never a line every fork
 //!   into the cgroup shares (`anchor.rs`).
-//! - A [`CssLink`] is one task's membership, built by [`ForkCharge::prepare_link`]
+//! - A [`CssLink`] is one task's membership, built by [`ForkCharge::prepare_link`] or
+//!   [`ForkCharge::take_link`] (which moves a listed root fork's anchor count into it)
 //!   inside the task's own allocation (the task list's way: no allocation of its own;
 //!   the cgroup side reaches it through the member, [`CgroupMember::css`], as a
 //!   [`LinkRef`]) or made apart by [`ForkCharge::post_fork`]; the member set refers to
@@ -99,7 +100,7 @@
 //! |---|---|
 //! | [`Cgroup::can_fork`] | `cgroup_can_fork` -> `cgroup_css_set_fork` + `pids_can_fork` -> `pids_try_charge` |
 //! | [`ForkCharge::cancel`] / drop | `cgroup_cancel_fork` -> `pids_cancel_fork` |
-//! | [`ForkCharge::post_fork`] | `cgroup_post_fork` (link, `kill_seq` check) |
+//! | [`ForkCharge::post_fork`], [`ForkCharge::post_fork_inline`] | `cgroup_post_fork` (link, `kill_seq` check) |
 //! | [`CssLink::task_dead`] | `cgroup_task_dead` / `do_cgroup_task_dead` |
 //! | [`CssLink::release`] | `cgroup_release` -> `pids_release` |
 //! | [`Cgroup::attach`], `cgroup.procs` write | `cgroup_attach_task`, `pids_can_attach` |

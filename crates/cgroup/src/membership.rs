@@ -183,14 +183,20 @@ impl Attachable for Arc<CssLink> {
 /// Dropping it cancels.
 #[must_use = "a ForkCharge must end in post_fork(_link) or cancel (dropping it cancels)"]
 pub struct ForkCharge {
-    /// The anchor the child is linked through (its cgroup is the one charged).
-    anchor: Arc<Anchor>,
+    /// The anchor the child is linked through (its cgroup is the one charged). `None`
+    /// only once [`take_link`](ForkCharge::take_link) has moved it into the link, which
+    /// disarms the charge ([`anchor`](ForkCharge::anchor) reads it).
+    anchor: Option<Arc<Anchor>>,
     /// `kill_seq` read under `css_set_lock` at can_fork (`cgroup_css_set_fork`).
     kill_seq: u64,
     /// `Scalable`, a cgroup that can be removed: the member-set entry reserved at
     /// can_fork (rmdir is EBUSY while it is there), [`NO_SLOT`] otherwise.
     slot: u32,
     armed: bool,
+    /// A fork into the root of a `Scalable` hierarchy whose resolver lists the root's
+    /// members (decided at can_fork): [`take_link`](ForkCharge::take_link) moves the
+    /// anchor into the link.
+    listed_root: bool,
 }
 
 /// The result of [`ForkCharge::post_fork`].
@@ -281,6 +287,7 @@ const NO_SLOT: u32 = u32::MAX;
 fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
     let cg = &anchor.cg;
     let node = &cg.node;
+    let mut listed_root = false;
     let (kill_seq, slot) = if !cg.hier.is_scalable() {
         let _css = cg.hier.css_set_lock.lock();
         if node.is_removed() {
@@ -300,6 +307,7 @@ fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
         (node.kill_seq.load(Ordering::Acquire), slot)
     } else {
         // The root: never removed, never killed (its kill_seq stays 0).
+        listed_root = cg.hier.lists_root_members();
         (0, NO_SLOT)
     };
     // The root has no pids level (and no cgroup below it lacks one): nothing to charge.
@@ -314,10 +322,11 @@ fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
         return Err(Errno::EAGAIN);
     }
     Ok(ForkCharge {
-        anchor,
+        anchor: Some(anchor),
         kill_seq,
         slot,
         armed: true,
+        listed_root,
     })
 }
 
@@ -610,9 +619,19 @@ impl Cgroup {
 }
 
 impl ForkCharge {
+    /// The anchor, which every charge has until [`take_link`](ForkCharge::take_link)
+    /// moves it into a listed root's link (and disarms the charge, whose remaining
+    /// steps, `post_fork_inline`, cancel and drop, do not call this).
+    #[inline]
+    fn anchor(&self) -> &Arc<Anchor> {
+        self.anchor
+            .as_ref()
+            .expect("a charge keeps its anchor until take_link disarms it")
+    }
+
     /// The cgroup charged (where post_fork will link the task).
     pub fn cgroup(&self) -> &Cgroup {
-        &self.anchor.cg
+        &self.anchor().cg
     }
 
     /// `cgroup_cancel_fork` (pids: `pids_cancel_fork`): the fork failed after
@@ -625,11 +644,14 @@ impl ForkCharge {
         if !std::mem::replace(&mut self.armed, false) {
             return;
         }
-        let node = &self.anchor.cg.node;
-        if node.is_charged_to() {
-            pids::uncharge(node.pids_levels());
+        // Armed, so it has its anchor (`take_link` disarms the charge it takes it from).
+        if let Some(anchor) = &self.anchor {
+            let node = &anchor.cg.node;
+            if node.is_charged_to() {
+                pids::uncharge(node.pids_levels());
+            }
+            leave_gate(anchor, self.slot);
         }
-        leave_gate(&self.anchor, self.slot);
     }
 
     /// `cgroup_post_fork`: link the new task into the cgroup (`css_set_lock`
@@ -653,17 +675,44 @@ impl ForkCharge {
     /// Returned by value, so that the task holds it inline (one allocation per task,
     /// not two) and hands it to the cgroup side through [`CgroupMember::css`].
     pub fn prepare_link(&self) -> CssLink {
-        CssLink {
-            current_id: AtomicU64::new(self.anchor.cg.node.id),
-            state: SpinMutex::new(LinkState {
-                anchor: self.anchor.clone(),
-                children: None,
-            }),
-            key: AtomicU32::new(0),
-            phase: AtomicU8::new(PREPARED),
-            charged: AtomicU8::new(NOT_CHARGED),
-            scalable: self.anchor.cg.hier.is_scalable(),
+        CssLink::prepared(self.anchor().clone())
+    }
+
+    /// [`prepare_link`](ForkCharge::prepare_link) for a fork that ends this charge
+    /// with [`post_fork_inline`](ForkCharge::post_fork_inline) (the task list's way),
+    /// sparing the common `Scalable` fork two atomic read-modify-writes: a fork into
+    /// the root of a hierarchy whose resolver lists the root's members (the fork that
+    /// `post_fork_inline` lists without a lock) *moves* this charge's count of its
+    /// anchor into the link, instead of cloning it for the link and dropping the
+    /// charge's at post_fork. That is sound because such a fork charged and reserved
+    /// nothing (the root keeps no pids counter and is never removed): the charge is
+    /// disarmed, nothing is left to cancel, and post_fork needs only the link. Any
+    /// other fork gets what `prepare_link` gives, and the charge is unchanged.
+    ///
+    /// Whether the root lists its members was read at can_fork rather than at post_fork
+    /// (Linux too picks the child's css_set at can_fork). After it, end the charge with
+    /// `post_fork_inline` on the member that holds this link, or with
+    /// [`cancel`](ForkCharge::cancel) or a drop.
+    ///
+    /// # Panics
+    /// [`cgroup`](ForkCharge::cgroup), [`prepare_link`](ForkCharge::prepare_link),
+    /// [`post_fork`](ForkCharge::post_fork) and
+    /// [`post_fork_link`](ForkCharge::post_fork_link) panic on a charge whose anchor
+    /// this moved (they would need it).
+    #[inline(always)]
+    pub fn take_link(&mut self) -> CssLink {
+        if !self.listed_root {
+            return CssLink::prepared(self.anchor().clone());
         }
+        debug_assert!(
+            !self.anchor().cg.node.is_charged_to(),
+            "the root keeps no pids counter"
+        );
+        debug_assert_eq!(self.slot, NO_SLOT, "the root reserves no entry");
+        // Disarmed first: the charge stood for nothing to cancel (above), so its
+        // cancel and its drop do nothing and never read the anchor it gave up.
+        self.armed = false;
+        CssLink::prepared(self.anchor.take().expect("an armed charge has its anchor"))
     }
 
     /// [`post_fork_link`](ForkCharge::post_fork_link) for a member that holds its link
@@ -683,8 +732,16 @@ impl ForkCharge {
         let link = member
             .css()
             .expect("post_fork_inline: a member that holds its link inline");
-        let node = &self.anchor.cg.node;
-        if link.scalable && !node.is_gated() && self.anchor.cg.hier.lists_root_members() {
+        let Some(anchor) = &self.anchor else {
+            // `take_link` moved the listed root's anchor into the link and disarmed
+            // this charge, which now owns nothing (plain values and `None`): forgotten,
+            // not dropped, which spares the fork the drop's call.
+            std::mem::forget(self);
+            link.list_in_root();
+            return false;
+        };
+        let node = &anchor.cg.node;
+        if link.scalable && !node.is_gated() && anchor.cg.hier.lists_root_members() {
             return self.post_fork_listed(link);
         }
         let weak: Weak<M> = Arc::downgrade(member);
@@ -699,16 +756,11 @@ impl ForkCharge {
     fn post_fork_listed(mut self, link: &CssLink) -> bool {
         self.armed = false;
         debug_assert!(
-            Arc::ptr_eq(&link.state.lock().anchor, &self.anchor),
+            Arc::ptr_eq(&link.state.lock().anchor, self.anchor()),
             "a link prepared by this charge"
         );
         debug_assert_eq!(self.slot, NO_SLOT, "the root reserves no entry");
-        // Stored before the phase publishes it (`Release`); a link released already
-        // is left uncharged.
-        link.charged.store(CHARGED_TO_ROOT, Ordering::Relaxed);
-        if phase::list(&link.phase) == Adopted::Released {
-            link.charged.store(NOT_CHARGED, Ordering::Relaxed);
-        }
+        link.list_in_root();
         false
     }
 
@@ -722,7 +774,7 @@ impl ForkCharge {
         // The charge goes to the link (or, for a task released already, is undone
         // here): no longer this ForkCharge's to cancel.
         self.armed = false;
-        let anchor = &self.anchor;
+        let anchor = self.anchor();
         debug_assert!(
             Arc::ptr_eq(&link.state.lock().anchor, anchor),
             "a link prepared by this charge"
@@ -768,13 +820,13 @@ impl ForkCharge {
         member: Weak<dyn CgroupMember>,
         kind: u8,
     ) -> (bool, Adopted) {
-        let hier = &self.anchor.cg.hier;
-        let node = &self.anchor.cg.node;
+        let hier = &self.anchor().cg.hier;
+        let node = &self.anchor().cg.node;
         let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
         let _css = hier.css_set_lock.lock();
         debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
         let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
-        let adopted = link.adopt(&mut self.anchor.members.lock(), kind, |m| {
+        let adopted = link.adopt(&mut self.anchor().members.lock(), kind, |m| {
             m.insert(serial, member)
         });
         if adopted == Adopted::Linked {
@@ -795,7 +847,7 @@ impl ForkCharge {
     #[cold]
     #[inline(never)]
     fn after_post_fork_race(&self, killed: bool, adopted: Adopted) {
-        let node = &self.anchor.cg.node;
+        let node = &self.anchor().cg.node;
         if adopted == Adopted::Released && node.is_charged_to() {
             // Reaped before it was linked: the charge leaves with the fork.
             pids::uncharge(node.pids_levels());
@@ -815,7 +867,7 @@ impl Drop for ForkCharge {
 impl fmt::Debug for ForkCharge {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ForkCharge")
-            .field("cgroup", &self.anchor.cg)
+            .field("cgroup", &self.anchor.as_ref().map(|a| &a.cg))
             .field("kill_seq", &self.kill_seq)
             .field("slot", &self.slot)
             .field("armed", &self.armed)
@@ -824,6 +876,35 @@ impl fmt::Debug for ForkCharge {
 }
 
 impl CssLink {
+    /// A new task's link through `anchor`, neither linked nor charged
+    /// ([`ForkCharge::prepare_link`], [`ForkCharge::take_link`]).
+    #[inline(always)]
+    fn prepared(anchor: Arc<Anchor>) -> CssLink {
+        let (id, scalable) = (anchor.cg.node.id, anchor.cg.hier.is_scalable());
+        CssLink {
+            current_id: AtomicU64::new(id),
+            state: SpinMutex::new(LinkState {
+                anchor,
+                children: None,
+            }),
+            key: AtomicU32::new(0),
+            phase: AtomicU8::new(PREPARED),
+            charged: AtomicU8::new(NOT_CHARGED),
+            scalable,
+        }
+    }
+
+    /// post_fork of a link listed in the root: the root's charge is only a flag, stored
+    /// before the phase publishes it (`Release`); a link released already is left
+    /// uncharged (`phase::list` decides against an early task_dead or release).
+    #[inline]
+    fn list_in_root(&self) {
+        self.charged.store(CHARGED_TO_ROOT, Ordering::Relaxed);
+        if phase::list(&self.phase) == Adopted::Released {
+            self.charged.store(NOT_CHARGED, Ordering::Relaxed);
+        }
+    }
+
     /// `cgroup_can_fork` for a child of this link's task forked into the task's own
     /// cgroup: [`Cgroup::can_fork`] of [`cgroup`](CssLink::cgroup) without making a
     /// handle. The child is linked through an anchor of this task (made at its first
@@ -1057,5 +1138,148 @@ fn lock_pair<'a>(
     } else {
         let gb = b.members.lock();
         (a.members.lock(), gb)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! `ForkCharge::take_link` counts an anchor exactly as `prepare_link` and
+    //! `post_fork_inline` do: the anchor's strong count, read at every step of a fork
+    //! that completes and of one that is cancelled, into the listed root (where the
+    //! charge's count moves into the link) and into a child cgroup (where the charge
+    //! keeps its own beside the link's).
+    use super::*;
+    use uproc_abi::Profile;
+
+    /// A task that holds its link inline, as the task list's does.
+    struct Inline(CssLink);
+
+    impl CgroupMember for Inline {
+        fn tgid(&self) -> i32 {
+            7
+        }
+        fn is_group_leader(&self) -> bool {
+            true
+        }
+        fn kill(&self) {
+            self.0.task_dead();
+        }
+        fn css(&self) -> Option<&CssLink> {
+            Some(&self.0)
+        }
+    }
+
+    /// A listing resolver that lists nobody (the counts are all these tests read).
+    struct Nobody;
+
+    impl TaskResolver for Nobody {
+        fn thread_group_links(&self, _pid: i32) -> Result<Vec<LinkRef>, Errno> {
+            Err(Errno::ESRCH)
+        }
+    }
+
+    /// The anchor forks into `cg` go through, and its strong count with no fork in
+    /// flight (the test's own handle included).
+    fn anchor_of(cg: &Cgroup) -> (Arc<Anchor>, usize) {
+        let a = cg.can_fork().expect("can_fork").anchor().clone();
+        let n = Arc::strong_count(&a);
+        (a, n)
+    }
+
+    fn hierarchies() -> Vec<(Profile, Arc<Hierarchy>, Arc<Nobody>)> {
+        Profile::ALL
+            .iter()
+            .map(|&p| {
+                let h = Hierarchy::new(p);
+                let r = Arc::new(Nobody);
+                h.set_listing_resolver(Arc::downgrade(&r) as Weak<dyn TaskResolver>);
+                (p, h, r)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn take_link_moves_the_listed_roots_count_and_keeps_every_other() {
+        for (p, h, _r) in hierarchies() {
+            let root = h.root();
+            let jobs = root.mkdir("jobs").unwrap();
+            for (cg, listed) in [(&root, p == Profile::Scalable), (&jobs, false)] {
+                let (a, base) = anchor_of(cg);
+                let mut charge = cg.can_fork().unwrap();
+                assert_eq!(Arc::strong_count(&a), base + 1, "{p:?}: the charge's count");
+                let link = charge.take_link();
+                assert_eq!(
+                    charge.anchor.is_none(),
+                    listed,
+                    "{p:?}: moved only in a Scalable root"
+                );
+                // Listed: the charge's count moved into the link; else one each.
+                let in_flight = if listed { base + 1 } else { base + 2 };
+                assert_eq!(Arc::strong_count(&a), in_flight, "{p:?}: after take_link");
+                let task = Arc::new(Inline(link));
+                assert!(!charge.post_fork_inline(&task), "{p:?}: nothing killed");
+                assert_eq!(Arc::strong_count(&a), base + 1, "{p:?}: the link's alone");
+                assert!(task.0.is_linked() && task.0.is_charged(), "{p:?}");
+                let into_jobs = u64::from(std::ptr::eq(cg, &jobs));
+                assert_eq!(
+                    jobs.pids_current(),
+                    into_jobs,
+                    "{p:?}: charged to jobs only"
+                );
+                task.0.task_dead();
+                task.0.release();
+                drop(task);
+                assert_eq!(
+                    Arc::strong_count(&a),
+                    base,
+                    "{p:?}: nothing kept, nothing lost"
+                );
+                assert_eq!(jobs.pids_current(), 0, "{p:?}");
+            }
+            jobs.rmdir().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_cancelled_take_link_gives_everything_back() {
+        for (p, h, _r) in hierarchies() {
+            let root = h.root();
+            let jobs = root.mkdir("jobs").unwrap();
+            jobs.write("pids.max", "1").unwrap();
+            for cg in [&root, &jobs] {
+                let (a, base) = anchor_of(cg);
+                for cancel in [true, false] {
+                    let mut charge = cg.can_fork().unwrap();
+                    let link = charge.take_link();
+                    assert_eq!(jobs.pids_current(), u64::from(std::ptr::eq(cg, &jobs)));
+                    // A failed fork: the charge first (explicitly, or by its drop),
+                    // then the link, never linked.
+                    if cancel {
+                        charge.cancel();
+                    } else {
+                        drop(charge);
+                    }
+                    assert_eq!(jobs.pids_current(), 0, "{p:?}: uncharged");
+                    assert!(!link.is_linked() && !link.is_charged(), "{p:?}");
+                    drop(link);
+                    assert_eq!(
+                        Arc::strong_count(&a),
+                        base,
+                        "{p:?}: nothing kept, nothing lost"
+                    );
+                }
+            }
+            // The limit of 1 is free again, and nothing holds the cgroup.
+            let mut charge = jobs.can_fork().unwrap();
+            let link = charge.take_link();
+            assert_eq!(
+                jobs.can_fork().unwrap_err(),
+                Errno::EAGAIN,
+                "{p:?}: pids.max 1"
+            );
+            charge.cancel();
+            drop(link);
+            jobs.rmdir().unwrap();
+        }
     }
 }

@@ -58,22 +58,36 @@ impl Tasks {
             .collect()
     }
 
-    /// fork into `cg`: can_fork, the link built into the task, post_fork_inline.
+    /// fork into `cg`: can_fork, the link built into the task, post_fork_inline. Odd
+    /// tgids build the link with `ForkCharge::take_link` (the task list's way, which
+    /// moves a listed root charge's anchor count into the link), even ones with
+    /// `prepare_link`: every test here runs both.
     fn fork(&self, cg: &Cgroup, tgid: i32) -> Result<Arc<Task>, Errno> {
-        let charge = cg.can_fork()?;
+        let mut charge = cg.can_fork()?;
+        if tgid % 2 == 1 {
+            let link = charge.take_link();
+            let t = Arc::new(Task { tgid, link });
+            self.list(&t);
+            assert!(!charge.post_fork_inline(&t), "no cgroup.kill raced");
+            return Ok(t);
+        }
         let t = Arc::new(Task {
             tgid,
             link: charge.prepare_link(),
         });
-        // Visible (listed by the resolver) before post_fork, as the task list's are.
+        self.list(&t);
+        assert!(!charge.post_fork_inline(&t), "no cgroup.kill raced");
+        Ok(t)
+    }
+
+    /// Makes `t` visible (listed by the resolver) before post_fork, as the task list's
+    /// tasks are.
+    fn list(&self, t: &Arc<Task>) {
         let mut all = self.all.lock().unwrap();
         if all.len() > 256 {
             all.retain(|w| w.strong_count() > 0);
         }
-        all.push(Arc::downgrade(&t));
-        drop(all);
-        assert!(!charge.post_fork_inline(&t), "no cgroup.kill raced");
-        Ok(t)
+        all.push(Arc::downgrade(t));
     }
 }
 

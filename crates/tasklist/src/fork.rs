@@ -210,6 +210,11 @@ impl Task {
         } else {
             args.exit_signal.map_or(Signal::CHLD.raw(), |s| s.raw())
         };
+        // The child's cgroup link, built now so that the task holds it from its
+        // creation; a fork into the listed root moves the charge's anchor count into
+        // it (`ForkCharge::take_link`) and leaves `charge` nothing to cancel.
+        let mut charge = charge;
+        let css = charge.take_link();
         // Everything of the task but its group: the task object itself is built inside
         // the attach's critical section, once its parent and ids are known, so that its
         // group state is written before anyone can see it (no lock round on it).
@@ -219,7 +224,7 @@ impl Task {
             exit_signal,
             cap,
             autoreap,
-            css: charge.prepare_link(),
+            css,
             pidfd,
             name: me.name.get(&me.name_seq),
         };

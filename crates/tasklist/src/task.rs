@@ -233,7 +233,7 @@ pub(crate) struct TaskInner {
     /// task that never used them (fork reading `pid_ns_for_children`, exit taking the
     /// hook) read one plain word instead of taking the lock.
     pub(crate) rare: SpinMutex<RareSlot>,
-    /// The css_set link, built with the task (`ForkCharge::prepare_link`: in the cgroup
+    /// The css_set link, built with the task (`ForkCharge::take_link`: in the cgroup
     /// charged at fork, unlinked) and linked by post_fork. Inline: the cgroup side
     /// reaches it through the task ([`CgroupMember::css`]), so it costs no allocation
     /// of its own; its drop (with the task's) unlinks and uncharges what is left.
