@@ -12,12 +12,12 @@
 # summed per function, then the total. Atomics in shared libraries (libc) are not
 # counted.
 #
-# Why count them: each is a full barrier that costs tens of cycles even uncontended,
-# and wall time per life cycle follows `instructions * a + atomics * b` far better
-# than instructions alone (see crates/uproc/IMPLEMENTATION.md for the fit). That fit
-# was made with ~90 atomics per life cycle; with 44 left, removing four moved the wall
-# time by less than the run-to-run noise (crates/tasklist/IMPLEMENTATION.md, "One life
-# cycle in fewer atomics"): count both, but expect instructions to lead now.
+# Why count them: each is a full barrier, and wall time per life cycle follows
+# `instructions * a + atomics * b`, where `b` is the machine's: ~6 ns (~65
+# instructions' worth) on the Intel part benches/IMPLEMENTATION.md ("What an atomic
+# costs") measured, little enough on an AMD one that removing four moved nothing
+# measurable (crates/tasklist/IMPLEMENTATION.md). `benches/atomic-cost.sh` measures it
+# on the machine at hand; count both.
 set -euo pipefail
 bin=${1:?usage: benches/atomics.sh BINARY ARGS...}
 shift
