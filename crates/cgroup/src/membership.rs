@@ -1241,6 +1241,18 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(expected = "a charge keeps its anchor until take_link disarms it")]
+    fn a_listed_charge_has_no_anchor_left_once_its_link_is_taken() {
+        let (p, h, _r) = hierarchies().pop().expect("a profile");
+        assert_eq!(p, Profile::Scalable, "the last profile is Scalable");
+        let mut charge = h.root().can_fork().unwrap();
+        let _link = charge.take_link();
+        // What needs the anchor panics (documented on `take_link`) instead of reading
+        // one it no longer owns.
+        let _ = charge.cgroup();
+    }
+
+    #[test]
     fn a_cancelled_take_link_gives_everything_back() {
         for (p, h, _r) in hierarchies() {
             let root = h.root();
