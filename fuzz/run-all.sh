@@ -14,10 +14,15 @@ cd "$(dirname "$0")"
 secs=${1:-60}
 shift || true
 targets=("$@")
+# Installed first: listing the targets needs cargo-fuzz too.
+bash ./install.sh >/dev/null
 if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < <(cargo +nightly fuzz list)
 fi
-bash ./install.sh >/dev/null
+if [ ${#targets[@]} -eq 0 ]; then
+  echo "run-all.sh: no fuzz targets found (cargo +nightly fuzz list)" >&2
+  exit 1
+fi
 # One build of every target (cargo fuzz build takes at most one target name).
 cargo +nightly fuzz build -O -s none >/dev/null 2>&1 || {
   cargo +nightly fuzz build -O -s none
