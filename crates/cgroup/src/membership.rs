@@ -698,7 +698,7 @@ impl ForkCharge {
     /// [`cgroup`](ForkCharge::cgroup), [`prepare_link`](ForkCharge::prepare_link),
     /// [`post_fork`](ForkCharge::post_fork) and
     /// [`post_fork_link`](ForkCharge::post_fork_link) panic on a charge whose anchor
-    /// this moved (they would need it).
+    /// this moved (they would need it), and so does a second `take_link` of it.
     #[inline(always)]
     pub fn take_link(&mut self) -> CssLink {
         if !self.listed_root {
