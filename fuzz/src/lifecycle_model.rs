@@ -922,10 +922,18 @@ impl Model {
                 return Err(e);
             }
         };
-        // cgroup_can_fork: the target cgroup exists and no pids.max on its way to the
-        // root is reached.
+        // cgroup_can_fork: the target cgroup exists (ENOENT from
+        // `css_tryget_online_from_dir`), a thread goes into its group's cgroup only
+        // (`cgroup_attach_permissions` with `threadgroup = false`: EOPNOTSUPP), and no
+        // pids.max on its way to the root is reached.
         let cg = into.unwrap_or(self.tasks[actor].cg);
-        if let Err(e) = self.can_fork(cg) {
+        let split = thread && !self.cgs[cg].removed && cg != self.tasks[actor].cg;
+        let charged = if split {
+            Err(Errno::EOPNOTSUPP)
+        } else {
+            self.can_fork(cg)
+        };
+        if let Err(e) = charged {
             for &(n, nr) in &nums {
                 self.ns[n].taken.remove(&nr);
             }

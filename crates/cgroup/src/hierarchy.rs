@@ -11,6 +11,7 @@ use uproc_abi::{Errno, Profile};
 use crate::Cgroup;
 use crate::anchor::Registry;
 use crate::controller::pids::PidsCounter;
+use crate::kill_state::KillState;
 use crate::membership::TaskResolver;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
@@ -141,10 +142,10 @@ pub(crate) struct Node {
     /// registry and every anchor's member lock; read by can_fork under its anchor's,
     /// the fork gate of `fork_gate.rs`).
     pub(crate) removed: AtomicBool,
-    /// `cgrp->kill_seq`: bumped by cgroup.kill on this cgroup or an ancestor (under
-    /// `css_set_lock`; `Scalable`: before the anchors are collected); read by can_fork
-    /// and post_fork.
-    pub(crate) kill_seq: AtomicU64,
+    /// `cgrp->kill_seq` and `CGRP_KILL` (`kill_state.rs`): begun and ended by every
+    /// cgroup.kill on this cgroup or an ancestor (begun under `css_set_lock`;
+    /// `Scalable`: before the anchors are collected); read by can_fork and post_fork.
+    pub(crate) kill: KillState,
     /// Linux profiles: forks between can_fork and post_fork/cancel, incremented under
     /// `css_set_lock`, decremented by post_fork or cancel. rmdir refuses (EBUSY) while
     /// non-zero, as Linux's parent task (or `cgroup_mutex`, with CLONE_INTO_CGROUP)
@@ -170,7 +171,7 @@ impl Node {
             parent,
             pids,
             removed: AtomicBool::new(false),
-            kill_seq: AtomicU64::new(0),
+            kill: KillState::default(),
             nr_forking: AtomicU64::new(0),
             nr_populated: AtomicU64::new(0),
             registry: Mutex::new(Registry::default()),

@@ -91,8 +91,9 @@
 //!   a higher level refuses holds its charge of the lower levels until it reverts them;
 //!   a fork racing it there may see that charge.)
 //! - `pids.peak` never decreases; `populated` = linked members in the subtree.
-//! - A fork that raced with `cgroup.kill` on its cgroup or an ancestor is either
-//!   collected by the kill or reported [`PostFork::killed`].
+//! - A fork that raced with `cgroup.kill` on its cgroup or an ancestor (any overlap of
+//!   its can_fork..post_fork with the kill) is either collected by the kill or
+//!   reported [`PostFork::killed`]: no child of a killed member survives the kill.
 //!
 //! # The kernel functions modelled
 //!
@@ -147,6 +148,7 @@ mod controller;
 mod files;
 mod fork_gate;
 mod hierarchy;
+mod kill_state;
 mod members;
 mod membership;
 mod phase;
@@ -206,6 +208,32 @@ pub mod loom_model {
         /// `pids.peak` of level `i`.
         pub fn peak(&self, i: usize) -> u64 {
             self.0[i].peak()
+        }
+    }
+
+    /// A cgroup's `cgroup.kill` state (`kill_state.rs`), as the kill and a fork use it.
+    #[derive(Debug, Default)]
+    pub struct Kill(crate::kill_state::KillState);
+
+    impl Kill {
+        /// A kill begins (before collecting the members).
+        pub fn begin(&self) {
+            self.0.begin()
+        }
+
+        /// The kill ends (after its last SIGKILL).
+        pub fn end(&self) {
+            self.0.end()
+        }
+
+        /// can_fork's reading.
+        pub fn seen(&self) -> u64 {
+            self.0.seen()
+        }
+
+        /// post_fork's verdict, after linking: whether a kill overlapped since `seen`.
+        pub fn raced(&self, seen: u64) -> bool {
+            self.0.raced(seen)
         }
     }
 

@@ -279,6 +279,19 @@ fn narrow_key(key: usize) -> u32 {
     u32::try_from(key).expect("fewer than 2^32 members in one anchor")
 }
 
+/// A `cgroup.kill` in flight on these cgroups (the subtree it kills): its drop ends it
+/// (bumps each `kill_seq` once more, then lowers each mark), also if a member's kill
+/// panicked, so that no later fork is killed for it.
+struct KillInFlight(Vec<Arc<crate::hierarchy::Node>>);
+
+impl Drop for KillInFlight {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            n.kill.end();
+        }
+    }
+}
+
 /// [`ForkCharge::slot`] of a fork that reserved no entry.
 const NO_SLOT: u32 = u32::MAX;
 
@@ -294,7 +307,7 @@ fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
             return Err(Errno::ENOENT);
         }
         node.nr_forking.fetch_add(1, Ordering::AcqRel);
-        (node.kill_seq.load(Ordering::Relaxed), NO_SLOT)
+        (node.kill.seen(), NO_SLOT)
     } else if node.is_gated() {
         // rmdir decides under every anchor's member lock: either it sees this fork's
         // reserved entry (EBUSY), or this fork, taking the lock after, sees the
@@ -304,7 +317,7 @@ fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
             return Err(Errno::ENOENT);
         };
         let slot = narrow_key(slot);
-        (node.kill_seq.load(Ordering::Acquire), slot)
+        (node.kill.seen(), slot)
     } else {
         // The root: never removed, never killed (its kill_seq stays 0).
         listed_root = cg.hier.lists_root_members();
@@ -507,19 +520,26 @@ impl Cgroup {
     }
 
     /// `cgroup.kill` (`cgroup_kill_write` -> `cgroup_kill`): SIGKILL every member of
-    /// this cgroup and its descendants.
+    /// this cgroup and its descendants, and every child a fork links into the subtree
+    /// while the kill is in flight.
     ///
     /// Under `cgroup_mutex` and `css_set_lock` (`Scalable`: each anchor's member lock
-    /// in turn) it bumps `kill_seq` of every cgroup of the subtree (so a fork between
-    /// can_fork and post_fork comes out [`killed`](PostFork::killed)) and collects the
+    /// in turn) it marks every cgroup of the subtree as being killed
+    /// (`kills_in_flight`, Linux's `CGRP_KILL`), bumps its `kill_seq` and collects the
     /// members; it calls [`CgroupMember::kill`] on each (every linked thread) after
-    /// dropping both locks. ENOENT on the root (Linux has no `cgroup.kill` there) and on
-    /// a removed cgroup.
+    /// dropping both locks, then bumps every `kill_seq` once more and lowers the marks.
+    /// A fork between can_fork and post_fork comes out [`killed`](PostFork::killed)
+    /// when the kill started after its can_fork (the first bump), was in flight when it
+    /// linked its child (the mark), or ended after its can_fork (the second bump: its
+    /// parent, collected here, may have been killed only after the fork's attach
+    /// checked it for a fatal signal, and a collection made before the child was
+    /// linked missed the child). So no child of a killed member survives the kill. ENOENT on the root (Linux has no
+    /// `cgroup.kill` there) and on a removed cgroup.
     pub fn kill(&self) -> Result<(), Errno> {
         if self.node.parent.is_none() {
             return Err(Errno::ENOENT);
         }
-        let victims: Vec<Weak<dyn CgroupMember>> = {
+        let (in_flight, victims) = {
             let tree = self.hier.tree.lock();
             if self.node.is_removed() {
                 return Err(Errno::ENOENT);
@@ -528,19 +548,20 @@ impl Cgroup {
             // Rule: cgroup_mutex -> css_set_lock -> registry -> member sets.
             // `Scalable`: no css_set_lock; one anchor at a time (see the bump below).
             let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
-            let mut v = Vec::new();
+            let mut v: Vec<Weak<dyn CgroupMember>> = Vec::new();
             for n in &subtree {
-                // Bumped before any anchor is collected: a post_fork that compares after
-                // its anchor was collected takes that anchor's lock after the
-                // collection, so it sees the bump. An anchor registered after the
-                // snapshot below serves forks that read kill_seq after the bump.
-                n.kill_seq.fetch_add(1, Ordering::AcqRel);
+                // Marked and bumped before any anchor is collected: a post_fork that
+                // compares after its anchor was collected takes that anchor's lock
+                // after the collection, so it sees both. An anchor registered after
+                // the snapshot below serves forks that read kill_seq after the bump,
+                // and they link while the mark is up (or see the end's bump).
+                n.kill.begin();
                 let anchors = n.registry.lock().live();
                 for a in &anchors {
                     v.extend(a.members.lock().values().cloned());
                 }
             }
-            v
+            (KillInFlight(subtree), v)
         };
         tracing::info!(path = %self.node.path(), tasks = victims.len(), "cgroup.kill");
         for v in victims {
@@ -548,6 +569,7 @@ impl Cgroup {
                 m.kill();
             }
         }
+        drop(in_flight);
         Ok(())
     }
 
@@ -788,7 +810,7 @@ impl ForkCharge {
             // own set (no runtime-wide counter every fork would write); it only orders
             // entries inside that set.
             let mut members = anchor.members.lock();
-            let killed = node.kill_seq.load(Ordering::Acquire) != self.kill_seq;
+            let killed = self.kill_raced(node);
             let slot = self.slot;
             let adopted = link.adopt(&mut members, kind, |m| match slot {
                 NO_SLOT => m.append(member),
@@ -825,7 +847,7 @@ impl ForkCharge {
         let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
         let _css = hier.css_set_lock.lock();
         debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
-        let killed = node.kill_seq.load(Ordering::Relaxed) != self.kill_seq;
+        let killed = self.kill_raced(node);
         let adopted = link.adopt(&mut self.anchor().members.lock(), kind, |m| {
             m.insert(serial, member)
         });
@@ -840,6 +862,16 @@ impl ForkCharge {
         // After the member is linked: rmdir sees one or the other.
         node.nr_forking.fetch_sub(1, Ordering::Release);
         (killed, adopted)
+    }
+
+    /// Whether a `cgroup.kill` of `node` (the child's cgroup) or an ancestor overlapped
+    /// this fork: one is in flight now, or one started or ended since can_fork (see
+    /// [`Cgroup::kill`] and `kill_state.rs`). Read after the child is linked, under the
+    /// lock the kill's collection takes (the anchor's member lock; `Linux*`:
+    /// `css_set_lock`): either the collection found the child, or this sees the kill.
+    #[inline]
+    fn kill_raced(&self, node: &crate::hierarchy::Node) -> bool {
+        node.kill.raced(self.kill_seq)
     }
 
     /// What post_fork does after a race: a task reaped before it was linked gives the

@@ -195,3 +195,65 @@ fn kill_runs_member_callbacks_without_any_cgroup_lock_held() {
         *m.link.lock().unwrap() = None;
     });
 }
+
+/// A fork that overlaps a `cgroup.kill` in any way comes out killed (Linux's
+/// `CGRP_KILL` check at post_fork, and `kill_seq`): one that links its child while
+/// the kill is in flight (after the kill's collection: the member's kill callback
+/// forks), and one whose can_fork came during the kill and whose post_fork comes after
+/// it ended (the kill killed its parent only after the fork's fatal-signal check). A
+/// fork wholly after the kill is not marked.
+#[test]
+fn a_fork_overlapping_a_kill_is_killed_even_when_it_links_after_the_collection() {
+    struct Forker {
+        cg: uproc_cgroup::Cgroup,
+        /// post_fork's `killed` of the fork made wholly inside the kill.
+        inside: std::sync::Mutex<Option<(Arc<common::FakeTask>, bool)>>,
+        /// A charge taken inside the kill, post_forked after it.
+        pending: std::sync::Mutex<Option<uproc_cgroup::ForkCharge>>,
+    }
+    impl CgroupMember for Forker {
+        fn tgid(&self) -> i32 {
+            1
+        }
+        fn is_group_leader(&self) -> bool {
+            true
+        }
+        fn kill(&self) {
+            let linked = common::link_new_task(self.cg.can_fork().unwrap(), 2, 2, true, true);
+            *self.inside.lock().unwrap() = Some(linked);
+            *self.pending.lock().unwrap() = Some(self.cg.can_fork().unwrap());
+        }
+    }
+    for_each_profile(|p| {
+        let h = Hierarchy::new(p);
+        let a = h.root().mkdir("a").unwrap();
+        let b = a.mkdir("b").unwrap();
+        let m = Arc::new(Forker {
+            cg: b.clone(),
+            inside: Default::default(),
+            pending: Default::default(),
+        });
+        let pf = b
+            .can_fork()
+            .unwrap()
+            .post_fork(Arc::downgrade(&(m.clone() as Arc<dyn CgroupMember>)));
+        a.kill().unwrap(); // on an ancestor: b's forks are marked too
+        let (inside, killed) = m.inside.lock().unwrap().take().expect("the kill ran");
+        assert!(killed, "{p}: linked while the kill was in flight");
+        assert!(
+            inside.link().is_linked(),
+            "linked, then SIGKILLed by its forker"
+        );
+        let charge = m.pending.lock().unwrap().take().expect("the kill ran");
+        let (after, killed) = common::link_new_task(charge, 3, 3, true, true);
+        assert!(killed, "{p}: can_fork during the kill, post_fork after it");
+        let (later, killed) = common::fork_full(&b, 4, 4, true, true).unwrap();
+        assert!(!killed, "{p}: a fork wholly after the kill");
+        for t in [&inside, &after, &later] {
+            t.exit_and_reap();
+        }
+        pf.link.task_dead();
+        pf.link.release();
+        assert_eq!(a.pids_current(), 0, "{p}: every charge given back");
+    });
+}

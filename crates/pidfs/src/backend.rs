@@ -15,9 +15,18 @@ use uproc_pidns::{Pid, PidNamespace};
 pub trait PidfdBackend: Send + Sync + 'static {
     /// What is attached to `pid` as `PIDTYPE_PID` right now.
     fn task_state(&self, pid: &Pid) -> PidTaskState;
-    /// Deliver `sig` with `scope` to the task(s) attached to `pid`. ESRCH if nothing is
-    /// attached. A zombie (exited, not reaped) succeeds silently.
-    fn send_signal(&self, pid: &Arc<Pid>, sig: Signal, scope: SignalScope) -> Result<(), Errno>;
+    /// Deliver `sig` with `scope` to the task(s) attached to `pid`, sent from a task of
+    /// namespace `from` (the pidfd's: the namespace of the task that opened it, for the
+    /// namespace-init rule of `send_signal_locked`: an init drops SIGKILL and SIGSTOP
+    /// sent from inside its namespace and takes them from an ancestor's). ESRCH if
+    /// nothing is attached. A zombie (exited, not reaped) succeeds silently.
+    fn send_signal(
+        &self,
+        pid: &Arc<Pid>,
+        sig: Signal,
+        scope: SignalScope,
+        from: &PidNamespace,
+    ) -> Result<(), Errno>;
     /// pid / tgid / ppid as `viewer` sees them, and the cgroup id; `None` once reaped.
     fn task_ids(&self, pid: &Pid, viewer: &PidNamespace) -> Option<TaskIds>;
 }

@@ -190,6 +190,11 @@ impl PidFd {
     /// `pidfd_send_signal(pidfd, sig, NULL, 0)`: to the thread for a `PIDFD_THREAD`
     /// pidfd, else to the thread group. Succeeds silently on a zombie; ESRCH once reaped.
     ///
+    /// The signal is sent as by a task of the namespace the pidfd was opened in (a
+    /// pidfd has no caller of its own here): a namespace init drops SIGKILL and SIGSTOP
+    /// through a pidfd opened inside its namespace, as Linux's init drops them from a
+    /// sender inside, and takes them through one opened in an ancestor namespace.
+    ///
     /// # References
     /// [pidfd_send_signal(2)](https://man7.org/linux/man-pages/man2/pidfd_send_signal.2.html)
     pub fn send_signal(&self, sig: Signal) -> Result<(), Errno> {
@@ -217,7 +222,7 @@ impl PidFd {
             SignalScope::ThreadGroup
         };
         match self.backend() {
-            Some(b) => b.send_signal(&self.file.pid, sig, scope),
+            Some(b) => b.send_signal(&self.file.pid, sig, scope, self.file.viewer()),
             None => Err(Errno::ESRCH),
         }
     }

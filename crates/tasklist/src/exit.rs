@@ -51,7 +51,7 @@ pub(crate) type ParentSignal = Option<(Arc<TaskInner>, Signal)>;
 /// action (a fatal one ends it). Called with no lock held.
 pub(crate) fn send_exit_signal(child: &TaskInner, sig: ParentSignal) {
     if let Some((parent, sig)) = sig {
-        let _ = crate::signal::send_group(&parent, sig, Some(child));
+        let _ = crate::signal::send_group(&parent, sig, crate::signal::Sender::Task(child));
     }
 }
 
@@ -588,7 +588,7 @@ fn zap_pid_ns_processes(sys: &System, t: &Arc<TaskInner>) {
             .collect()
     };
     for v in &victims {
-        let _ = crate::signal::send_group(v, Signal::KILL, None);
+        let _ = crate::signal::send_group(v, Signal::KILL, crate::signal::Sender::Runtime);
     }
     sys.zapping.lock().push(Task::from_inner(leader));
     sys.zap_check.raise();

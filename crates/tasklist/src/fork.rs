@@ -115,8 +115,9 @@ impl Task {
     /// `set_tid` entries, `PARENT` from a namespace init, `THREAD` or `NEWPID` after
     /// `unshare_pid_ns`); `alloc_pid`'s errors (EINVAL, EPERM, EEXIST, EAGAIN, ENOMEM);
     /// ENOSPC for a 33rd namespace level; EAGAIN over `pids.max`; ENOENT for a removed
-    /// cgroup; ENOMEM if the target namespace's init died; EINTR if a fatal signal is
-    /// pending on the caller; ESRCH if the caller itself has exited.
+    /// cgroup; EOPNOTSUPP for `THREAD | INTO_CGROUP` into another cgroup than the
+    /// caller's group's; ENOMEM if the target namespace's init died; EINTR if a fatal
+    /// signal is pending on the caller; ESRCH if the caller itself has exited.
     ///
     /// # References
     /// `copy_process` in `kernel/fork.c`.
@@ -185,6 +186,13 @@ impl Task {
         // 4. cgroup_can_fork
         // Into the caller's own cgroup through its link: no cgroup handle made.
         let charge = match &args.cgroup {
+            // `cgroup_attach_permissions(.., threadgroup = false)`: a new thread joins
+            // its group's cgroup (a thread group is never split across cgroups; uproc
+            // has no threaded cgroups). A removed target fails as for a process. Read
+            // under the group's `threadgroup_rwsem`, so no migration moves it meanwhile.
+            Some(c) if thread && !c.is_removed() && c.id() != me.cgroup_id() => {
+                Err(Errno::EOPNOTSUPP)
+            }
             Some(c) => c.can_fork(),
             None => me.css.can_fork(),
         };
@@ -261,17 +269,18 @@ impl Task {
         // One fence (after `started`'s write) for two handshakes, each a write before it
         // and a read after it,
         // against a write and a fenced read on the other side:
-        // - attached (`pid_task` finds it) vs. a zap that closed the namespace since
-        //   the attach's check and may have walked it before that (no `tasklist_lock`
-        //   orders the two under `Scalable`): either the zap's walk (after its fence)
-        //   finds the child, or this load sees the namespace closed and the child dies
-        //   with it here, as the zap would have killed it;
+        // - attached (`pid_task` finds it) vs. a zap that closed one of the child's
+        //   namespaces and may have walked it before the attach (under `Scalable` no
+        //   `tasklist_lock` orders the two; under `Linux*` the zap sends its SIGKILLs
+        //   after dropping it): either the zap's walk (after its fence) finds the
+        //   child, or these loads see the namespace closed and the child dies here,
+        //   as the zap would have killed it (`zapped_since_attach`);
         // - `started` vs. a fatal signal's marking of the thread (`StartFlag`): either
         //   the signal side sees it started and ends it, or this load sees SIGKILL;
         // - attached vs. a group kill in flight (`group_kill.rs`): either its walk finds
         //   the child, or this fork sees the kill raised and waits for it to end.
         child.started.publish_then_fence();
-        let zapped = !child.pid.ns().is_adding();
+        let zapped = zapped_since_attach(me, &child.pid);
         crate::group_kill::wait_out_group_kills(hot.is_none());
         let fatal = child.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0;
         tracing::debug!(
@@ -290,7 +299,7 @@ impl Task {
             let status = status.unwrap_or(uproc_abi::WaitStatus::signaled_by(Signal::KILL, false));
             crate::exit::do_exit(&child, status);
         } else if killed || zapped {
-            let _ = crate::signal::send_group(&child, Signal::KILL, None);
+            let _ = crate::signal::send_group(&child, Signal::KILL, crate::signal::Sender::Runtime);
         }
         Ok(Task::from_inner(child))
     }
@@ -337,6 +346,37 @@ impl Proto {
             name_seq: AtomicU16::new(0),
         }
     }
+}
+
+/// After the attach and its fence: whether a namespace zap the child must die with
+/// closed one of its namespaces, so that the zap's walk may have missed it.
+///
+/// - The innermost namespace closed: the attach saw it open (else ENOMEM, as
+///   `alloc_pid`'s `PIDNS_ADDING` check), so the zap raced this fork.
+/// - An outer namespace closed while the caller has a number in it (a member forking
+///   a `CLONE_NEWPID` child, or a child after `unshare_pid_ns`): in Linux that zap's
+///   walk, under `tasklist_lock`, either finds the child or SIGKILLs the caller first,
+///   whose attach then fails with EINTR; the child never outlives it.
+/// - An outer namespace closed that the caller is not in (a task that `setns`-ed
+///   below it): its zap kills nothing of this fork's; Linux lets the child live (it
+///   keeps the dead init unreapable until it dies), and so does this.
+#[inline]
+fn zapped_since_attach(me: &TaskInner, pid: &uproc_pidns::Pid) -> bool {
+    if !pid.ns().is_adding() {
+        return true;
+    }
+    // The usual child has one level: nothing more to read.
+    pid.level() > 0 && outer_zapped(me, pid)
+}
+
+/// [`zapped_since_attach`]'s outer levels (a nested child only).
+#[cold]
+#[inline(never)]
+fn outer_zapped(me: &TaskInner, pid: &uproc_pidns::Pid) -> bool {
+    let outer = &pid.numbers()[..pid.numbers().len() - 1];
+    outer
+        .iter()
+        .any(|u| !u.ns.is_adding() && me.pid.nr_in(&u.ns) != 0)
 }
 
 /// A failed fork freed a number: run the namespace-init checks it may have made due

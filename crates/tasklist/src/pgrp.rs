@@ -271,9 +271,9 @@ impl TaskList {
 
 impl Task {
     /// [setpgid(2)](https://man7.org/linux/man-pages/man2/setpgid.2.html): `pid` 0 is
-    /// the caller, `pgid` 0 is `pid`. EINVAL for `pgid < 0` or a non-leader target;
-    /// ESRCH if `pid` is neither the caller nor one of its children (or was reaped), or
-    /// if the caller itself was reaped;
+    /// the caller, `pgid` 0 is `pid`. EINVAL for `pgid < 0` (so for a zero `pgid` with a
+    /// negative `pid`) or a non-leader target; ESRCH if `pid` is neither the caller nor
+    /// one of its children (or was reaped), or if the caller itself was reaped;
     /// EPERM if the target is a session leader, is in another session, or `pgid` names
     /// no process group of the caller's session.
     ///
@@ -283,7 +283,9 @@ impl Task {
     /// # References
     /// `SYSCALL_DEFINE2(setpgid)` in `kernel/sys.c`.
     pub fn setpgid(&self, pid: i32, pgid: i32) -> Result<(), Errno> {
-        if pgid < 0 {
+        // Linux substitutes `pgid = pid` for a zero pgid before its `pgid < 0` check:
+        // `setpgid(-5, 0)` is EINVAL, `setpgid(-5, 7)` ESRCH (no such pid).
+        if pgid < 0 || (pgid == 0 && pid < 0) {
             return Err(Errno::EINVAL);
         }
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;

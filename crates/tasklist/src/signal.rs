@@ -39,10 +39,19 @@ pub enum SigChld {
     NoCldWait,
 }
 
-/// The sender of a signal, for the namespace-init rule: `None` is the runtime itself
-/// (cgroup.kill, a pidfd without a known sender), which acts from outside every
-/// namespace.
-pub(crate) type Sender<'a> = Option<&'a TaskInner>;
+/// The sender of a signal, for the namespace-init rule (`send_signal_locked`'s
+/// `force`: SIGKILL/SIGSTOP reach an init only from an ancestor namespace).
+#[derive(Clone, Copy)]
+pub(crate) enum Sender<'a> {
+    /// The runtime itself (cgroup.kill, a zap, a raced fork's child): from outside
+    /// every namespace.
+    Runtime,
+    /// A task (`kill`, `tgkill`, an exit signal to the parent).
+    Task(&'a TaskInner),
+    /// Some task of this namespace: a pidfd's sender, which is known by the
+    /// namespace the pidfd was opened in.
+    InNamespace(&'a PidNamespace),
+}
 
 /// `sig_task_ignored` for `SIGNAL_UNKILLABLE`: whether a namespace init drops `sig`.
 /// It drops every default-action signal sent from inside its namespace, and all but
@@ -54,10 +63,25 @@ fn init_ignores(target: &TaskInner, sig: Signal, sender: Sender<'_>) -> bool {
     // The runtime init has no outside: nothing can force a signal on it.
     let force = target.active_ns().level() > 0
         && match sender {
-            None => true,
-            Some(s) => s.pid.nr_in(target.active_ns()) == 0,
+            Sender::Runtime => true,
+            Sender::Task(s) => s.pid.nr_in(target.active_ns()) == 0,
+            // A task of `ns` has a number in the target's namespace exactly when that
+            // namespace is `ns` or one of its ancestors.
+            Sender::InNamespace(ns) => !is_self_or_ancestor(target.active_ns(), ns),
         };
     !(force && sig.is_unblockable())
+}
+
+/// Whether `ancestor` is `ns` or one of its ancestors.
+fn is_self_or_ancestor(ancestor: &PidNamespace, ns: &PidNamespace) -> bool {
+    let mut at = ns;
+    while at.level() > ancestor.level() {
+        match at.parent() {
+            Some(p) => at = p,
+            None => return false,
+        }
+    }
+    std::ptr::eq(at, ancestor)
 }
 
 /// What delivery decided, acted on after the siglock is dropped.
@@ -411,7 +435,7 @@ impl Task {
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;
         self.0.check_not_released()?;
         let ns = self.0.active_ns();
-        let me = Some(&*self.0);
+        let me = Sender::Task(&self.0);
         if pid > 0 {
             let t = find_in(ns, pid).ok_or(Errno::ESRCH)?;
             return send_group(&t, sig, me);
@@ -453,7 +477,7 @@ impl Task {
         if leader.pid.nr_in(ns) != tgid {
             return Err(Errno::ESRCH);
         }
-        send_thread(&t, sig, Some(&*self.0))
+        send_thread(&t, sig, Sender::Task(&self.0))
     }
 
     /// Takes the lowest pending signal (thread set first, then the group's), as a

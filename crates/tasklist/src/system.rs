@@ -4,6 +4,7 @@
 //! the reaper wakeup of `free_pid`).
 
 use crate::pgrp::{ProcessIds, TaskList};
+use crate::signal::Sender;
 use crate::sync::{
     AtomicBool, AtomicI32, AtomicU8, AtomicU16, AtomicU64, Mutex, Ordering, SpinMutex,
 };
@@ -354,14 +355,21 @@ impl PidfdBackend for System {
         }
     }
 
-    fn send_signal(&self, pid: &Arc<Pid>, sig: Signal, scope: SignalScope) -> Result<(), Errno> {
+    fn send_signal(
+        &self,
+        pid: &Arc<Pid>,
+        sig: Signal,
+        scope: SignalScope,
+        from: &PidNamespace,
+    ) -> Result<(), Errno> {
         let t = pid_task(pid).ok_or(Errno::ESRCH)?;
+        let sender = Sender::InNamespace(from);
         match scope {
-            SignalScope::Thread => crate::signal::send_thread(&t, sig, None),
-            SignalScope::ThreadGroup => crate::signal::send_group(&t, sig, None),
+            SignalScope::Thread => crate::signal::send_thread(&t, sig, sender),
+            SignalScope::ThreadGroup => crate::signal::send_group(&t, sig, sender),
             SignalScope::ProcessGroup => {
                 let pgrp = t.group().sig.lock().pgrp().ok_or(Errno::ESRCH)?;
-                crate::signal::kill_pgrp(self, &pgrp, sig, None)
+                crate::signal::kill_pgrp(self, &pgrp, sig, sender)
             }
         }
     }

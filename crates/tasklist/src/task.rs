@@ -1153,7 +1153,7 @@ impl CgroupMember for TaskInner {
         // cgroup.kill comes from the cgroup writer, outside any task: it reaches
         // namespace inits (force), as a writer in an ancestor namespace would.
         if let Some(t) = self.leader_task() {
-            let _ = crate::signal::send_group(&t, Signal::KILL, None);
+            let _ = crate::signal::send_group(&t, Signal::KILL, crate::signal::Sender::Runtime);
         }
     }
 

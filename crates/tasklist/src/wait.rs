@@ -301,8 +301,11 @@ fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: Wai
                     return Scan::Reap(i, info);
                 }
             }
-            DELAYED => eligible = true,
-            RUNNING => {
+            // A leader held back by live threads (`delay_group_leader`) is not reaped,
+            // but its group's stop and continue are reported through it, as through a
+            // running leader (`wait_consider_task` falls through to
+            // `wait_task_stopped` / `wait_task_continued`, which read the group).
+            RUNNING | DELAYED => {
                 eligible = true;
                 let pid = ci.pid.nr_in(ns);
                 if opts.contains(WaitOptions::STOPPED) {

@@ -279,6 +279,57 @@ fn into_cgroup_and_pids_limit_failures_leak_nothing() {
     cg.rmdir().unwrap();
 }
 
+/// `CLONE_THREAD | CLONE_INTO_CGROUP`: a thread joins its group's cgroup or none
+/// (`cgroup_attach_permissions` with `threadgroup = false`: EOPNOTSUPP for another
+/// domain cgroup), so a thread group is never split; into its own cgroup it forks. A
+/// removed target fails as for a process (ENOENT). Nothing charged or leaked.
+fn thread_into_another_cgroup_is_eopnotsupp() {
+    let sys = system();
+    let init = sys.init();
+    let home = sys.cgroup_root().mkdir("home").unwrap();
+    let other = sys.cgroup_root().mkdir("other").unwrap();
+    let gone = sys.cgroup_root().mkdir("gone").unwrap();
+    gone.rmdir().unwrap();
+    let into = |cg: &uproc_cgroup::Cgroup, flags| CloneArgs {
+        flags: CloneFlags::INTO_CGROUP | flags,
+        cgroup: Some(cg.clone()),
+        ..Default::default()
+    };
+    let p = init.fork(&into(&home, CloneFlags::empty())).unwrap();
+    for flags in [
+        CloneFlags::NEW_THREAD,
+        CloneFlags::NEW_THREAD | CloneFlags::PIDFD,
+    ] {
+        fails(
+            &p,
+            &into(&other, flags),
+            Errno::EOPNOTSUPP,
+            "thread elsewhere",
+        );
+        fails(
+            &p,
+            &into(&sys.cgroup_root(), flags),
+            Errno::EOPNOTSUPP,
+            "to the root",
+        );
+        fails(&p, &into(&gone, flags), Errno::ENOENT, "removed");
+    }
+    assert_eq!((home.pids_current(), other.pids_current()), (1, 0));
+    let t = p.fork(&into(&home, CloneFlags::NEW_THREAD)).unwrap();
+    assert_eq!(t.cgroup(), home, "into its group's own cgroup");
+    assert_eq!(home.pids_current(), 2);
+    // A process may go anywhere.
+    let c = p.fork(&into(&other, CloneFlags::empty())).unwrap();
+    assert_eq!(c.cgroup(), other);
+    c.exit(0);
+    reap(&p, &c);
+    t.exit(0);
+    p.exit(0);
+    reap(&init, &p);
+    assert_eq!((home.pids_current(), other.pids_current()), (0, 0));
+    assert_at_rest(&sys);
+}
+
 fn fatal_signal_pending_on_parent_is_eintr() {
     let sys = system();
     let init = sys.init();
@@ -487,6 +538,7 @@ every_profile!(
     set_tid_needs_cap_and_picks_the_number,
     clone_pidfd_refers_to_the_child,
     into_cgroup_and_pids_limit_failures_leak_nothing,
+    thread_into_another_cgroup_is_eopnotsupp,
     fatal_signal_pending_on_parent_is_eintr,
     fork_into_closed_namespace_is_enomem,
     closed_namespace_race_fails_forks_cleanly,

@@ -152,6 +152,46 @@ fn init_ignores_signals_from_inside_but_not_sigkill_from_outside() {
     assert_eq!(init.state(), TaskState::Running);
 }
 
+/// `pidfd_send_signal` follows the same rule, with the pidfd's namespace (the one it was
+/// opened in) as the sender's: SIGKILL/SIGSTOP through a pidfd opened inside the
+/// init's namespace are dropped, through one opened from an ancestor they act.
+fn init_ignores_sigkill_through_a_pidfd_opened_inside() {
+    let sys = system();
+    let init = sys.init();
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let c = fork(&n);
+    let nested = fork_flags(&c, CloneFlags::NEWPID);
+    let none = uproc_abi::PidfdFlags::empty();
+    let inside = c.pidfd_open(1, none).unwrap();
+    for sig in [Signal::KILL, Signal::STOP, Signal::TERM] {
+        assert_eq!(inside.send_signal(sig), Ok(()), "dropped silently");
+        assert_eq!(n.state(), TaskState::Running, "{sig} from inside ignored");
+    }
+    // From the init's namespace into a child namespace: an ancestor's pidfd.
+    let of_nested = c.pidfd_open(c.pid_of(&nested), none).unwrap();
+    of_nested.send_signal(Signal::STOP).unwrap();
+    assert_eq!(
+        nested.state(),
+        TaskState::Stopped,
+        "SIGSTOP from an ancestor"
+    );
+    of_nested.send_signal(Signal::KILL).unwrap();
+    assert_eq!(
+        nested.state(),
+        TaskState::Zombie,
+        "SIGKILL from an ancestor"
+    );
+    reap(&c, &nested);
+    let outside = init.pidfd_open(init.pid_of(&n), none).unwrap();
+    outside.send_signal(Signal::TERM).unwrap();
+    assert_eq!(n.state(), TaskState::Running, "only KILL/STOP are forced");
+    outside.send_signal(Signal::KILL).unwrap();
+    assert_eq!(n.state(), TaskState::Zombie, "the init dies of it");
+    assert_eq!(c.state(), TaskState::Dead, "and its namespace with it");
+    reap(&init, &n);
+    assert_at_rest(&sys);
+}
+
 fn init_death_kills_the_namespace_and_is_reaped_last() {
     let sys = system();
     let init = sys.init();
@@ -316,6 +356,7 @@ fn dying_namespace_init_reaps_children_of_every_exit_signal() {
 }
 
 every_profile!(
+    init_ignores_sigkill_through_a_pidfd_opened_inside,
     newpid_child_is_pid_1_with_nested_numbers,
     unshare_and_setns,
     level_33_is_enospc,

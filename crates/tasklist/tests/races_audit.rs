@@ -2191,3 +2191,182 @@ fn concurrent_life_cycles_never_publish_a_number_twice() {
         base.check(&sys, &what);
     }
 }
+
+// ---------------------------------------------------------------------------------
+// A namespace init's death racing the forks of a member into namespaces nested in it.
+// ---------------------------------------------------------------------------------
+
+/// Tasks a kill or a zap kills before the forker of the two tests below.
+const BYSTANDERS: usize = 16;
+
+struct Nested {
+    /// The init that dies.
+    o: Task,
+    /// A member of its namespace, forking children that are inits of namespaces nested
+    /// in it (`CLONE_NEWPID`), or members of one (`unshare_pid_ns`, then plain forks).
+    f: Task,
+    forked: Mutex<Vec<Task>>,
+    meet: AtomicUsize,
+}
+
+/// Linux's zap walks the dying namespace under `tasklist_lock` and `copy_process`
+/// attaches under it with a fatal-signal check: every task with a number in the dying
+/// namespace dies, whatever namespace it is the init or a member of, and the init
+/// becomes reapable once its namespace is empty.
+#[test]
+fn a_dying_namespace_init_kills_every_nested_namespace_its_members_fork_into() {
+    let iters = race_iterations(2_000, 150);
+    for &prof in Profile::ALL {
+        for unshare in [false, true] {
+            let how = if unshare { "unshare + fork" } else { "NEWPID" };
+            let what = format!("{prof}/{how}");
+            let (sys, init, base) = fresh(prof);
+            let reaped = Mutex::new(Vec::new());
+            race(
+                iters,
+                |_| {
+                    let o = fork_flags(&init, CloneFlags::NEWPID);
+                    // Bystanders the zap kills before the forker (lower numbers): they
+                    // widen the window between its walk and the forker's SIGKILL.
+                    for _ in 0..BYSTANDERS {
+                        fork(&o);
+                    }
+                    let f = fork(&o);
+                    if unshare {
+                        f.unshare_pid_ns().unwrap();
+                    }
+                    Nested {
+                        o,
+                        f,
+                        forked: Mutex::new(Vec::new()),
+                        meet: AtomicUsize::new(0),
+                    }
+                },
+                &[
+                    &|n: &Nested, r| {
+                        meet(&n.meet, 2);
+                        stagger(jitter(r, 0, WIDTH / 4));
+                        n.o.exit(0);
+                    },
+                    &|n: &Nested, _| {
+                        meet(&n.meet, 2);
+                        let flags = if unshare {
+                            CloneFlags::empty()
+                        } else {
+                            CloneFlags::NEWPID
+                        };
+                        for _ in 0..64 {
+                            let args = CloneArgs {
+                                flags,
+                                ..Default::default()
+                            };
+                            match n.f.fork(&args) {
+                                Ok(c) => n.forked.lock().unwrap().push(c),
+                                Err(Errno::EINTR | Errno::ENOMEM | Errno::ESRCH) => break,
+                                Err(e) => panic!("{what}: fork gave {e}"),
+                            }
+                        }
+                    },
+                ],
+                |n, r| {
+                    let forked = n.forked.into_inner().unwrap();
+                    for c in forked.iter().chain([&n.f]) {
+                        assert!(
+                            !c.is_alive(),
+                            "{what} round {r}: a task with a number in the dead namespace \
+                             survived its zap (nspid {:?})",
+                            c.nspid()
+                        );
+                    }
+                    // The dead init is reapable once its namespace is empty: drain
+                    // fails if it never is.
+                    drain(&init, &reaped, &what);
+                    assert_eq!(n.o.state(), TaskState::Dead, "{what} round {r}: reaped");
+                },
+            );
+            base.check(&sys, &what);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// cgroup.kill racing the forks of a member.
+// ---------------------------------------------------------------------------------
+
+struct Killed {
+    f: Task,
+    forked: Mutex<Vec<Task>>,
+    meet: AtomicUsize,
+}
+
+/// A child forked by a member while `cgroup.kill` runs either is collected and killed,
+/// or links itself while the kill is in flight or after it ended and is killed by its
+/// post_fork: when the kill and the forks have returned, no child is alive (the
+/// snapshot-then-kill alone let children linked after the snapshot, of a parent killed
+/// after its fork's fatal-signal check, escape).
+#[test]
+fn no_child_of_a_member_forked_during_cgroup_kill_survives_it() {
+    let iters = race_iterations(2_000, 150);
+    let overlap = Overlap::default();
+    for &prof in Profile::ALL {
+        let what = format!("{prof}");
+        let (sys, init, base) = fresh(prof);
+        let cg = sys.cgroup_root().mkdir("k").unwrap();
+        let reaped = Mutex::new(Vec::new());
+        race(
+            iters,
+            |_| {
+                let into = CloneArgs {
+                    flags: CloneFlags::INTO_CGROUP,
+                    cgroup: Some(cg.clone()),
+                    ..Default::default()
+                };
+                // Members linked before the forker, which the kill kills first: they
+                // widen the window between its collection and the forker's SIGKILL.
+                for _ in 0..BYSTANDERS {
+                    init.fork(&into).unwrap();
+                }
+                Killed {
+                    f: init.fork(&into).unwrap(),
+                    forked: Mutex::new(Vec::new()),
+                    meet: AtomicUsize::new(0),
+                }
+            },
+            &[
+                &|k: &Killed, r| {
+                    meet(&k.meet, 2);
+                    stagger(jitter(r, 0, WIDTH / 4));
+                    cg.kill().unwrap();
+                },
+                &|k: &Killed, _| {
+                    meet(&k.meet, 2);
+                    for _ in 0..64 {
+                        match k.f.fork(&CloneArgs::default()) {
+                            Ok(c) => k.forked.lock().unwrap().push(c),
+                            Err(Errno::EINTR | Errno::ESRCH) => break,
+                            Err(e) => panic!("{what}: fork gave {e}"),
+                        }
+                    }
+                },
+            ],
+            |k, r| {
+                let forked = k.forked.into_inner().unwrap();
+                overlap.note(forked.len() < 64);
+                assert!(!k.f.is_alive(), "{what} round {r}: the member survived");
+                for c in &forked {
+                    assert!(
+                        !c.is_alive(),
+                        "{what} round {r}: a child forked during cgroup.kill survived it \
+                         ({} children)",
+                        forked.len()
+                    );
+                }
+                drain(&init, &reaped, &what);
+                assert_eq!(cg.pids_current(), 0, "{what} round {r}: charges at rest");
+            },
+        );
+        cg.rmdir().unwrap();
+        base.check(&sys, &what);
+    }
+    overlap.report("cgroup.kill among a member's forks");
+}

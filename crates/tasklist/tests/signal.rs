@@ -263,6 +263,9 @@ fn setpgid_and_setsid_rules() {
     let p = fork(&init);
     let c = fork(&p);
     assert_eq!(p.setpgid(0, -1), Err(Errno::EINVAL));
+    // A zero pgid becomes `pid` before the `pgid < 0` check, as in Linux.
+    assert_eq!(p.setpgid(-5, 0), Err(Errno::EINVAL), "pgid = pid = -5");
+    assert_eq!(p.setpgid(-5, 7), Err(Errno::ESRCH), "no pid -5");
     assert_eq!(p.setpgid(4000, 0), Err(Errno::ESRCH), "not self or child");
     assert_eq!(
         c.setpgid(c.ppid(), 0),

@@ -165,6 +165,47 @@ fn stopped_and_continued_are_reported_once() {
     reap(&init, &c);
 }
 
+/// A leader that exited while its threads live (`DELAYED`) cannot be reaped, but its
+/// group's stop and continue are reported through it (`wait_consider_task` falls
+/// through to `wait_task_stopped` / `wait_task_continued`), once each.
+fn stop_and_continue_of_a_group_with_an_exited_leader_are_reported() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    let th = thread(&c);
+    c.exit(3); // the leader alone
+    let pid = init.pid_of(&c);
+    let exited = WaitOptions::EXITED | WaitOptions::NOHANG;
+    assert_eq!(init.wait(WaitId::Pid(pid), exited), Ok(None), "held back");
+    init.kill(pid, Signal::STOP).unwrap();
+    let o = WaitOptions::STOPPED | WaitOptions::NOHANG;
+    let info = init
+        .wait(WaitId::Pid(pid), o)
+        .unwrap()
+        .expect("the group's stop is reported through its exited leader");
+    assert_eq!(info.status.stopped(), Some(Signal::STOP));
+    assert_eq!((info.pid, info.code), (pid, ChildCode::Stopped));
+    assert_eq!(init.wait(WaitId::Pid(pid), o), Ok(None), "once");
+    init.kill(pid, Signal::CONT).unwrap();
+    let o = WaitOptions::CONTINUED | WaitOptions::NOHANG;
+    let info = init
+        .wait(WaitId::All, o | WaitOptions::NOWAIT)
+        .unwrap()
+        .expect("the continue too, NOWAIT leaving it");
+    assert!(info.status.continued());
+    let info = init.wait(WaitId::Pid(pid), o).unwrap().expect("then taken");
+    assert_eq!((info.pid, info.code), (pid, ChildCode::Continued));
+    assert_eq!(init.wait(WaitId::Pid(pid), o), Ok(None), "once");
+    assert_eq!(
+        init.wait(WaitId::Pid(pid), exited),
+        Ok(None),
+        "still held back"
+    );
+    th.exit(0);
+    assert_eq!(reap(&init, &c).status.exited(), Some(3));
+    assert_at_rest(&sys);
+}
+
 fn zombie_without_wexited_is_echild() {
     let sys = system();
     let init = sys.init();
@@ -486,6 +527,7 @@ every_profile!(
     nowait_leaves_the_zombie,
     killed_child_reports_signal_and_core,
     stopped_and_continued_are_reported_once,
+    stop_and_continue_of_a_group_with_an_exited_leader_are_reported,
     zombie_without_wexited_is_echild,
     blocking_wait_is_woken_by_exit_from_another_thread,
     blocking_wait_returns_eintr_on_fatal_signal,

@@ -49,7 +49,13 @@ impl PidfdBackend for Fake {
 
     /// Records the signal; SIGKILL to a running task makes it exit (and notifies
     /// pidfs after the fake's lock is released, as tasklist would).
-    fn send_signal(&self, pid: &Arc<Pid>, sig: Signal, scope: SignalScope) -> Result<(), Errno> {
+    fn send_signal(
+        &self,
+        pid: &Arc<Pid>,
+        sig: Signal,
+        scope: SignalScope,
+        _from: &PidNamespace,
+    ) -> Result<(), Errno> {
         let killed = {
             let mut tasks = self.tasks.lock();
             let Some(t) = tasks.get_mut(&pid.ino()).filter(|t| t.state.attached) else {
