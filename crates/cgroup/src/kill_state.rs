@@ -8,8 +8,8 @@
 //!          end:   seq += 1; in_flight -= 1      (after the last SIGKILL)
 //!   fork:  can_fork: seen = seq
 //!          attach (the task list: EINTR if the parent has a fatal signal)
-//!          post_fork: link the child (under the member lock), then
-//!                     killed = in_flight != 0 || seq != seen
+//!          post_fork: in the critical section (the member lock) that links the
+//!                     child: killed = in_flight != 0 || seq != seen
 //! ```
 //!
 //! A fork comes out killed when a kill started after its can_fork (the first bump),
@@ -25,9 +25,9 @@
 //! # Memory orderings
 //!
 //! - A fork whose link the kill's collection did not see took the member lock after
-//!   the collection released it, so its loads (after the link) see the kill's `begin`
-//!   (before the collection): `in_flight` raised, or, if it reads it lowered, a value
-//!   that came later in its modification order, which is an `end`'s.
+//!   the collection released it, so its loads (in that critical section) see the
+//!   kill's `begin` (before the collection): `in_flight` raised, or, if it reads it
+//!   lowered, a value that came later in its modification order, which is an `end`'s.
 //! - The fork loads `in_flight` first (`Acquire`). Reading an `end`'s decrement
 //!   (`Release`) makes that end's second bump, sequenced before it, visible to the
 //!   `seq` load that follows: `seq != seen` unless `seen` already included it, and a
@@ -79,8 +79,8 @@ impl KillState {
         self.seq.load(Ordering::Acquire)
     }
 
-    /// post_fork, after the child is linked under the lock the kill collects under:
-    /// whether a kill overlapped the fork since `seen`.
+    /// post_fork, in the critical section that links the child (the lock the kill
+    /// collects under): whether a kill overlapped the fork since `seen`.
     #[inline]
     pub(crate) fn raced(&self, seen: u64) -> bool {
         self.in_flight.load(Ordering::Acquire) != 0 || self.seq.load(Ordering::Acquire) != seen

@@ -7,10 +7,10 @@
 //! Everything that changes membership is done under the global `css_set_lock`
 //! (Linux618 / Linux70 profiles), which is what makes the kill/fork race come out
 //! right: a fork either linked its child before a `cgroup.kill` collected the members
-//! (and is killed with them), or sees the moved `kill_seq` at post_fork. Under
-//! `Scalable` the anchors' member locks play that part (the kill bumps `kill_seq`,
-//! then collects each anchor under its lock; post_fork compares and inserts under its
-//! anchor's lock), and rmdir closes a cgroup to forks through the fork gate
+//! (and is killed with them), or sees at post_fork the kill in flight or its moved
+//! `kill_seq` (`kill_state.rs`). Under `Scalable` the anchors' member locks play that
+//! part (the kill begins, then collects each anchor under its lock; post_fork reads
+//! the kill state and inserts under its anchor's lock), and rmdir closes a cgroup to forks through the fork gate
 //! (`fork_gate.rs`). A task forks its children into an anchor of its own
 //! (`anchor.rs`), so two parents' forks share no line. Migration and fork exclude each other per thread group (`cgroup_threadgroup_rwsem`): the task
 //! list holds its group's lock for reading from can_fork to post_fork, and a migration
@@ -533,8 +533,8 @@ impl Cgroup {
     /// linked its child (the mark), or ended after its can_fork (the second bump: its
     /// parent, collected here, may have been killed only after the fork's attach
     /// checked it for a fatal signal, and a collection made before the child was
-    /// linked missed the child). So no child of a killed member survives the kill. ENOENT on the root (Linux has no
-    /// `cgroup.kill` there) and on a removed cgroup.
+    /// linked missed the child). So no child of a killed member survives the kill.
+    /// ENOENT on the root (Linux has no `cgroup.kill` there) and on a removed cgroup.
     pub fn kill(&self) -> Result<(), Errno> {
         if self.node.parent.is_none() {
             return Err(Errno::ENOENT);
@@ -866,9 +866,10 @@ impl ForkCharge {
 
     /// Whether a `cgroup.kill` of `node` (the child's cgroup) or an ancestor overlapped
     /// this fork: one is in flight now, or one started or ended since can_fork (see
-    /// [`Cgroup::kill`] and `kill_state.rs`). Read after the child is linked, under the
-    /// lock the kill's collection takes (the anchor's member lock; `Linux*`:
-    /// `css_set_lock`): either the collection found the child, or this sees the kill.
+    /// [`Cgroup::kill`] and `kill_state.rs`). Read in the critical section that links
+    /// the child, under the lock the kill's collection takes (the anchor's member lock;
+    /// `Linux*`: `css_set_lock`): either the collection found the child, or this sees
+    /// the kill.
     #[inline]
     fn kill_raced(&self, node: &crate::hierarchy::Node) -> bool {
         node.kill.raced(self.kill_seq)
