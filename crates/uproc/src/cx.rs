@@ -76,9 +76,15 @@ impl TaskCx {
 
     /// The first pending signal, fatal ones first (the signal the task will die of:
     /// `SIGTERM` for a task hit by SIGTERM, though, as in Linux, every fatal signal also
-    /// marks `SIGKILL` pending): how a synchronous body learns that it was asked to stop. Signals are delivered
-    /// cooperatively: the body keeps running until it returns; if a fatal signal is
-    /// still pending then, the task ends as killed by it whatever the body returned.
+    /// marks `SIGKILL` pending): how a synchronous body learns that it was asked to
+    /// stop. Signals are delivered cooperatively: the body keeps running until it
+    /// returns; if a fatal signal is still pending then, the task ends as killed by it
+    /// whatever the body returned.
+    ///
+    /// SIGCHLD is never reported: with its default disposition Linux discards it, so
+    /// a body that reaps children of its own still reads `None` here until something
+    /// else is sent (its children's exits are what [`Child::wait`](crate::Child::wait)
+    /// and [`ChildSet`](crate::ChildSet) report).
     ///
     /// # References
     /// `signal_pending()` / `fatal_signal_pending()` in `include/linux/sched/signal.h`.
@@ -156,7 +162,10 @@ pub(crate) fn first_pending(task: &Task) -> Option<Signal> {
         .copied()
         .find(|s| *s != Signal::KILL && is_fatal(*s))
         .or_else(|| pending.contains(&Signal::KILL).then_some(Signal::KILL))
-        .or_else(|| pending.first().copied())
+        // SIGCHLD is left out: the task list queues it for the parent's wait (Linux's
+        // default disposition discards it at once), and a child's exit is no request
+        // to stop.
+        .or_else(|| pending.iter().copied().find(|s| *s != Signal::CHLD))
 }
 
 /// The first pending fatal signal, if any.

@@ -231,7 +231,33 @@ fn an_async_body_sees_sigterm_through_signal_pending() {
     );
 }
 
+/// A body that reaped a child of its own reads no signal: SIGCHLD (queued for the
+/// parent's wait, discarded by Linux's default disposition) is no request to stop.
+fn a_reaped_child_s_sigchld_is_not_reported_by_signal_pending() {
+    for (name, b, _g) in builders() {
+        let rt = b.build().unwrap();
+        let st = rt
+            .spawn(Spawn::new(), |cx| {
+                let child = cx.spawn(Spawn::new(), |_| 0).unwrap();
+                assert_eq!(child.wait().unwrap().exited(), Some(0));
+                match cx.signal_pending() {
+                    None => 0,
+                    Some(s) => s.raw(),
+                }
+            })
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_eq!(
+            st.exited(),
+            Some(0),
+            "{name}: no signal pending after the reap"
+        );
+    }
+}
+
 every_profile!(
+    a_reaped_child_s_sigchld_is_not_reported_by_signal_pending,
     a_panicking_body_ends_killed_by_sigabrt_and_the_runtime_goes_on,
     sigkill_reaches_a_sync_body_through_signal_pending_and_ends_it_killed,
     sigterm_pending_when_the_body_returns_ends_the_task_killed_by_sigterm,
