@@ -810,7 +810,8 @@ impl ForkCharge {
             // own set (no runtime-wide counter every fork would write); it only orders
             // entries inside that set.
             let mut members = anchor.members.lock();
-            let killed = self.kill_raced(node);
+            // Read in the critical section that links the child (`kill_state.rs`).
+            let killed = node.kill.raced(self.kill_seq);
             let slot = self.slot;
             let adopted = link.adopt(&mut members, kind, |m| match slot {
                 NO_SLOT => m.append(member),
@@ -847,7 +848,7 @@ impl ForkCharge {
         let serial = hier.next_link.fetch_add(1, Ordering::Relaxed);
         let _css = hier.css_set_lock.lock();
         debug_assert!(!node.is_removed(), "rmdir waits for nr_forking");
-        let killed = self.kill_raced(node);
+        let killed = node.kill.raced(self.kill_seq);
         let adopted = link.adopt(&mut self.anchor().members.lock(), kind, |m| {
             m.insert(serial, member)
         });
@@ -862,17 +863,6 @@ impl ForkCharge {
         // After the member is linked: rmdir sees one or the other.
         node.nr_forking.fetch_sub(1, Ordering::Release);
         (killed, adopted)
-    }
-
-    /// Whether a `cgroup.kill` of `node` (the child's cgroup) or an ancestor overlapped
-    /// this fork: one is in flight now, or one started or ended since can_fork (see
-    /// [`Cgroup::kill`] and `kill_state.rs`). Read in the critical section that links
-    /// the child, under the lock the kill's collection takes (the anchor's member lock;
-    /// `Linux*`: `css_set_lock`): either the collection found the child, or this sees
-    /// the kill.
-    #[inline]
-    fn kill_raced(&self, node: &crate::hierarchy::Node) -> bool {
-        node.kill.raced(self.kill_seq)
     }
 
     /// What post_fork does after a race: a task reaped before it was linked gives the

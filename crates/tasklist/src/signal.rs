@@ -67,21 +67,9 @@ fn init_ignores(target: &TaskInner, sig: Signal, sender: Sender<'_>) -> bool {
             Sender::Task(s) => s.pid.nr_in(target.active_ns()) == 0,
             // A task of `ns` has a number in the target's namespace exactly when that
             // namespace is `ns` or one of its ancestors.
-            Sender::InNamespace(ns) => !is_self_or_ancestor(target.active_ns(), ns),
+            Sender::InNamespace(ns) => !target.active_ns().is_same_or_ancestor_of(ns),
         };
     !(force && sig.is_unblockable())
-}
-
-/// Whether `ancestor` is `ns` or one of its ancestors.
-fn is_self_or_ancestor(ancestor: &PidNamespace, ns: &PidNamespace) -> bool {
-    let mut at = ns;
-    while at.level() > ancestor.level() {
-        match at.parent() {
-            Some(p) => at = p,
-            None => return false,
-        }
-    }
-    std::ptr::eq(at, ancestor)
 }
 
 /// What delivery decided, acted on after the siglock is dropped.
