@@ -375,6 +375,13 @@ impl World {
                     .position(|t| t.pid() == pid)
                     .filter(|&i| !self.mtasks[i].dead)
                     .ok_or(Errno::ESRCH)?;
+                if file == "cgroup.threads" {
+                    // One thread moves only inside a threaded subtree; there are none.
+                    return match self.mtasks[t].cg == cg {
+                        true => Ok(()),
+                        false => Err(Errno::EOPNOTSUPP),
+                    };
+                }
                 self.mtasks[t].cg = cg;
                 Ok(())
             }
@@ -485,7 +492,23 @@ impl World {
             .mcgs
             .iter()
             .any(|c| c.parent == Some(cg) && !c.removed && c.name == name);
-        if taken || self.has_file(cg, name) {
+        // cgroupfs's files uproc does not model still take their names.
+        let unmodelled = [
+            "cgroup.controllers",
+            "cgroup.subtree_control",
+            "cgroup.max.descendants",
+            "cgroup.max.depth",
+            "cgroup.stat",
+            "cgroup.pressure",
+            "cpu.stat",
+            "cpu.stat.local",
+            "cpu.pressure",
+            "io.pressure",
+            "memory.pressure",
+        ]
+        .contains(&name)
+            || (name == "cgroup.freeze" && self.mcgs[cg].parent.is_some());
+        if taken || unmodelled || self.has_file(cg, name) {
             return Err(Errno::EEXIST);
         }
         Ok(())

@@ -4,7 +4,7 @@
 //! | file | root | mode | read | write |
 //! |---|---|---|---|---|
 //! | `cgroup.procs` | yes | rw | tgids, one per line | a pid: move its thread group |
-//! | `cgroup.threads` | yes | rw | tids, one per line | a pid: move its thread group |
+//! | `cgroup.threads` | yes | rw | tids, one per line | a tid already here: no-op; elsewhere: EOPNOTSUPP |
 //! | `cgroup.events` | no | r | `populated N\nfrozen 0\n` | EACCES |
 //! | `cgroup.kill` | no | w | EACCES | `1`: kill the subtree; other numbers ERANGE |
 //! | `cgroup.type` | no | rw | `domain\n` | `threaded`: EOPNOTSUPP; else EINVAL |
@@ -15,7 +15,10 @@
 //! | `pids.events.local` | no | r | `max N\n` | EACCES |
 //!
 //! A file that does not exist (any other name, or a not-on-root file on the root) is
-//! ENOENT, and so is every file of a removed cgroup (its directory is gone). A read of
+//! ENOENT, and so is every file of a removed cgroup (its directory is gone). So is
+//! every cgroupfs file not in the table (`cgroup.controllers`, `cgroup.stat`,
+//! `cgroup.freeze`, the pressure files, ...), though its name is taken: a mkdir of it
+//! is EEXIST, as in cgroupfs. A read of
 //! a write-only file or a write to a read-only one is EACCES: `kernfs_fop_open` refuses
 //! to open a file for an access it has no operation for.
 
@@ -61,9 +64,29 @@ impl File {
     }
 }
 
-/// Whether `name` is a control file of `node` (mkdir of that name is EEXIST).
+/// Files of every cgroupfs directory that uproc does not model (the rest of
+/// `cgroup_base_files`, `cgroup_psi_files`): reading or writing one is ENOENT, but the
+/// name is taken all the same, so a mkdir of it is EEXIST as in cgroupfs.
+const UNMODELLED: [&str; 11] = [
+    "cgroup.controllers",
+    "cgroup.subtree_control",
+    "cgroup.max.descendants",
+    "cgroup.max.depth",
+    "cgroup.stat",
+    "cgroup.pressure",
+    "cpu.stat",
+    "cpu.stat.local",
+    "cpu.pressure",
+    "io.pressure",
+    "memory.pressure",
+];
+
+/// Whether `name` is a control file of `node`, modelled or not (mkdir of that name is
+/// EEXIST).
 pub(crate) fn exists(node: &Node, name: &str) -> bool {
     File::lookup(node, name).is_some()
+        || UNMODELLED.contains(&name)
+        || (name == "cgroup.freeze" && node.parent.is_some())
 }
 
 impl Cgroup {
@@ -128,10 +151,15 @@ impl Cgroup {
     /// - `pids.max`: `"max"` or an integer parsed as `kstrtoll(buf, 0)` after stripping
     ///   surrounding whitespace (so `"0x10"`, `"010"` and `"5\n"` work); negative or
     ///   above 4194304 -> EINVAL; garbage -> EINVAL; beyond 64 bits -> ERANGE.
-    /// - `cgroup.procs` / `cgroup.threads`: a pid (`kstrtoint`; negative or garbage ->
-    ///   EINVAL); its whole thread group moves here, found through the registered
+    /// - `cgroup.procs`: a pid (`kstrtoint`; negative or garbage -> EINVAL); its whole
+    ///   thread group moves here, found through the registered
     ///   [`TaskResolver`](crate::TaskResolver) (ESRCH if none is registered or the
     ///   pid is not found).
+    /// - `cgroup.threads`: a tid, parsed and found the same way; it moves only that
+    ///   thread, which Linux allows only within one threaded subtree
+    ///   (`cgroup_attach_permissions`). uproc has no threaded cgroups, so a thread
+    ///   already here is a no-op and one anywhere else is EOPNOTSUPP: a thread group
+    ///   never spans two cgroups.
     /// - `cgroup.kill`: `1` kills the subtree ([`Cgroup::kill`]); another number ->
     ///   ERANGE; garbage -> EINVAL.
     /// - `cgroup.type`: `threaded` -> EOPNOTSUPP (uproc has no threaded cgroups);
@@ -144,13 +172,24 @@ impl Cgroup {
         }
         match File::lookup(node, file).ok_or(Errno::ENOENT)? {
             File::PidsMax => self.set_pids_max(value.parse::<Limit>()?),
-            File::Procs | File::Threads => {
+            f @ (File::Procs | File::Threads) => {
                 let pid = kstrtoint(strstrip(value)).map_err(|_| Errno::EINVAL)?;
                 if pid < 0 {
                     return Err(Errno::EINVAL);
                 }
                 let resolver = self.hier.resolver().ok_or(Errno::ESRCH)?;
-                resolver.with_thread_group(pid, &mut |links| self.attach_links(links))
+                if f == File::Procs {
+                    return resolver.with_thread_group(pid, &mut |links| self.attach_links(links));
+                }
+                // Every thread of a group is in one cgroup: the tid's is the group's.
+                let links = resolver.thread_group_links(pid)?;
+                if links.iter().any(|l| !l.is_of(&self.hier)) {
+                    return Err(Errno::EINVAL);
+                }
+                match links.iter().all(|l| l.cgroup() == *self) {
+                    true => Ok(()),
+                    false => Err(Errno::EOPNOTSUPP),
+                }
             }
             File::Kill => match kstrtoint(strstrip(value))? {
                 1 => self.kill(),

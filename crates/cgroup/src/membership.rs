@@ -972,7 +972,7 @@ impl CssLink {
     }
 
     /// Whether this link belongs to hierarchy `h`.
-    fn is_of(&self, h: &Hierarchy) -> bool {
+    pub(crate) fn is_of(&self, h: &Hierarchy) -> bool {
         core::ptr::eq(Arc::as_ptr(&self.state.lock().anchor.cg.hier), h)
     }
 

@@ -72,6 +72,27 @@ fn mkdir_existing_name_is_eexist() {
             root.mkdir("pids.max").is_ok(),
             "the root has no pids.max file"
         );
+        // cgroupfs files uproc does not model take their names too (ENOENT to read).
+        for name in [
+            "cgroup.controllers",
+            "cgroup.stat",
+            "cpu.stat",
+            "memory.pressure",
+        ] {
+            assert_eq!(root.mkdir(name), Err(Errno::EEXIST), "{name} on the root");
+            assert_eq!(a.mkdir(name), Err(Errno::EEXIST), "{name}");
+            assert_eq!(a.read(name), Err(Errno::ENOENT), "{name} is not modelled");
+        }
+        assert_eq!(a.mkdir("cgroup.freeze"), Err(Errno::EEXIST));
+        assert!(
+            root.mkdir("cgroup.freeze").is_ok(),
+            "cgroup.freeze is not on the root"
+        );
+        assert_eq!(
+            root.children().len(),
+            3,
+            "a, pids.max, cgroup.freeze: no other"
+        );
     });
 }
 

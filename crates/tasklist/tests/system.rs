@@ -402,7 +402,65 @@ fn root_cgroup_procs_lists_every_process() {
     boxed.rmdir().unwrap();
 }
 
+/// `cgroup.threads` moves one thread, which Linux allows only inside one threaded
+/// subtree (`cgroup_attach_permissions`: EOPNOTSUPP across domains). uproc has no
+/// threaded cgroups: a write naming a thread already in the cgroup is a no-op, one
+/// elsewhere is EOPNOTSUPP and moves nothing (neither the thread nor its group);
+/// `cgroup.procs` still moves the whole group.
+fn cgroup_threads_never_splits_a_thread_group() {
+    let sys = system();
+    let init = sys.init();
+    let root = sys.cgroup_root();
+    let a = root.mkdir("a").unwrap();
+    let b = root.mkdir("b").unwrap();
+    let leader = fork(&init);
+    a.attach(&leader).unwrap();
+    let t = thread(&leader);
+    let (lnr, tnr) = (init.pid_of(&leader), init.pid_of(&t));
+    let both = format!("{lnr}\n{tnr}\n");
+    assert_eq!(a.read("cgroup.threads").unwrap(), both);
+    for nr in [lnr, tnr] {
+        assert_eq!(
+            a.write("cgroup.threads", &nr.to_string()),
+            Ok(()),
+            "already here"
+        );
+        assert_eq!(
+            b.write("cgroup.threads", &nr.to_string()),
+            Err(Errno::EOPNOTSUPP),
+            "another domain"
+        );
+        assert_eq!(
+            root.write("cgroup.threads", &nr.to_string()),
+            Err(Errno::EOPNOTSUPP),
+            "the root is a domain of its own"
+        );
+    }
+    assert_eq!(a.read("cgroup.threads").unwrap(), both, "nothing moved");
+    assert_eq!(b.read("cgroup.threads").unwrap(), "");
+    assert_eq!(
+        (a.pids_current(), b.pids_current()),
+        (2, 0),
+        "no charge moved"
+    );
+    assert_eq!(leader.cgroup(), a);
+    assert_eq!(t.cgroup(), a);
+    // The usual errors come first, as in `__cgroup_procs_write`.
+    assert_eq!(b.write("cgroup.threads", "99999"), Err(Errno::ESRCH));
+    assert_eq!(b.write("cgroup.threads", "-1"), Err(Errno::EINVAL));
+    assert_eq!(b.write("cgroup.threads", "x"), Err(Errno::EINVAL));
+    // cgroup.procs with the thread's tid moves the whole group.
+    b.write("cgroup.procs", &tnr.to_string()).unwrap();
+    assert_eq!(b.read("cgroup.threads").unwrap(), both);
+    assert_eq!((a.pids_current(), b.pids_current()), (0, 2));
+    t.exit(0);
+    leader.exit(0);
+    reap(&init, &leader);
+    assert_eq!(b.pids_current(), 0);
+}
+
 every_profile!(
+    cgroup_threads_never_splits_a_thread_group,
     a_dropped_runtime_leaves_its_cgroups_unpopulated_and_uncharged,
     pid_max_out_of_range_is_einval,
     dropping_the_runtime_with_a_pgrp_id_of_a_reaped_leader,

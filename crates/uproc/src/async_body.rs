@@ -26,7 +26,7 @@
 use crate::child::{Child, Tracker};
 use crate::cx::{self, TaskCx};
 use crate::runtime::Runtime;
-use crate::spawn::{JobGuard, Launched, Outcome, Spawn, launch, may_start, task_span};
+use crate::spawn::{JobGuard, Launched, Outcome, Spawn, contained, launch, may_start, task_span};
 use std::any::Any;
 use std::future::{Future, poll_fn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -78,8 +78,9 @@ impl Managed<'_> {
         cx: &mut Context<'_>,
     ) -> Poll<Outcome> {
         if self.guard.cx().tracker().kill.is_killed() {
-            // SIGKILL: drop the body here, at the await point it is parked on.
-            fut.set(None);
+            // SIGKILL: drop the body here, at the await point it is parked on (a
+            // panic of that drop changes nothing: the task is dead of SIGKILL).
+            drop_body(fut);
             return Poll::Ready(Outcome::Killed);
         }
         let Some(body) = fut.as_mut().as_pin_mut() else {
@@ -120,9 +121,21 @@ impl Managed<'_> {
                 return Poll::Pending;
             }
         };
-        fut.set(None);
+        // The body's destructors are part of the body, as the locals of a sync body
+        // are: a panic there ends a task that returned as killed by SIGABRT.
+        let outcome = match (drop_body(fut), outcome) {
+            (true, Outcome::Code(_)) => Outcome::Panicked,
+            (_, outcome) => outcome,
+        };
         Poll::Ready(outcome)
     }
+}
+
+/// Drops the body's future in place, containing a panic of its `Drop` (true when one
+/// happened). The slot is `None` afterwards either way: an assignment whose drop of
+/// the old value unwinds still writes the new one.
+fn drop_body<Fut>(mut fut: Pin<&mut Option<Fut>>) -> bool {
+    contained(|| fut.set(None))
 }
 
 /// Builds the body's future (with `current()` set, in case `body` reads it eagerly)

@@ -134,6 +134,9 @@ impl Outcome {
             .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
             .unwrap_or("<non-string panic payload>");
         tracing::error!(target: "uproc", pid = root_pid(task), panic = msg, "task body panicked; task killed by SIGABRT");
+        // The payload is the body's value too: a `Drop` of it that panics is the same
+        // crash, not a second one that escapes the job.
+        contained(move || drop(payload));
         Outcome::Panicked
     }
 
@@ -147,6 +150,19 @@ impl Outcome {
             Outcome::Panicked => t.exit_signaled(Signal::ABRT),
             Outcome::Killed => t.exit_signaled(Signal::KILL),
             Outcome::NotRun => t.exit_signaled(fatal_pending(t).unwrap_or(Signal::KILL)),
+        }
+    }
+}
+
+/// Runs `f` (a drop of the body's values) and contains its panic: true when one
+/// happened. That panic's own payload is forgotten (leaked), not dropped: its `Drop`
+/// could panic in turn, and there is no one left to report it to.
+pub(crate) fn contained(f: impl FnOnce()) -> bool {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(()) => false,
+        Err(payload) => {
+            std::mem::forget(payload);
+            true
         }
     }
 }

@@ -35,6 +35,50 @@ fn a_panicking_body_ends_killed_by_sigabrt_and_the_runtime_goes_on() {
     }
 }
 
+/// A value whose `Drop` panics: a panic payload of it, or a body holding it.
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("deliberate test panic in Drop");
+    }
+}
+
+/// `std::panic::panic_any(PanicsOnDrop)`: the payload's own drop panics a second time,
+/// and the crash is still the body's (Linux: one abort, one SIGABRT).
+fn a_panic_payload_whose_drop_panics_still_ends_the_task_by_sigabrt() {
+    for (name, b, _g) in builders() {
+        let rt = b.build().unwrap();
+        let st = rt
+            .spawn(Spawn::new(), |_| std::panic::panic_any(PanicsOnDrop))
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_eq!(st.signaled(), Some(Signal::ABRT), "{name}");
+        let st = rt.spawn(Spawn::new(), |_| 5).unwrap().wait().unwrap();
+        assert_eq!(st.exited(), Some(5), "{name}: the runtime goes on");
+        assert_eq!(rt.ps().len(), 1, "{name}: nothing is left behind");
+    }
+}
+
+/// A sync body whose captured value panics when the call drops it crashed in its own
+/// code: SIGABRT, not the exit code it was about to return.
+fn a_sync_body_whose_captures_panic_on_drop_ends_by_sigabrt() {
+    for (name, b, _g) in builders() {
+        let rt = b.build().unwrap();
+        let held = PanicsOnDrop;
+        let st = rt
+            .spawn(Spawn::new(), move |_| {
+                let _held = held;
+                3
+            })
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_eq!(st.signaled(), Some(Signal::ABRT), "{name}");
+    }
+}
+
 fn sigkill_reaches_a_sync_body_through_signal_pending_and_ends_it_killed() {
     for (name, b, _g) in builders() {
         let rt = b.build().unwrap();
@@ -213,6 +257,96 @@ fn a_panicking_async_body_ends_killed_by_sigabrt() {
     assert_eq!(rt.ps().len(), 1, "the runtime is clean and usable");
 }
 
+/// A future that completes with `code` after one `Pending` and panics when dropped.
+#[cfg(feature = "tokio")]
+struct ReadyThenPanicOnDrop {
+    code: i32,
+    polled: bool,
+}
+
+#[cfg(feature = "tokio")]
+impl std::future::Future for ReadyThenPanicOnDrop {
+    type Output = i32;
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<i32> {
+        if self.polled {
+            return std::task::Poll::Ready(self.code);
+        }
+        self.polled = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Drop for ReadyThenPanicOnDrop {
+    fn drop(&mut self) {
+        panic!("deliberate async test panic in Drop");
+    }
+}
+
+/// The async counterparts: a payload whose drop panics, and a future whose own drop
+/// panics after it completed (its destructors are the body's code: SIGABRT) or when
+/// SIGKILL drops it at an await point (still SIGKILL). The panics stay inside the
+/// task: the tokio task completes, the runtime goes on.
+#[cfg(feature = "tokio")]
+fn async_bodies_whose_drops_panic_end_as_linux_says() {
+    let t = common::tokio_rt();
+    let rt = common::builder().build().unwrap();
+    t.block_on(async {
+        let st = rt
+            .spawn_async(Spawn::new(), |_| async {
+                tokio::task::yield_now().await;
+                std::panic::panic_any(PanicsOnDrop)
+            })
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(
+            st.signaled(),
+            Some(Signal::ABRT),
+            "a payload that panics on drop"
+        );
+        let st = rt
+            .spawn_async(Spawn::new(), |_| ReadyThenPanicOnDrop {
+                code: 2,
+                polled: false,
+            })
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(
+            st.signaled(),
+            Some(Signal::ABRT),
+            "a future that panics on drop"
+        );
+        let init = rt.init();
+        let child = rt
+            .spawn_async(Spawn::new(), |_| async {
+                let _held = PanicsOnDrop;
+                std::future::pending::<i32>().await
+            })
+            .unwrap();
+        tokio::task::yield_now().await;
+        init.kill(child.pid(), Signal::KILL).unwrap();
+        let st = child.await.unwrap();
+        assert_eq!(
+            st.signaled(),
+            Some(Signal::KILL),
+            "killed, then its drop panicked"
+        );
+        let st = rt
+            .spawn_async(Spawn::new(), |_| async { 6 })
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(st.exited(), Some(6), "the runtime goes on");
+    });
+    assert_eq!(rt.ps().len(), 1, "nothing is left behind");
+}
+
 #[cfg(feature = "tokio")]
 fn an_async_body_sees_sigterm_through_signal_pending() {
     let st = await_async_body(
@@ -258,6 +392,10 @@ fn a_reaped_child_s_sigchld_is_not_reported_by_signal_pending() {
 
 every_profile!(
     a_reaped_child_s_sigchld_is_not_reported_by_signal_pending,
+    a_panic_payload_whose_drop_panics_still_ends_the_task_by_sigabrt,
+    a_sync_body_whose_captures_panic_on_drop_ends_by_sigabrt,
+    #[cfg(feature = "tokio")]
+    async_bodies_whose_drops_panic_end_as_linux_says,
     a_panicking_body_ends_killed_by_sigabrt_and_the_runtime_goes_on,
     sigkill_reaches_a_sync_body_through_signal_pending_and_ends_it_killed,
     sigterm_pending_when_the_body_returns_ends_the_task_killed_by_sigterm,
