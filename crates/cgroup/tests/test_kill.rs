@@ -257,3 +257,46 @@ fn a_fork_overlapping_a_kill_is_killed_even_when_it_links_after_the_collection()
         assert_eq!(a.pids_current(), 0, "{p}: every charge given back");
     });
 }
+
+/// A member's kill callback that panics unwinds out of `Cgroup::kill`, and the kill
+/// still ends: every level's in-flight mark is lowered on the way out, so a fork made
+/// wholly after it is not marked killed (a mark left up would kill every later fork
+/// of the subtree), and the cgroup can be killed and removed as usual.
+#[test]
+fn a_kill_whose_member_callback_panics_still_ends() {
+    struct Panics;
+    impl CgroupMember for Panics {
+        fn tgid(&self) -> i32 {
+            1
+        }
+        fn is_group_leader(&self) -> bool {
+            true
+        }
+        fn kill(&self) {
+            panic!("deliberate test panic in a kill callback");
+        }
+    }
+    for_each_profile(|p| {
+        let h = Hierarchy::new(p);
+        let a = h.root().mkdir("a").unwrap();
+        let b = a.mkdir("b").unwrap();
+        let m: Arc<dyn CgroupMember> = Arc::new(Panics);
+        let pf = b.can_fork().unwrap().post_fork(Arc::downgrade(&m));
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.kill()));
+        assert!(
+            unwound.is_err(),
+            "{p}: the callback's panic reaches the caller"
+        );
+        for g in [&a, &b] {
+            let (t, killed) = fork_full(g, 7, 7, true, true).unwrap();
+            assert!(!killed, "{p}: {g:?}: a fork wholly after the unwound kill");
+            t.exit_and_reap();
+        }
+        pf.link.task_dead();
+        pf.link.release();
+        a.kill().unwrap();
+        b.rmdir().unwrap();
+        a.rmdir().unwrap();
+        assert_eq!(h.root().children().len(), 0, "{p}");
+    });
+}
