@@ -7,8 +7,9 @@
 //! reads every file back, creates cgroups with arbitrary names and removes them, and
 //! forks into them; the model says what cgroupfs answers: `kstrtoll(buf, 0)` after
 //! `strstrip` exactly as `lib/kstrtox.c` parses (written here from the kernel's rules,
-//! not from the crate's parser), `pids.max` bounds, which files exist where, EACCES for
-//! the wrong direction, ENOENT for a removed cgroup, and the pids counters.
+//! not from the crate's parser), `pids.max` bounds, which files exist where, EINVAL for
+//! the wrong direction (as root), a write of nothing succeeding, mkdir's VFS path
+//! walk, ENOENT for a removed cgroup, and the pids counters.
 #![allow(dead_code)]
 
 #[path = "input_bytes.rs"]
@@ -349,6 +350,10 @@ impl World {
         if self.mcgs[cg].removed || !self.has_file(cg, file) {
             return Err(Errno::ENOENT);
         }
+        if value.is_empty() {
+            // write(fd, "", 0): no handler runs.
+            return Ok(());
+        }
         let v = strstrip(value.as_bytes());
         match file {
             "pids.max" => {
@@ -399,7 +404,8 @@ impl World {
             },
             "cgroup.type" if v == b"threaded" => Err(Errno::EOPNOTSUPP),
             "cgroup.type" => Err(Errno::EINVAL),
-            _ => Err(Errno::EACCES),
+            // Root opens anything; the read-only files have no write handler.
+            _ => Err(Errno::EINVAL),
         }
     }
 
@@ -409,7 +415,7 @@ impl World {
             return expect_err(got, Errno::ENOENT);
         }
         let got = match (file, got) {
-            ("cgroup.kill", got) => return expect_err(got, Errno::EACCES),
+            ("cgroup.kill", got) => return expect_err(got, Errno::EINVAL),
             (_, Ok(s)) => s,
             (_, Err(e)) => return Err(format!("read gave {e:?}")),
         };
@@ -475,24 +481,61 @@ impl World {
         }
     }
 
-    fn model_mkdir(&self, cg: usize, name: &str) -> Result<(), Errno> {
-        if self.mcgs[cg].removed {
+    /// mkdir(2) of `path` relative to cgroup `cg` (or from the root when it starts
+    /// with `/`): the cgroup to create the last component in, and that component.
+    /// The VFS walks the path first (`filename_create`), then `cgroup_mkdir` checks the
+    /// name.
+    fn model_mkdir(&self, cg: usize, path: &str) -> Result<(usize, String), Errno> {
+        if (self.mcgs[cg].removed && !path.starts_with('/')) || path.is_empty() {
             return Err(Errno::ENOENT);
         }
-        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
-            return Err(Errno::EINVAL);
-        }
-        if name.contains('\n') {
-            return Err(Errno::EINVAL);
-        }
-        if name.len() > 255 {
+        if path.len() >= 4096 {
             return Err(Errno::ENAMETOOLONG);
         }
-        let taken = self
-            .mcgs
-            .iter()
-            .any(|c| c.parent == Some(cg) && !c.removed && c.name == name);
-        // cgroupfs's files uproc does not model still take their names.
+        if path.contains('\0') {
+            return Err(Errno::EINVAL);
+        }
+        let child = |dir: usize, name: &str| {
+            (0..self.mcgs.len()).find(|&c| {
+                self.mcgs[c].parent == Some(dir)
+                    && !self.mcgs[c].removed
+                    && self.mcgs[c].name == name
+            })
+        };
+        let mut dir = if path.starts_with('/') { 0 } else { cg };
+        let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+        let Some((&last, walk)) = comps.split_last() else {
+            return Err(Errno::EEXIST); // "/": the root
+        };
+        for &c in walk {
+            if c.len() > 255 {
+                return Err(Errno::ENAMETOOLONG);
+            }
+            dir = match c {
+                "." => dir,
+                ".." => self.mcgs[dir].parent.unwrap_or(dir),
+                name => match child(dir, name) {
+                    Some(d) => d,
+                    None if self.takes_name(dir, name) => return Err(Errno::ENOTDIR),
+                    None => return Err(Errno::ENOENT),
+                },
+            };
+        }
+        if last.len() > 255 {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if last == "." || last == ".." || child(dir, last).is_some() || self.takes_name(dir, last) {
+            return Err(Errno::EEXIST);
+        }
+        if last.contains('\n') {
+            return Err(Errno::EINVAL);
+        }
+        Ok((dir, last.to_owned()))
+    }
+
+    /// Whether a file of cgroup `cg` has this name, modelled or not (cgroupfs's other
+    /// files still take their names).
+    fn takes_name(&self, cg: usize, name: &str) -> bool {
         let unmodelled = [
             "cgroup.controllers",
             "cgroup.subtree_control",
@@ -507,11 +550,9 @@ impl World {
             "memory.pressure",
         ]
         .contains(&name)
-            || (name == "cgroup.freeze" && self.mcgs[cg].parent.is_some());
-        if taken || unmodelled || self.has_file(cg, name) {
-            return Err(Errno::EEXIST);
-        }
-        Ok(())
+            || (matches!(name, "cgroup.freeze" | "cgroup.stat.local")
+                && self.mcgs[cg].parent.is_some());
+        unmodelled || self.has_file(cg, name)
     }
 
     fn model_rmdir(&self, cg: usize) -> Result<(), Errno> {
@@ -652,14 +693,14 @@ pub(crate) fn run(profile: Profile, ops: &[Op]) -> Result<Stats, String> {
                 let got = w.cgs[cg].mkdir(name);
                 same(&got, &want).map_err(ctx)?;
                 stats.outcomes.insert(outcome(&got));
-                if let Ok(c) = got {
-                    if c.name() != *name || c.parent().map(|p| p.id()) != Some(w.cgs[cg].id()) {
+                if let (Ok(c), Ok((dir, leaf))) = (got, want) {
+                    if c.name() != leaf || c.parent().map(|p| p.id()) != Some(w.cgs[dir].id()) {
                         return Err(ctx(format!("new cgroup is {:?}", c.path())));
                     }
                     w.cgs.push(c);
                     w.mcgs.push(MCg {
-                        name: name.clone(),
-                        parent: Some(cg),
+                        name: leaf,
+                        parent: Some(dir),
                         removed: false,
                         max: None,
                     });

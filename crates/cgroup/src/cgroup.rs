@@ -9,7 +9,7 @@ use uproc_abi::Errno;
 use crate::controller::pids::Limit;
 use crate::files;
 use crate::fork_gate;
-use crate::hierarchy::{Hierarchy, Node, check_name};
+use crate::hierarchy::{Hierarchy, Node, check_new_name, mkdir_target};
 use crate::sync::{Arc, Ordering, Weak};
 
 /// A handle to one cgroup of a [`Hierarchy`]: cheap to clone, compared and hashed by
@@ -64,25 +64,39 @@ impl Cgroup {
         Cgroup { hier, node }
     }
 
-    /// Creates the child cgroup `name` (mkdir(2) in cgroupfs; `cgroup_mkdir`).
+    /// Creates a cgroup (mkdir(2) in cgroupfs; `cgroup_mkdir`): `path` is the new
+    /// cgroup's name, or a path to it relative to this cgroup (`"a/b"` creates `b`
+    /// in the existing child `a`), or absolute from the hierarchy's root (`"/a/b"`,
+    /// as [`path`](Cgroup::path) prints it), resolved as the VFS resolves mkdir's
+    /// path: repeated and trailing slashes are one, `.` is the directory itself, `..`
+    /// its parent (the root's is the root).
     ///
-    /// Errors: ENOENT if this cgroup was removed; EINVAL for `""`, `"."`, `".."` or a
-    /// name containing `/`, NUL or a newline; ENAMETOOLONG beyond 255 bytes; EEXIST if a child or
-    /// a control file (`pids.max`, ...) already has that name.
-    pub fn mkdir(&self, name: &str) -> Result<Cgroup, Errno> {
+    /// Errors (what mkdir(2) gives in cgroupfs): ENOENT for a relative path if this
+    /// cgroup was removed, for `""`, or when a directory on the way does not exist; ENOTDIR when one is a
+    /// control file; ENAMETOOLONG for a component beyond 255 bytes or a path of 4096;
+    /// EEXIST if the name is `.`, `..` or the root, or a child or a control file
+    /// (`pids.max`, `cgroup.controllers`, ...) already has it; EINVAL for a newline
+    /// in the name (`cgroup_mkdir`) or a NUL anywhere.
+    ///
+    /// [mkdir(2)]: https://man7.org/linux/man-pages/man2/mkdir.2.html
+    pub fn mkdir(&self, path: &str) -> Result<Cgroup, Errno> {
         let mut tree = self.hier.tree.lock();
-        if self.node.is_removed() {
+        // A removed cgroup's directory is gone: nothing is found relative to it (an
+        // absolute path does not start there).
+        if self.node.is_removed() && !path.starts_with('/') {
             return Err(Errno::ENOENT);
         }
-        check_name(name)?;
+        let root = &self.hier.root().node;
+        let (dir, name) = mkdir_target(&tree, root, &self.node, path, files::exists)?;
         let exists = tree
-            .children_of(self.node.id)
+            .children_of(dir.id)
             .is_some_and(|c| c.contains_key(name));
-        if exists || files::exists(&self.node, name) {
+        if exists || files::exists(&dir, name) {
             return Err(Errno::EEXIST);
         }
-        let node = self.hier.new_node(name, &self.node);
-        tree.insert_child(self.node.id, node.clone());
+        check_new_name(name)?;
+        let node = self.hier.new_node(name, &dir);
+        tree.insert_child(dir.id, node.clone());
         drop(tree);
         tracing::debug!(path = %node.path(), id = node.id, "cgroup created");
         Ok(Cgroup::from_parts(self.hier.clone(), node))

@@ -5,22 +5,26 @@
 //! |---|---|---|---|---|
 //! | `cgroup.procs` | yes | rw | tgids, one per line | a pid: move its thread group |
 //! | `cgroup.threads` | yes | rw | tids, one per line | a tid already here: no-op; elsewhere: EOPNOTSUPP |
-//! | `cgroup.events` | no | r | `populated N\nfrozen 0\n` | EACCES |
-//! | `cgroup.kill` | no | w | EACCES | `1`: kill the subtree; other numbers ERANGE |
+//! | `cgroup.events` | no | r | `populated N\nfrozen 0\n` | EINVAL |
+//! | `cgroup.kill` | no | w | EINVAL | `1`: kill the subtree; other numbers ERANGE |
 //! | `cgroup.type` | no | rw | `domain\n` | `threaded`: EOPNOTSUPP; else EINVAL |
 //! | `pids.max` | no | rw | `max\n` / `N\n` | `max` or an integer |
-//! | `pids.current` | no | r | `N\n` | EACCES |
-//! | `pids.peak` | no | r | `N\n` | EACCES |
-//! | `pids.events` | no | r | `max N\n` | EACCES |
-//! | `pids.events.local` | no | r | `max N\n` | EACCES |
+//! | `pids.current` | no | r | `N\n` | EINVAL |
+//! | `pids.peak` | no | r | `N\n` | EINVAL |
+//! | `pids.events` | no | r | `max N\n` | EINVAL |
+//! | `pids.events.local` | no | r | `max N\n` | EINVAL |
 //!
 //! A file that does not exist (any other name, or a not-on-root file on the root) is
 //! ENOENT, and so is every file of a removed cgroup (its directory is gone). So is
 //! every cgroupfs file not in the table (`cgroup.controllers`, `cgroup.stat`,
 //! `cgroup.freeze`, the pressure files, ...), though its name is taken: a mkdir of it
-//! is EEXIST, as in cgroupfs. A read of
-//! a write-only file or a write to a read-only one is EACCES: `kernfs_fop_open` refuses
-//! to open a file for an access it has no operation for.
+//! is EEXIST, as in cgroupfs.
+//!
+//! uproc acts as root, whose open succeeds whatever the mode bits
+//! (`CAP_DAC_OVERRIDE`): a read of a write-only file or a write to a read-only one
+//! fails in the operation, EINVAL (`cgroup_seqfile_show` / `cgroup_file_write` find no
+//! handler; an unprivileged opener would get EACCES from the open). A write of nothing
+//! (`write(fd, "", 0)`) succeeds and changes nothing, on any file that exists.
 
 use core::fmt::Write as _;
 
@@ -86,7 +90,7 @@ const UNMODELLED: [&str; 11] = [
 pub(crate) fn exists(node: &Node, name: &str) -> bool {
     File::lookup(node, name).is_some()
         || UNMODELLED.contains(&name)
-        || (name == "cgroup.freeze" && node.parent.is_some())
+        || (matches!(name, "cgroup.freeze" | "cgroup.stat.local") && node.parent.is_some())
 }
 
 impl Cgroup {
@@ -95,7 +99,7 @@ impl Cgroup {
     ///
     /// ENOENT for a file this cgroup does not have (pids files and `cgroup.events` /
     /// `cgroup.kill` / `cgroup.type` are not on the root) or when the cgroup was
-    /// removed; EACCES for the write-only `cgroup.kill`.
+    /// removed; EINVAL for the write-only `cgroup.kill`.
     pub fn read(&self, file: &str) -> Result<String, Errno> {
         let node = &self.node;
         if node.is_removed() {
@@ -136,7 +140,7 @@ impl Cgroup {
                 out
             }
             File::Events => format!("populated {}\nfrozen 0\n", u8::from(self.populated())),
-            File::Kill => return Err(Errno::EACCES),
+            File::Kill => return Err(Errno::EINVAL),
             File::Type => "domain\n".to_owned(),
             File::PidsMax => format!("{}\n", pids().limit()),
             File::PidsCurrent => format!("{}\n", pids().current()),
@@ -164,13 +168,20 @@ impl Cgroup {
     ///   ERANGE; garbage -> EINVAL.
     /// - `cgroup.type`: `threaded` -> EOPNOTSUPP (uproc has no threaded cgroups);
     ///   anything else -> EINVAL.
-    /// - read-only files -> EACCES; unknown files and removed cgroups -> ENOENT.
+    /// - read-only files -> EINVAL; unknown files and removed cgroups -> ENOENT.
+    /// - an empty `value` (a write of no bytes) -> Ok on any file that exists,
+    ///   changing nothing.
     pub fn write(&self, file: &str, value: &str) -> Result<(), Errno> {
         let node = &self.node;
         if node.is_removed() {
             return Err(Errno::ENOENT);
         }
-        match File::lookup(node, file).ok_or(Errno::ENOENT)? {
+        let f = File::lookup(node, file).ok_or(Errno::ENOENT)?;
+        if value.is_empty() {
+            // `vfs_write` of zero bytes: no handler runs.
+            return Ok(());
+        }
+        match f {
             File::PidsMax => self.set_pids_max(value.parse::<Limit>()?),
             f @ (File::Procs | File::Threads) => {
                 let pid = kstrtoint(strstrip(value)).map_err(|_| Errno::EINVAL)?;
@@ -203,7 +214,7 @@ impl Cgroup {
             | File::PidsCurrent
             | File::PidsPeak
             | File::PidsEvents
-            | File::PidsEventsLocal => Err(Errno::EACCES),
+            | File::PidsEventsLocal => Err(Errno::EINVAL),
         }
     }
 }

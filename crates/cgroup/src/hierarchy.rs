@@ -437,14 +437,80 @@ impl fmt::Debug for Node {
     }
 }
 
-/// EINVAL/ENAMETOOLONG for names cgroupfs refuses. A newline is EINVAL as in
-/// `cgroup_mkdir` (it would make `/proc/PID/cgroup` unparsable).
-pub(crate) fn check_name(name: &str) -> Result<(), Errno> {
-    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0', '\n']) {
-        return Err(Errno::EINVAL);
+/// `PATH_MAX`: a path of this many bytes or more is ENAMETOOLONG (the kernel's
+/// `getname` counts the terminating NUL).
+const PATH_MAX: usize = 4096;
+
+/// `NAME_MAX`: one path component longer than this is ENAMETOOLONG.
+const NAME_MAX: usize = 255;
+
+/// mkdir's path walk, as the VFS does it before `cgroup_mkdir` runs (`do_mkdirat` ->
+/// `filename_create`): the directory `path` creates its last component in, and that
+/// component. `path` is relative to `start`, or to the hierarchy's `root` when it
+/// begins with `/` (as [`Cgroup::path`](crate::Cgroup::path) prints one). Repeated and
+/// trailing slashes are one; `.` is the directory itself and `..` its parent (the
+/// root's is the root, as `/..` is `/`).
+///
+/// Errors in the order the walk meets them: ENOENT for an empty path or a missing
+/// directory on the way; ENAMETOOLONG for a path of `PATH_MAX` bytes or a component
+/// beyond `NAME_MAX`; ENOTDIR for a control file on the way (`dir_is_file`); EEXIST
+/// when the last component is `.`, `..` or the root (`filename_create`: not
+/// `LAST_NORM`); EINVAL for a NUL (a C path would end there; a Rust string is refused)
+/// and, from `cgroup_mkdir` itself, a newline in the new name (it would make
+/// `/proc/PID/cgroup` unparsable). The caller checks that the name is free (EEXIST).
+pub(crate) fn mkdir_target<'p>(
+    tree: &Tree,
+    root: &Arc<Node>,
+    start: &Arc<Node>,
+    path: &'p str,
+    dir_is_file: impl Fn(&Node, &str) -> bool,
+) -> Result<(Arc<Node>, &'p str), Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
     }
-    if name.len() > 255 {
+    if path.len() >= PATH_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
-    Ok(())
+    if path.contains('\0') {
+        return Err(Errno::EINVAL);
+    }
+    let mut dir = if path.starts_with('/') {
+        root.clone()
+    } else {
+        start.clone()
+    };
+    let mut parts = path.split('/').filter(|c| !c.is_empty()).peekable();
+    let last = loop {
+        let Some(part) = parts.next() else {
+            // Only slashes: the root itself.
+            return Err(Errno::EEXIST);
+        };
+        if part.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if parts.peek().is_none() {
+            break part;
+        }
+        dir = match part {
+            "." => dir,
+            ".." => dir.parent.clone().unwrap_or(dir),
+            name => match tree.children_of(dir.id).and_then(|c| c.get(name)) {
+                Some(child) => child.clone(),
+                None if dir_is_file(&dir, name) => return Err(Errno::ENOTDIR),
+                None => return Err(Errno::ENOENT),
+            },
+        };
+    };
+    if last == "." || last == ".." {
+        return Err(Errno::EEXIST);
+    }
+    Ok((dir, last))
+}
+
+/// `cgroup_mkdir`'s own check of the new name, after the walk found it free.
+pub(crate) fn check_new_name(name: &str) -> Result<(), Errno> {
+    match name.contains('\n') {
+        true => Err(Errno::EINVAL),
+        false => Ok(()),
+    }
 }

@@ -463,11 +463,17 @@ impl Cgroup {
                 let ca = common_ancestor(src, dest);
                 // A linked link holds its charge (post_fork hands both at once).
                 debug_assert_ne!(link.charged.load(Ordering::Relaxed), NOT_CHARGED);
-                // pids_can_attach: charge the new css, uncharge the old one. The common
-                // ancestors would see +1 -1; they are skipped so their peak does not
-                // move.
+                // pids_can_attach: charge the new css's every level, then uncharge the
+                // old one's. The common ancestors go +1 then -1: their peak records
+                // the +1, as Linux's does (`pids_charge` updates each watermark), but
+                // their counter is left alone. No fork ever sees that +1 in Linux
+                // (a migration holds `cgroup_threadgroup_rwsem` for writing, which
+                // every fork's can_fork..post_fork holds for reading); here forks run
+                // beside migrations, and a +1 they could see would refuse them with
+                // room to spare.
                 pids::charge(dest.pids_levels_below(ca));
                 pids::uncharge_shared(src.pids_levels_below(ca));
+                pids::peak_one_more(ca.pids_levels());
                 link.charged.store(charge_kind(dest), Ordering::Relaxed);
                 let m = if listed {
                     // In no member set: the member is the one that holds the link.

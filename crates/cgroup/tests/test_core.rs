@@ -17,20 +17,70 @@ fn hier(p: Profile) -> Arc<Hierarchy> {
     Hierarchy::new(p)
 }
 
+/// What mkdir(2) gives for these names in cgroupfs (checked on Linux 6.18): the VFS
+/// path walk decides before `cgroup_mkdir` runs.
 #[test]
-fn mkdir_rejects_bad_names_with_einval() {
+fn mkdir_bad_names_get_the_vfs_errors() {
     for_each_profile(|p| {
         let root = hier(p).root();
-        for bad in ["", ".", "..", "a/b", "/", "a\0b"] {
-            assert_eq!(
-                root.mkdir(bad),
-                Err(Errno::EINVAL),
-                "mkdir({bad:?}) is EINVAL"
-            );
+        for (bad, errno) in [
+            ("", Errno::ENOENT),
+            (".", Errno::EEXIST),
+            ("..", Errno::EEXIST),
+            ("/", Errno::EEXIST),
+            ("//", Errno::EEXIST),
+            ("nox/y", Errno::ENOENT),
+            ("a\0b", Errno::EINVAL),
+        ] {
+            assert_eq!(root.mkdir(bad), Err(errno), "{p}: mkdir({bad:?})");
         }
         assert_eq!(root.mkdir(&"x".repeat(256)), Err(Errno::ENAMETOOLONG));
         assert!(root.mkdir(&"x".repeat(255)).is_ok());
         assert!(root.mkdir("...").is_ok(), "only . and .. are special");
+        assert_eq!(
+            root.children().len(),
+            2,
+            "{p}: a refused mkdir creates nothing"
+        );
+    });
+}
+
+/// A path: relative through existing cgroups, absolute from the hierarchy's root, with
+/// `.`, `..` and repeated or trailing slashes resolved as the VFS does.
+#[test]
+fn mkdir_takes_a_path_resolved_as_the_vfs_does() {
+    for_each_profile(|p| {
+        let root = hier(p).root();
+        let a = root.mkdir("a").unwrap();
+        let b = root.mkdir("a/b").unwrap();
+        assert_eq!((b.path(), b.parent()), ("/a/b".to_owned(), Some(a.clone())));
+        assert_eq!(a.mkdir("./b//c/").unwrap().path(), "/a/b/c");
+        assert_eq!(b.mkdir("../d").unwrap().path(), "/a/d");
+        assert_eq!(
+            b.mkdir("/e").unwrap().path(),
+            "/e",
+            "absolute: from the root"
+        );
+        assert_eq!(
+            root.mkdir("../f").unwrap().path(),
+            "/f",
+            "the root's .. is itself"
+        );
+        assert_eq!(root.mkdir("a/b"), Err(Errno::EEXIST));
+        assert_eq!(root.mkdir("a/b/.."), Err(Errno::EEXIST));
+        assert_eq!(root.mkdir("a/x/y"), Err(Errno::ENOENT));
+        assert_eq!(root.mkdir("a/pids.max/y"), Err(Errno::ENOTDIR));
+        assert_eq!(root.mkdir("a/pids.max"), Err(Errno::EEXIST));
+        assert_eq!(root.mkdir("a/new\nline"), Err(Errno::EINVAL));
+        assert_eq!(
+            root.mkdir(&format!("a/{}/y", "x".repeat(256))),
+            Err(Errno::ENAMETOOLONG)
+        );
+        let long = "a/".repeat(2048);
+        assert_eq!(root.mkdir(&long), Err(Errno::ENAMETOOLONG), "PATH_MAX");
+        b.rmdir().unwrap_err();
+        assert_eq!(b.mkdir("g").unwrap().path(), "/a/b/g");
+        a.rmdir().unwrap_err();
     });
 }
 
@@ -102,6 +152,15 @@ fn mkdir_in_removed_cgroup_is_enoent() {
         let a = hier(p).root().mkdir("a").unwrap();
         a.rmdir().unwrap();
         assert_eq!(a.mkdir("b"), Err(Errno::ENOENT));
+        assert_eq!(
+            a.mkdir("../b"),
+            Err(Errno::ENOENT),
+            "nothing is found from there"
+        );
+        let b = a
+            .mkdir("/b")
+            .expect("an absolute path does not start there");
+        assert_eq!(b.path(), "/b");
     });
 }
 
@@ -235,8 +294,11 @@ fn root_has_no_pids_events_kill_or_type_files() {
     });
 }
 
+/// As root (uproc's caller), opening a file the wrong way succeeds and the operation
+/// fails with EINVAL (Linux 6.18: `cgroup_file_write` / `cgroup_seqfile_show` have no
+/// handler); a write of nothing succeeds on any file and changes nothing.
 #[test]
-fn writing_read_only_files_is_eacces() {
+fn the_wrong_direction_is_einval_and_an_empty_write_is_a_no_op() {
     for_each_profile(|p| {
         let a = hier(p).root().mkdir("a").unwrap();
         for f in [
@@ -246,20 +308,29 @@ fn writing_read_only_files_is_eacces() {
             "pids.events.local",
             "cgroup.events",
         ] {
-            assert_eq!(a.write(f, "1"), Err(Errno::EACCES), "{f} is read-only");
+            assert_eq!(a.write(f, "1"), Err(Errno::EINVAL), "{p}: {f} is read-only");
+            assert_eq!(a.write(f, ""), Ok(()), "{p}: {f}: zero bytes");
         }
-    });
-}
-
-#[test]
-fn reading_cgroup_kill_is_eacces() {
-    for_each_profile(|p| {
-        let a = hier(p).root().mkdir("a").unwrap();
+        assert_eq!(a.read("cgroup.kill"), Err(Errno::EINVAL), "{p}: write-only");
+        a.write("pids.max", "3").unwrap();
+        for f in [
+            "cgroup.kill",
+            "cgroup.procs",
+            "cgroup.threads",
+            "cgroup.type",
+            "pids.max",
+        ] {
+            assert_eq!(a.write(f, ""), Ok(()), "{p}: {f}: zero bytes");
+            assert_eq!(a.write(f, " "), Err(Errno::EINVAL), "{p}: {f}: one space");
+        }
+        assert_eq!(a.read("pids.max").unwrap(), "3\n", "{p}: nothing changed");
         assert_eq!(
-            a.read("cgroup.kill"),
-            Err(Errno::EACCES),
-            "kernfs refuses O_RDONLY"
+            a.write("nope", ""),
+            Err(Errno::ENOENT),
+            "{p}: still no such file"
         );
+        a.rmdir().unwrap();
+        assert_eq!(a.write("pids.max", ""), Err(Errno::ENOENT), "{p}: removed");
     });
 }
 
@@ -369,7 +440,12 @@ fn cgroup_procs_write_errors() {
         );
         assert_eq!(a.write("cgroup.procs", "abc"), Err(Errno::EINVAL));
         assert_eq!(a.write("cgroup.procs", "-1"), Err(Errno::EINVAL));
-        assert_eq!(a.write("cgroup.procs", ""), Err(Errno::EINVAL));
+        assert_eq!(a.write("cgroup.procs", "\n"), Err(Errno::EINVAL));
+        assert_eq!(
+            a.write("cgroup.procs", ""),
+            Ok(()),
+            "zero bytes: no handler runs"
+        );
         let t = fork(&h.root(), 9).unwrap();
         resolver.add(&t);
         a.rmdir().unwrap();

@@ -132,9 +132,15 @@ fn cgroup_kill_values_other_than_one_are_erange() {
             assert_eq!(a.write("cgroup.kill", v), Err(Errno::ERANGE), "{v:?}");
         }
         assert_eq!(t.kills(), 0);
-        for v in ["", "yes", "1x"] {
+        for v in ["\n", "yes", "1x"] {
             assert_eq!(a.write("cgroup.kill", v), Err(Errno::EINVAL), "{v:?}");
         }
+        assert_eq!(
+            a.write("cgroup.kill", ""),
+            Ok(()),
+            "zero bytes kill nothing"
+        );
+        assert_eq!(t.kills(), 0);
         assert_eq!(
             a.write("cgroup.kill", "4294967297"),
             Err(Errno::ERANGE),

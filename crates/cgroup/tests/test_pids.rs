@@ -82,10 +82,12 @@ fn pids_max_garbage_is_einval() {
     for_each_profile(|p| {
         let a = cg(p, "a");
         for bad in [
-            "", "\n", "abc", "1 2", "1.5", "0x", "08", "Max", "maxx", "1k", "--1",
+            "\n", "abc", "1 2", "1.5", "0x", "08", "Max", "maxx", "1k", "--1",
         ] {
             assert_eq!(a.write("pids.max", bad), Err(Errno::EINVAL), "{bad:?}");
         }
+        assert_eq!(a.write("pids.max", ""), Ok(()), "zero bytes: no parse");
+        assert_eq!(a.read("pids.max").unwrap(), "max\n");
     });
 }
 
@@ -322,22 +324,36 @@ fn migration_charges_destination_above_its_max() {
     });
 }
 
+/// A migration charges the destination's every level, then uncharges the source's
+/// (`pids_can_attach`): a common ancestor's current is back where it was, but its peak
+/// saw the +1 (Linux 6.18: moving one task from `a/b` to `a/c` raises `a`'s
+/// `pids.peak` from 1 to 2; `b`'s and `c`'s stay 1).
 #[test]
-fn migration_within_a_subtree_leaves_the_common_ancestor_alone() {
+fn migration_within_a_subtree_raises_the_common_ancestor_s_peak() {
     for_each_profile(|p| {
         let a = cg(p, "a");
         let b = a.mkdir("b").unwrap();
         let c = a.mkdir("c").unwrap();
         let t = fork(&b, 1).unwrap();
+        assert_eq!(a.pids_peak(), 1);
         c.attach(&t.link()).unwrap();
         assert_eq!(
             (a.pids_current(), b.pids_current(), c.pids_current()),
             (1, 0, 1)
         );
-        assert_eq!(a.pids_peak(), 1, "a saw no +1 -1");
+        assert_eq!(
+            (a.pids_peak(), b.pids_peak(), c.pids_peak()),
+            (2, 1, 1),
+            "{p}: a saw the +1 before the -1"
+        );
         assert!(a.is_populated() && c.is_populated() && !b.is_populated());
         a.attach(&t.link()).unwrap();
         assert_eq!((a.pids_current(), c.pids_current()), (1, 0));
+        assert_eq!(
+            a.pids_peak(),
+            2,
+            "{p}: into the ancestor itself: 1 + 1 again"
+        );
         t.exit_and_reap();
         assert_eq!(a.pids_current(), 0);
     });

@@ -31,12 +31,12 @@ fn control_files_corpus_matches_cgroupfs() {
     }
     for want in [
         "ok",
-        "EACCES",
         "EAGAIN",
         "EBUSY",
         "EEXIST",
         "EINVAL",
         "ENOENT",
+        "ENOTDIR",
         "EOPNOTSUPP",
         "ERANGE",
         "ESRCH",
@@ -237,6 +237,32 @@ fn write_hand_seeds() {
         w(0, "cgroup.procs", "1\n"),
     ];
     write("control_files", "hand_every_file", encode(&files));
+    // mkdir's path walk: nested, absolute, dots, slashes, a file on the way, and a
+    // write of nothing to every kind of file.
+    let paths = vec![
+        mk(0, "a"),
+        mk(0, "a/b"),
+        mk(1, "./b//c/"),
+        mk(2, "../d"),
+        mk(2, "/e"),
+        mk(0, "../f"),
+        mk(0, "a/b/.."),
+        mk(0, "a/x/y"),
+        mk(1, "pids.max/y"),
+        mk(1, "cgroup.stat.local"),
+        mk(0, "cgroup.stat.local"),
+        mk(0, "/"),
+        mk(0, "a/new\nline"),
+        w(1, "pids.max", ""),
+        w(1, "pids.current", ""),
+        w(1, "cgroup.kill", ""),
+        r(1, "cgroup.kill"),
+        w(1, "cgroup.events", "0"),
+        Op::Rmdir { cg: 3 },
+        mk(3, "/g"),
+        mk(3, "h"),
+    ];
+    write("control_files", "hand_mkdir_paths", encode(&paths));
 
     // file_handle: tag, task, then for Open: caller, selector, [extra], flag selector.
     let fh: Vec<u8> = vec![

@@ -526,6 +526,18 @@ where
     }
 }
 
+/// The watermark half of `pids_charge` on levels a migration charges and at once
+/// uncharges (its common ancestors): each peak records one task more than the level
+/// holds; the counter does not move.
+pub(crate) fn peak_one_more<'a, I>(levels: I)
+where
+    I: Iterator<Item = &'a PidsCounter>,
+{
+    for p in levels {
+        p.update_peak(p.settled_current() + 1);
+    }
+}
+
 /// Hands each thread the next credit shard, round robin.
 static NEXT_CREDIT_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
