@@ -1285,19 +1285,21 @@ impl Model {
             return Err(Errno::EINVAL);
         }
         let t = self.pidfds[fd].task;
-        if self.tasks[t].st == St::Released {
-            return Err(Errno::ESRCH);
-        }
-        let g = self.tasks[t].group;
-        let thread = scope == 1 || (scope == 0 && self.pidfds[fd].thread);
         if scope == 3 {
-            let members = self.pgrp_members(self.groups[g].pgrp);
+            // `kill_pgrp_info(sig, &kinfo, pid)`: the group whose id is the pidfd's pid,
+            // there or not its task (a reaped leader's group lives on in its members).
+            let members = self.pgrp_members(t);
             if members.is_empty() {
                 return Err(Errno::ESRCH);
             }
             self.send_many(&members, sig, None);
             return Ok(());
         }
+        if self.tasks[t].st == St::Released {
+            return Err(Errno::ESRCH);
+        }
+        let g = self.tasks[t].group;
+        let thread = scope == 1 || (scope == 0 && self.pidfds[fd].thread);
         self.deliver(g, t, sig, None, thread);
         Ok(())
     }
@@ -2471,8 +2473,8 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                     _ => PidfdSignalFlags::from_bits_retain(1 << 9),
                 };
                 let t = m.pidfds[i].task;
-                if *scope == 3 && m.tasks[t].st != St::Released {
-                    let members = m.pgrp_members(m.groups[m.tasks[t].group].pgrp);
+                if *scope == 3 {
+                    let members = m.pgrp_members(t);
                     if skip_multi_kill(&m, &members, *sig) {
                         continue;
                     }

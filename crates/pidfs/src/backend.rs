@@ -56,7 +56,10 @@ pub enum SignalScope {
     Thread,
     /// Its thread group (`PIDTYPE_TGID`).
     ThreadGroup,
-    /// The process group it leads (`PIDTYPE_PGID`).
+    /// The process group whose id is the pidfd's pid (`PIDTYPE_PGID`,
+    /// `kill_pgrp_info`): the one its task leads, still there after that task was
+    /// reaped while members remain; ESRCH when no group has that id (the task leads
+    /// none).
     ProcessGroup,
 }
 

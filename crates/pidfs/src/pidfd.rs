@@ -203,6 +203,9 @@ impl PidFd {
 
     /// `pidfd_send_signal(pidfd, sig, NULL, flags)`: unknown bits or more than one scope
     /// -> EINVAL; no scope -> the pidfd's default; nothing attached (reaped) -> ESRCH.
+    /// `PIDFD_SIGNAL_PROCESS_GROUP` signals the process group whose id is the pidfd's
+    /// pid, whether or not its task is still there: ESRCH when no group has that id
+    /// (the pidfd's task is no group leader).
     ///
     /// # References
     /// `SYSCALL_DEFINE4(pidfd_send_signal)` / `do_pidfd_send_signal` in `kernel/signal.c`.

@@ -362,15 +362,16 @@ impl PidfdBackend for System {
         scope: SignalScope,
         from: &PidNamespace,
     ) -> Result<(), Errno> {
-        let t = pid_task(pid).ok_or(Errno::ESRCH)?;
         let sender = Sender::InNamespace(from);
+        let task = || pid_task(pid).ok_or(Errno::ESRCH);
         match scope {
-            SignalScope::Thread => crate::signal::send_thread(&t, sig, sender),
-            SignalScope::ThreadGroup => crate::signal::send_group(&t, sig, sender),
-            SignalScope::ProcessGroup => {
-                let pgrp = t.group().sig.lock().pgrp().ok_or(Errno::ESRCH)?;
-                crate::signal::kill_pgrp(self, &pgrp, sig, sender)
-            }
+            SignalScope::Thread => crate::signal::send_thread(&task()?, sig, sender),
+            SignalScope::ThreadGroup => crate::signal::send_group(&task()?, sig, sender),
+            // `kill_pgrp_info(sig, &kinfo, pid)`: the process group whose id is the
+            // pidfd's pid, not the task's current group. It may outlive the task
+            // (a reaped leader whose group lives on), and a task that is no group's
+            // leader names no group (ESRCH).
+            SignalScope::ProcessGroup => crate::signal::kill_pgrp(self, pid, sig, sender),
         }
     }
 

@@ -498,6 +498,11 @@ impl LeaderRef {
         LeaderRef(leader)
     }
 
+    /// The leader's address, for comparison only (never dereferenced through this).
+    pub(crate) fn as_ptr(&self) -> *const TaskInner {
+        self.0
+    }
+
     /// The address of the leader's `flags` (for [`SharedPending`]'s mirror), computed
     /// without reading the task, which may still be under construction.
     #[allow(unsafe_code)]

@@ -8,6 +8,11 @@
 //! lock. With nothing ready it sleeps on `wait_chldexit` (`ThreadGroup::sleep_on_children`),
 //! which every state change of a child signals while holding the same lock
 //! (`ThreadGroup::notify_waiters`): no lost wakeup, no polling.
+//!
+//! The list is the process's, in fork order; Linux keeps one per thread and walks the
+//! caller's first. A process with several threads scans in that order (`wait_order`:
+//! the children sorted by their parent thread's place in the walk), so which of
+//! several ready children a wait reports is Linux's; one thread scans as is.
 
 use crate::exit::{claim, release_claimed_child, release_task};
 use crate::sync::Ordering;
@@ -243,50 +248,134 @@ fn check_options(opts: WaitOptions) -> Result<(), Errno> {
 fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: WaitOptions) -> Scan {
     let ns = me.active_ns();
     let mut eligible = false;
-    for (i, c) in children.list.iter().enumerate() {
-        let ci = &c.0;
+    let consider =
+        |i: usize, eligible: &mut bool| consider_child(me, ns, children, i, target, opts, eligible);
+    match wait_order(me, children, opts) {
+        // One live thread (the common case): every child is the caller's, in fork order.
+        None => {
+            for i in 0..children.list.len() {
+                if let Some(found) = consider(i, &mut eligible) {
+                    return found;
+                }
+            }
+        }
+        Some(order) => {
+            for i in order {
+                if let Some(found) = consider(i, &mut eligible) {
+                    return found;
+                }
+            }
+        }
+    }
+    if eligible {
+        Scan::NotReady
+    } else {
+        Scan::NoChild
+    }
+}
+
+/// The order `__do_wait` meets the children of a process with several threads in:
+/// each thread has its own children list in Linux, and the wait walks the caller's
+/// first, then every other thread's in thread-list order from the caller on
+/// (`do_wait_thread` ... `while_each_thread(current, tsk)`), each in fork order. Here
+/// the process has one list, in fork order, and a child's `real_parent` says whose it
+/// is: the indices of the list sorted by that thread's place in the walk. `None` when
+/// the caller is the process's only thread (no reordering) or `__WNOTHREAD` limits the
+/// wait to the caller's children anyway.
+fn wait_order(me: &Arc<TaskInner>, children: &Children, opts: WaitOptions) -> Option<Vec<usize>> {
+    if opts.contains(WaitOptions::NOTHREAD) || children.list.len() < 2 {
+        return None;
+    }
+    // Rule 3: the siglock nests inside the children lock.
+    let threads: Vec<*const TaskInner> = {
+        let st = me.group().sig.lock();
+        if st.threads.is_empty() {
+            return None;
+        }
+        let leader = st.leader().as_ptr();
+        std::iter::once(leader)
+            .chain(st.threads.iter().map(std::sync::Weak::as_ptr))
+            .collect()
+    };
+    let mine = threads
+        .iter()
+        .position(|&t| std::ptr::eq(t, Arc::as_ptr(me)))?;
+    // The walk's place of a child's parent thread: 0 for the caller, then on around
+    // the thread list; a parent no longer listed comes last.
+    let place = |c: &Task| {
+        let parent = c.0.group().sig.lock().real_parent.as_ptr();
+        threads
+            .iter()
+            .position(|&t| std::ptr::eq(t, parent))
+            .map_or(threads.len(), |p| {
+                (p + threads.len() - mine) % threads.len()
+            })
+    };
+    let mut order: Vec<(usize, usize)> = children
+        .list
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (place(c), i))
+        .collect();
+    order.sort_unstable();
+    Some(order.into_iter().map(|(_, i)| i).collect())
+}
+
+/// `wait_consider_task` for the child at `i`: what the wait returns if it is ready,
+/// `None` to go on (with `eligible` set when it is a child this wait may report).
+fn consider_child(
+    me: &Arc<TaskInner>,
+    ns: &uproc_pidns::PidNamespace,
+    children: &Children,
+    i: usize,
+    target: &Target<'_>,
+    opts: WaitOptions,
+    eligible: &mut bool,
+) -> Option<Scan> {
+    let ci = &children.list[i].0;
+    {
         match target {
             Target::All => {}
             Target::Nr(n) => {
                 if ci.pid.nr_in(ns) != *n {
-                    continue;
+                    return None;
                 }
             }
             Target::Pid(p) => {
                 if !Arc::ptr_eq(&ci.pid, p) {
-                    continue;
+                    return None;
                 }
             }
             Target::PinnedPid(p) => {
                 if !Arc::ptr_eq(&ci.pid, p) {
-                    continue;
+                    return None;
                 }
             }
             Target::Pgrp(p) => {
                 if !ci.group().sig.lock().in_pgrp(p) {
-                    continue;
+                    return None;
                 }
             }
         }
         if opts.contains(WaitOptions::NOTHREAD)
             && !std::ptr::eq(ci.group().sig.lock().real_parent.as_ptr(), Arc::as_ptr(me))
         {
-            continue;
+            return None;
         }
         // eligible_child: __WALL, or "clone child" (exit signal other than SIGCHLD)
         // exactly when __WCLONE.
         let clone_child = ci.exit_signal.load(Ordering::Acquire) != Signal::CHLD.raw();
         if !opts.contains(WaitOptions::ALL) && clone_child != opts.contains(WaitOptions::CLONE) {
-            continue;
+            return None;
         }
         let state = ci.exit_state.load(Ordering::Acquire);
         match state {
-            DEAD => continue,
+            DEAD => return None,
             ZOMBIE => {
                 if !opts.contains(WaitOptions::EXITED) {
-                    continue; // wait_task_zombie returns 0 without clearing ECHILD
+                    return None; // wait_task_zombie returns 0 without clearing ECHILD
                 }
-                eligible = true;
+                *eligible = true;
                 let status = ci.exit_status();
                 let info = WaitInfo {
                     pid: ci.pid.nr_in(ns),
@@ -295,10 +384,10 @@ fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: Wai
                     code: code_of(status),
                 };
                 if opts.contains(WaitOptions::NOWAIT) {
-                    return Scan::Report(info);
+                    return Some(Scan::Report(info));
                 }
                 if claim(ci, children) {
-                    return Scan::Reap(i, info);
+                    return Some(Scan::Reap(i, info));
                 }
             }
             // A leader held back by live threads (`delay_group_leader`) is not reaped,
@@ -306,7 +395,7 @@ fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: Wai
             // running leader (`wait_consider_task` falls through to
             // `wait_task_stopped` / `wait_task_continued`, which read the group).
             RUNNING | DELAYED => {
-                eligible = true;
+                *eligible = true;
                 let pid = ci.pid.nr_in(ns);
                 if opts.contains(WaitOptions::STOPPED) {
                     let nowait = opts.contains(WaitOptions::NOWAIT);
@@ -317,12 +406,12 @@ fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: Wai
                     };
                     if let Ok(sig) = Signal::new(sig) {
                         if !sig.is_probe() {
-                            return Scan::Report(WaitInfo {
+                            return Some(Scan::Report(WaitInfo {
                                 pid,
                                 uid: 0,
                                 status: WaitStatus::stopped_by(sig),
                                 code: ChildCode::Stopped,
-                            });
+                            }));
                         }
                     }
                 }
@@ -334,21 +423,17 @@ fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: Wai
                         ci.group().cont_report.swap(false, Ordering::AcqRel)
                     };
                     if cont {
-                        return Scan::Report(WaitInfo {
+                        return Some(Scan::Report(WaitInfo {
                             pid,
                             uid: 0,
                             status: WaitStatus::CONTINUED,
                             code: ChildCode::Continued,
-                        });
+                        }));
                     }
                 }
             }
             _ => {}
         }
     }
-    if eligible {
-        Scan::NotReady
-    } else {
-        Scan::NoChild
-    }
+    None
 }

@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use std::time::Duration;
-use uproc_abi::{CloneFlags, Errno, InfoMask, PidfdFlags, Signal, WaitOptions};
+use uproc_abi::{CloneFlags, Errno, InfoMask, PidfdFlags, PidfdSignalFlags, Signal, WaitOptions};
 use uproc_tasklist::{CloneArgs, TaskState, WaitId};
 
 fn wait_through_pidfd_reaps_that_child() {
@@ -164,7 +164,56 @@ fn thread_pidfd_readable_when_thread_exits() {
     reap(&init, &p);
 }
 
+/// `PIDFD_SIGNAL_PROCESS_GROUP` signals the group whose id is the pidfd's pid
+/// (`kill_pgrp_info(sig, &kinfo, pid)`), checked on Linux 6.18: a pidfd of a member
+/// that leads no group is ESRCH (not its leader's group), and one of a reaped leader
+/// still reaches the group its number names.
+fn pidfd_process_group_signal_names_the_group_with_the_pidfd_s_pid() {
+    // The orphaned c stays a zombie for init to reap by hand.
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    let a = fork(&init);
+    a.setpgid(0, 0).unwrap();
+    let b = fork(&a);
+    let c = fork(&a);
+    let of = |t: &uproc_tasklist::Task| {
+        init.pidfd_open(init.pid_of(t), PidfdFlags::empty())
+            .unwrap()
+    };
+    let (fa, fb) = (of(&a), of(&b));
+    assert_eq!(
+        fb.send_signal_with(Signal::PROBE, PidfdSignalFlags::PROCESS_GROUP),
+        Err(Errno::ESRCH),
+        "b leads no group"
+    );
+    assert_eq!(
+        fb.send_signal_with(Signal::TERM, PidfdSignalFlags::PROCESS_GROUP),
+        Err(Errno::ESRCH)
+    );
+    assert_eq!(a.state(), TaskState::Running, "a's group was not signalled");
+    // a exits and is reaped; b and c keep its group.
+    b.exit(0);
+    reap(&a, &b);
+    a.exit(0);
+    reap(&init, &a);
+    assert_eq!(fa.send_signal(Signal::PROBE), Err(Errno::ESRCH), "no task");
+    fa.send_signal_with(Signal::KILL, PidfdSignalFlags::PROCESS_GROUP)
+        .expect("the group lives on under the reaped leader's pid");
+    assert_eq!(c.state(), TaskState::Zombie, "c, in that group, was killed");
+    assert_eq!(
+        c.exit_status().and_then(|s| s.signaled()),
+        Some(Signal::KILL)
+    );
+    reap(&init, &c);
+    assert_eq!(
+        fa.send_signal_with(Signal::PROBE, PidfdSignalFlags::PROCESS_GROUP),
+        Err(Errno::ESRCH),
+        "the group is gone with its last member"
+    );
+}
+
 every_profile!(
+    pidfd_process_group_signal_names_the_group_with_the_pidfd_s_pid,
     wait_through_pidfd_reaps_that_child,
     nonblocking_pidfd_gives_eagain_unless_nohang,
     pidfd_of_a_non_child_is_echild,

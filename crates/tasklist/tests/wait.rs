@@ -518,7 +518,53 @@ fn wait_task_names_the_child_by_its_object() {
     assert_at_rest(&sys);
 }
 
+/// `__do_wait` walks the caller's own children first, then each other thread's in
+/// thread-list order from the caller on (Linux 6.18, pthreads: the leader's
+/// `waitid(P_ALL)` gets its own child although a thread's exited first; the thread's
+/// gets its own).
+fn a_wait_reports_the_calling_thread_s_children_first() {
+    let sys = system();
+    let init = sys.init();
+    let l = fork(&init);
+    let t1 = thread(&l);
+    let t2 = thread(&l);
+    let of_t2 = fork(&t2);
+    let of_t1 = fork(&t1);
+    let of_l = fork(&l);
+    let of_t1_b = fork(&t1);
+    for (c, code) in [(&of_t2, 3), (&of_t1, 2), (&of_l, 1), (&of_t1_b, 4)] {
+        c.exit(code);
+    }
+    let next = |waiter: &uproc_tasklist::Task| {
+        let info = waiter
+            .wait(WaitId::All, WaitOptions::EXITED)
+            .unwrap()
+            .unwrap();
+        info.status.exited().unwrap()
+    };
+    assert_eq!(next(&l), 1, "the leader's own child first");
+    // t1: its own two in fork order, then (from t1 on, around the list) t2's.
+    assert_eq!(next(&t1), 2);
+    assert_eq!(next(&t1), 4);
+    assert_eq!(next(&t1), 3, "then t2's child");
+    // __WNOTHREAD still sees only the caller's.
+    let again = fork(&t2);
+    again.exit(5);
+    assert_eq!(
+        l.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOTHREAD),
+        Err(Errno::ECHILD)
+    );
+    // From the leader: t1 comes before t2 in the thread list; t2 is all there is.
+    assert_eq!(next(&l), 5);
+    for t in [&t1, &t2] {
+        t.exit(0);
+    }
+    l.exit(0);
+    reap(&init, &l);
+}
+
 every_profile!(
+    a_wait_reports_the_calling_thread_s_children_first,
     wait_task_names_the_child_by_its_object,
     invalid_options_are_einval,
     reap_takes_the_child_off_everything,
