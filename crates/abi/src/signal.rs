@@ -95,7 +95,10 @@ impl Signal {
     /// The existence probe of kill(2): permission and existence checks only.
     pub const PROBE: Signal = Signal(0);
 
-    /// Validates a signal number: 0..=64, else `EINVAL` (what kill(2) returns).
+    /// Validates a signal number: 0..=64, else `EINVAL` (what kill(2) returns for one
+    /// once it has found a target; Linux looks the target up first, so `kill` of a pid
+    /// that names nothing with signal 99 is ESRCH there, where with uproc's typed
+    /// signal the EINVAL comes first, from here).
     pub fn new(n: i32) -> Result<Signal, Errno> {
         if (0..=SIGRTMAX).contains(&n) {
             Ok(Signal(n))
