@@ -1672,6 +1672,9 @@ impl Model {
             return;
         }
         let stop_sigs = [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU];
+        // `complete_signal`: a thread-directed signal to an exiting thread stays queued
+        // on it (`wants_signal` is false for `PF_EXITING`) and does nothing else.
+        let exiting_target = thread && self.tasks[t].exiting;
         match signal(sig).default_action() {
             A::Ignore => {
                 if sig == libc::SIGCHLD && self.groups[g].sigchld != SigChld::Ignore {
@@ -1683,8 +1686,13 @@ impl Model {
                 }
             }
             A::Cont => {
-                for s in stop_sigs {
-                    self.groups[g].shared &= !bit(s);
+                let mask = stop_sigs.iter().fold(0, |m, &s| m | bit(s));
+                self.groups[g].shared &= !mask;
+                let all: Vec<usize> = std::iter::once(self.groups[g].leader)
+                    .chain(self.groups[g].threads.iter().copied())
+                    .collect();
+                for th in all {
+                    self.tasks[th].pending &= !mask;
                 }
                 if self.groups[g].stopped {
                     let gr = &mut self.groups[g];
@@ -1701,6 +1709,14 @@ impl Model {
             }
             A::Stop => {
                 self.groups[g].shared &= !bit(libc::SIGCONT);
+                if exiting_target {
+                    self.tasks[t].pending |= bit(sig);
+                    return;
+                }
+                // `get_signal`: SIGTSTP/SIGTTIN/SIGTTOU to an orphaned group are dropped.
+                if sig != libc::SIGSTOP && self.pgrp_orphaned(self.groups[g].pgrp) {
+                    return;
+                }
                 if !self.groups[g].stopped {
                     let gr = &mut self.groups[g];
                     gr.stopped = true;
@@ -1708,6 +1724,9 @@ impl Model {
                     gr.stop_report = sig;
                     self.notify_cldstop(g);
                 }
+            }
+            A::Term | A::Core if exiting_target => {
+                self.tasks[t].pending |= bit(sig);
             }
             A::Term | A::Core if self.groups[g].stopped && sig != libc::SIGKILL => {
                 if thread {
@@ -1753,6 +1772,25 @@ impl Model {
                 self.groups[pg].shared |= bit(libc::SIGCHLD);
             }
         }
+    }
+
+    /// `will_become_orphaned_pgrp(pgrp, NULL)`: no member (but zombies with no thread
+    /// left and children of the runtime init) has its parent in another group of the
+    /// same session.
+    fn pgrp_orphaned(&self, pgrp: usize) -> bool {
+        !self.pgrp_members(pgrp).into_iter().any(|l| {
+            let g = self.tasks[l].group;
+            if self.tasks[l].st != St::Running && self.groups[g].threads.is_empty() {
+                return false;
+            }
+            let Some(p) = self.tasks[l].parent else {
+                return false;
+            };
+            let pg = self.tasks[p].group;
+            !self.is_runtime_init(pg)
+                && self.groups[pg].pgrp != pgrp
+                && self.groups[pg].session == self.groups[g].session
+        })
     }
 
     /// Leaders of process group `pgrp` (a task index), not released.

@@ -65,7 +65,9 @@
 //!    and read it for the stop/continue parent notification. `Scalable` takes it on
 //!    none of these. Every profile takes it for the slow paths: setpgid, setsid (write;
 //!    it also guards the index of process-group ids), kill -1, kill -pgid, the
-//!    subreaper marking walk and the namespace zap's walk (read).
+//!    orphaned-process-group test of a SIGTSTP/SIGTTIN/SIGTTOU (any sender; it then
+//!    takes siglocks one at a time), the subreaper marking walk and the namespace
+//!    zap's walk (read).
 //! 2. A group's `children` list, a child's `real_parent`, `exit_state` (of a leader),
 //!    `exit_signal` and `autoreap` change only under the `children` lock of the
 //!    parent group (both the old and the new one for a reparent). So a waiter holding

@@ -425,3 +425,55 @@ fn pgrp_in_session(sys: &System, pgrp: &Arc<Pid>, session: &Arc<Pid>) -> bool {
                 })
         })
 }
+
+/// `will_become_orphaned_pgrp(pgrp, NULL)` (`is_current_pgrp_orphaned`): whether the
+/// process group `pgrp` is orphaned, i.e. no member has its parent in another process
+/// group of the same session. A member that is a zombie with no other thread left
+/// (`p->exit_state && thread_group_empty(p)`) does not count, nor one whose parent is
+/// the runtime init (the global init, `is_global_init(p->real_parent)`; a namespace
+/// init is not one). A group with no member is orphaned.
+///
+/// Slow path, for SIGTSTP/SIGTTIN/SIGTTOU only (`signal.rs`): walks every task of the
+/// runtime, as `kill(-pgid)` does. The caller holds `tasklist_lock` (read), which keeps
+/// setpgid/setsid (write) from moving a member during the walk, and no other lock of
+/// this crate; the walk takes each member's siglock and then its parent's, one at a
+/// time, never nested.
+///
+/// # References
+/// `will_become_orphaned_pgrp` in `kernel/exit.c`, `get_signal` in `kernel/signal.c`,
+/// [Orphaned Process Groups](https://www.gnu.org/software/libc/manual/html_node/Orphaned-Process-Groups.html)
+/// (glibc manual).
+pub(crate) fn pgrp_orphaned(sys: &System, pgrp: &Arc<Pid>) -> bool {
+    let counts = |p: &Arc<TaskInner>| -> bool {
+        let (parent, session) = {
+            let st = p.group().sig.lock();
+            if !st.in_pgrp(pgrp) {
+                return false;
+            }
+            if p.exit_state.load(Ordering::Acquire) != crate::task::RUNNING && st.threads.is_empty()
+            {
+                return false; // a zombie with no other thread
+            }
+            // The runtime init has no parent; a released parent leaves none either.
+            let Some(parent) = st.real_parent.upgrade() else {
+                return false;
+            };
+            (parent, st.session())
+        };
+        if parent.group().runtime_init() {
+            return false;
+        }
+        let pst = parent.group().sig.lock();
+        let same_session = match (pst.session(), session) {
+            (Some(a), Some(b)) => Arc::ptr_eq(&a, &b),
+            _ => false,
+        };
+        same_session && !pst.in_pgrp(pgrp)
+    };
+    !sys.root_ns
+        .pids()
+        .iter()
+        .filter_map(|p| pid_task(p))
+        .filter(|t| t.leader)
+        .any(|t| counts(&t))
+}

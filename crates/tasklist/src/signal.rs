@@ -6,6 +6,21 @@
 //! its runtime decide when the body ends, and that SIGCHLD is queued to a parent whose
 //! disposition is not [`SigChld::Ignore`] (as if a handler were installed).
 //!
+//! A signal takes effect when it is sent (no target dequeues it), so the rules Linux
+//! applies when a thread dequeues a signal apply at the send, in [`decide`]:
+//!
+//! - SIGTSTP, SIGTTIN and SIGTTOU to a process whose process group is orphaned are
+//!   discarded (`get_signal` with `is_current_pgrp_orphaned`); SIGSTOP still stops.
+//!   See [`crate::pgrp::pgrp_orphaned`] for the test and its locks.
+//! - A thread-directed signal (`tgkill`, a thread-scoped pidfd) to an exiting thread,
+//!   such as a leader that exited while its other threads run, is queued on that
+//!   thread's own set and does nothing else: no group exit, no group stop
+//!   (`complete_signal`: `wants_signal` is false for a `PF_EXITING` thread, and a
+//!   `PIDTYPE_PID` signal is never handed to another thread). What `prepare_signal`
+//!   does at the send still happens: SIGCONT continues a stopped group, a stop signal
+//!   drops a pending SIGCONT. A group-directed signal (`kill(tgid)`) picks a live
+//!   thread as before.
+//!
 //! Group signals (`kill(-1)`, `kill(-pgid)`, [`signal_groups`]) are one step against
 //! forks, as Linux's walk under `tasklist_lock` is: every process that existed when the
 //! call was made gets the signal, and a child forked meanwhile either gets it too or
@@ -100,7 +115,9 @@ pub(crate) fn send_group(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>) ->
 
 /// Sends `sig` to the thread `t` (`send_sig_info` / `do_tkill`): a non-fatal signal is
 /// queued on that thread only; stop, continue and fatal signals act on the whole group
-/// as Linux's default actions do.
+/// as Linux's default actions do, except that a thread already exiting (a leader that
+/// exited while its threads run) only gets the signal queued on its own set: SIGCONT
+/// still continues its group, nothing else acts (`complete_signal`).
 pub(crate) fn send_thread(
     t: &Arc<TaskInner>,
     sig: Signal,
@@ -110,17 +127,62 @@ pub(crate) fn send_thread(
 }
 
 fn deliver(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> Result<(), Errno> {
-    let outcome = decide(t, sig, sender, thread);
+    let outcome = if is_tty_stop(sig) {
+        // The orphaned-group test walks the process group: `tasklist_lock` (read)
+        // first, as `is_current_pgrp_orphaned` and `kill(-pgid)` take it, held over the
+        // decision so that no setpgid/setsid moves a member in between. The caller
+        // holds no lock of this crate (rule 1). Never on the fork/exit path.
+        let sys = t.sys();
+        let _r = sys.as_deref().map(|s| s.tasklist_lock.read());
+        let orphaned = sys.as_deref().is_some_and(|s| target_pgrp_orphaned(s, t));
+        decide(t, sig, sender, thread, orphaned)
+    } else {
+        decide(t, sig, sender, thread, false)
+    };
     act(t, outcome);
     Ok(())
 }
 
+/// `sig_kernel_stop(sig) && sig != SIGSTOP`: the job-control stop signals that
+/// `get_signal` discards for an orphaned process group.
+fn is_tty_stop(sig: Signal) -> bool {
+    sig == Signal::TSTP || sig == Signal::TTIN || sig == Signal::TTOU
+}
+
+/// `SIG_KERNEL_STOP_MASK`: the signals whose default action stops the group.
+const KERNEL_STOP_MASK: u64 =
+    Signal::STOP.mask() | Signal::TSTP.mask() | Signal::TTIN.mask() | Signal::TTOU.mask();
+
+/// Whether the process group of `t`'s process is orphaned
+/// ([`crate::pgrp::pgrp_orphaned`]); false for a released process (no group). The
+/// caller holds `tasklist_lock` (read) and no other lock of this crate.
+fn target_pgrp_orphaned(sys: &System, t: &TaskInner) -> bool {
+    let pgrp = t.group().sig.lock().pgrp();
+    pgrp.is_some_and(|pg| crate::pgrp::pgrp_orphaned(sys, &pg))
+}
+
 /// The siglock half of a delivery (`prepare_signal` + the state changes of
-/// `complete_signal`): queue the signal and mark the group stopped, continued or dying
-/// (`group_exit`, which fails every later fork of the group with EINTR). Takes only the
-/// group's siglock, so a caller may hold `tasklist_lock` (read) around it; the rest
-/// ([`act`]) runs with no lock held.
-fn decide(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> Outcome {
+/// `complete_signal`, and `get_signal`'s choice for what a thread would dequeue):
+/// queue the signal and mark the group stopped, continued or dying (`group_exit`,
+/// which fails every later fork of the group with EINTR). Takes only the group's
+/// siglock, so a caller may hold `tasklist_lock` (read) around it; the rest ([`act`])
+/// runs with no lock held.
+///
+/// `orphaned`: the group's process group is orphaned ([`crate::pgrp::pgrp_orphaned`],
+/// asked by the caller before this siglock, for SIGTSTP/SIGTTIN/SIGTTOU only): those
+/// are then discarded instead of stopping the group. A thread-directed signal (`thread`)
+/// to an exiting thread is only queued on it (see the module docs).
+///
+/// # References
+/// `prepare_signal`, `complete_signal`, `wants_signal` and `get_signal` in
+/// `kernel/signal.c`.
+fn decide(
+    t: &Arc<TaskInner>,
+    sig: Signal,
+    sender: Sender<'_>,
+    thread: bool,
+    orphaned: bool,
+) -> Outcome {
     if sig.is_probe() {
         return Outcome::Nothing;
     }
@@ -135,6 +197,12 @@ fn decide(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> 
         if st.unkillable && init_ignores(t, sig, sender) {
             return Outcome::Nothing;
         }
+        // `complete_signal`: `wants_signal` is false for a `PF_EXITING` thread, and a
+        // thread-directed signal (`PIDTYPE_PID`) goes to no other thread: it stays
+        // queued on this one, never dequeued. (`exiting` is set by `do_exit` before its
+        // siglock hold, so under this siglock a thread still counted in `nr_live` may
+        // read as exiting: Linux's `PF_EXITING` is set before `signal->live` drops too.)
+        let exiting_target = thread && t.exiting.load(Ordering::Acquire);
         match sig.default_action() {
             DefaultAction::Ignore => {
                 if sig == Signal::CHLD && st.sigchld != SigChld::Ignore {
@@ -147,8 +215,16 @@ fn decide(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> 
                 Outcome::Nothing
             }
             DefaultAction::Cont => {
+                // `prepare_signal`: flush the stop signals from the group's set and from
+                // every thread's own (an exiting thread's may hold queued ones), and
+                // continue the group whichever thread was named.
                 for s in [Signal::STOP, Signal::TSTP, Signal::TTIN, Signal::TTOU] {
                     st.shared_pending.remove(s);
+                }
+                for th in ThreadGroup::attached_threads(&st) {
+                    if th.pending.load(Ordering::Relaxed) & KERNEL_STOP_MASK != 0 {
+                        th.pending.fetch_and(!KERNEL_STOP_MASK, Ordering::AcqRel);
+                    }
                 }
                 if st.stopped {
                     st.stopped = false;
@@ -168,7 +244,17 @@ fn decide(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> 
                 }
             }
             DefaultAction::Stop => {
+                // `prepare_signal`: a stop signal drops a pending SIGCONT at the send.
                 st.shared_pending.remove(Signal::CONT);
+                if exiting_target {
+                    t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
+                    return Outcome::Nothing;
+                }
+                if orphaned && sig != Signal::STOP {
+                    // `get_signal`: a job-control stop with the default action, for a
+                    // process of an orphaned process group, is discarded.
+                    return Outcome::Nothing;
+                }
                 if st.stopped {
                     Outcome::Nothing
                 } else {
@@ -177,6 +263,12 @@ fn decide(t: &Arc<TaskInner>, sig: Signal, sender: Sender<'_>, thread: bool) -> 
                     g.stop_report.store(sig.raw(), Ordering::Release);
                     Outcome::Stopped
                 }
+            }
+            DefaultAction::Term | DefaultAction::Core if exiting_target => {
+                // Not even SIGKILL completes: no group exit from a thread that is
+                // already on its way out.
+                t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
+                Outcome::Nothing
             }
             DefaultAction::Term | DefaultAction::Core if st.stopped && sig != Signal::KILL => {
                 // `wants_signal`: a stopped thread takes nothing but SIGKILL. The signal
@@ -248,11 +340,29 @@ fn signal_groups(
     sig: Signal,
     sender: Sender<'_>,
 ) -> Result<(), Errno> {
-    let decide_all = |targets: Vec<Arc<TaskInner>>| -> Vec<(Arc<TaskInner>, Outcome)> {
+    // The orphaned-group answers of this call, by process group (the walks hold
+    // `tasklist_lock`, read, which the test needs): `kill(-pgid, SIGTSTP)` walks the
+    // group once, not once per member.
+    let mut orphaned_pgrps: Vec<(Arc<Pid>, bool)> = Vec::new();
+    let mut orphaned = |t: &TaskInner| -> bool {
+        if !is_tty_stop(sig) {
+            return false;
+        }
+        let Some(pgrp) = t.group().sig.lock().pgrp() else {
+            return false;
+        };
+        if let Some((_, o)) = orphaned_pgrps.iter().find(|(p, _)| Arc::ptr_eq(p, &pgrp)) {
+            return *o;
+        }
+        let o = crate::pgrp::pgrp_orphaned(sys, &pgrp);
+        orphaned_pgrps.push((pgrp, o));
+        o
+    };
+    let mut decide_all = |targets: Vec<Arc<TaskInner>>| -> Vec<(Arc<TaskInner>, Outcome)> {
         targets
             .into_iter()
             .map(|t| {
-                let o = decide(&t, sig, sender, false);
+                let o = decide(&t, sig, sender, false, orphaned(&t));
                 (t, o)
             })
             .collect()
@@ -415,10 +525,13 @@ impl Task {
     /// nothing matched. Signal 0 checks existence only. A namespace init silently
     /// ignores signals from inside its namespace (and all but SIGKILL/SIGSTOP from an
     /// ancestor one). A `pid` naming a non-leader thread signals its thread group. ESRCH
-    /// if the caller was reaped.
+    /// if the caller was reaped. SIGTSTP, SIGTTIN and SIGTTOU to a process whose process
+    /// group is orphaned (a child of init, a session leader, ...) are discarded, as
+    /// Linux's `get_signal` discards them; SIGSTOP still stops.
     ///
     /// # References
-    /// `kill_something_info` in `kernel/signal.c`.
+    /// `kill_something_info` in `kernel/signal.c`; `get_signal` there and
+    /// `will_become_orphaned_pgrp` in `kernel/exit.c` for the orphaned-group rule.
     pub fn kill(&self, pid: i32, sig: Signal) -> Result<(), Errno> {
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;
         self.0.check_not_released()?;
@@ -454,6 +567,16 @@ impl Task {
     /// `tid` of thread group `tgid` (both in the caller's namespace). EINVAL for
     /// `tgid <= 0` or `tid <= 0`; ESRCH if no such thread in that group or the caller
     /// was reaped.
+    ///
+    /// A stop or fatal signal to a live thread acts on its whole group. To a thread
+    /// that is exiting, such as a leader that exited while its other threads run (a
+    /// zombie leader, still named by `tgid`), the call succeeds but the signal is only
+    /// queued on that thread ([`Task::pending_signals`] shows it) and the group is left
+    /// alone: SIGKILL kills nothing, SIGSTOP stops nothing; SIGCONT still continues a
+    /// stopped group. [`Task::kill`] of the `tgid` picks a live thread and acts.
+    ///
+    /// # References
+    /// `do_tkill`, `complete_signal` and `wants_signal` in `kernel/signal.c`.
     pub fn tgkill(&self, tgid: i32, tid: i32, sig: Signal) -> Result<(), Errno> {
         if tgid <= 0 || tid <= 0 {
             return Err(Errno::EINVAL);

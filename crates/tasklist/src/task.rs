@@ -856,11 +856,16 @@ impl ThreadGroup {
 
     /// Live (not exited) threads, leader first.
     pub(crate) fn live_threads(st: &GroupState) -> impl Iterator<Item = Arc<TaskInner>> + '_ {
+        Self::attached_threads(st).filter(|t| !t.exiting.load(Ordering::Acquire))
+    }
+
+    /// Every thread still on the group's list, exited or not (`for_each_thread`: a
+    /// leader that exited while its threads run included), leader first.
+    pub(crate) fn attached_threads(st: &GroupState) -> impl Iterator<Item = Arc<TaskInner>> + '_ {
         st.leader()
             .upgrade()
             .into_iter()
             .chain(st.threads.iter().filter_map(Weak::upgrade))
-            .filter(|t| !t.exiting.load(Ordering::Acquire))
     }
 }
 
@@ -1556,7 +1561,10 @@ impl Task {
     }
 
     /// The pending signals: the thread's own set and the group's shared set, lowest
-    /// number first, each once.
+    /// number first, each once (`SigPnd` and `ShdPnd` of
+    /// [proc_pid_status(5)](https://man7.org/linux/man-pages/man5/proc_pid_status.5.html)
+    /// together). A thread that exited keeps what was sent to it afterwards (a
+    /// thread-directed signal to a zombie leader is queued and never taken).
     pub fn pending_signals(&self) -> Vec<Signal> {
         let mut s = self.0.thread_pending();
         for sig in self.0.group().sig.lock().shared_pending.iter() {

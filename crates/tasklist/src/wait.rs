@@ -248,22 +248,17 @@ fn check_options(opts: WaitOptions) -> Result<(), Errno> {
 fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: WaitOptions) -> Scan {
     let ns = me.active_ns();
     let mut eligible = false;
-    let consider =
-        |i: usize, eligible: &mut bool| consider_child(me, ns, children, i, target, opts, eligible);
-    match wait_order(me, children, opts) {
-        // One live thread (the common case): every child is the caller's, in fork order.
-        None => {
-            for i in 0..children.list.len() {
-                if let Some(found) = consider(i, &mut eligible) {
-                    return found;
-                }
+    if let Some(order) = wait_order(me, children, opts) {
+        for i in order {
+            if let Some(found) = consider_child(me, ns, children, i, target, opts, &mut eligible) {
+                return found;
             }
         }
-        Some(order) => {
-            for i in order {
-                if let Some(found) = consider(i, &mut eligible) {
-                    return found;
-                }
+    } else {
+        // One live thread (the common case): every child is the caller's, fork order.
+        for i in 0..children.list.len() {
+            if let Some(found) = consider_child(me, ns, children, i, target, opts, &mut eligible) {
+                return found;
             }
         }
     }
@@ -282,10 +277,19 @@ fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: Wai
 /// is: the indices of the list sorted by that thread's place in the walk. `None` when
 /// the caller is the process's only thread (no reordering) or `__WNOTHREAD` limits the
 /// wait to the caller's children anyway.
+#[inline]
 fn wait_order(me: &Arc<TaskInner>, children: &Children, opts: WaitOptions) -> Option<Vec<usize>> {
     if opts.contains(WaitOptions::NOTHREAD) || children.list.len() < 2 {
         return None;
     }
+    threads_wait_order(me, children)
+}
+
+/// [`wait_order`] past its quick checks: the caller's process has two children or
+/// more (the siglock tells whether it has threads).
+#[cold]
+#[inline(never)]
+fn threads_wait_order(me: &Arc<TaskInner>, children: &Children) -> Option<Vec<usize>> {
     // Rule 3: the siglock nests inside the children lock.
     let threads: Vec<*const TaskInner> = {
         let st = me.group().sig.lock();
@@ -323,6 +327,7 @@ fn wait_order(me: &Arc<TaskInner>, children: &Children, opts: WaitOptions) -> Op
 
 /// `wait_consider_task` for the child at `i`: what the wait returns if it is ready,
 /// `None` to go on (with `eligible` set when it is a child this wait may report).
+#[inline(always)]
 fn consider_child(
     me: &Arc<TaskInner>,
     ns: &uproc_pidns::PidNamespace,

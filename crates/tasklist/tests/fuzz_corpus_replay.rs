@@ -355,6 +355,48 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
             ],
         ),
         (
+            // Job-control stops (`get_signal`): SIGTSTP stops a group with a parent in
+            // another group of its session, is dropped for an orphaned one (a child of
+            // init; a session leader), SIGSTOP stops both; tgkill to an exited leader
+            // whose thread runs does nothing (`complete_signal`), SIGCONT still works.
+            "hand_tty_stops_and_zombie_leaders",
+            false,
+            vec![
+                plain(0), // 1: child of init
+                plain(1), // 2: its child
+                Op::Setpgid {
+                    actor: 2,
+                    pid: Who::Nr(0),
+                    pgid: Who::Nr(0),
+                },
+                kill(0, t(2), libc::SIGTSTP), // not orphaned: stops
+                wait(1, WaitSel::Pid(t(2)), W::STOPPED),
+                kill(0, t(2), libc::SIGCONT),
+                kill(0, t(1), libc::SIGTSTP), // a child of init: dropped
+                wait(0, WaitSel::Pid(t(1)), W::STOPPED),
+                Op::Setsid { actor: 2 },
+                kill(0, t(2), libc::SIGTSTP), // a session leader: dropped
+                kill(0, t(2), libc::SIGSTOP), // SIGSTOP stops it
+                wait(1, WaitSel::Pid(t(2)), W::STOPPED),
+                kill(0, t(2), libc::SIGCONT),
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]), // 3: a thread of 1
+                Op::Exit { actor: 1, code: 4 },                // the leader exits first
+                Op::Tgkill {
+                    actor: 0,
+                    who: t(1),
+                    sig: libc::SIGKILL,
+                },
+                Op::Tgkill {
+                    actor: 0,
+                    who: t(1),
+                    sig: libc::SIGSTOP,
+                },
+                wait(0, WaitSel::Pid(t(1)), W::STOPPED | ex),
+                kill(0, t(1), libc::SIGTERM), // kill(tgid) reaches the thread
+                wait(0, WaitSel::All, all),
+            ],
+        ),
+        (
             "hand_exit_signals",
             false,
             vec![

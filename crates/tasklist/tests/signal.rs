@@ -97,29 +97,36 @@ fn ignored_by_default_signals_are_dropped() {
 fn stop_and_continue_both_modes() {
     let sys = system();
     let init = sys.init();
-    let c = fork(&init);
+    // c leads a process group of its own whose parent is in another group of the same
+    // session: not orphaned, so SIGTSTP/SIGTTIN/SIGTTOU stop it too (to an orphaned
+    // group, such as a child of init, they are discarded: `tests/signal_linux_rules.rs`).
+    let a = fork(&init);
+    let c = fork(&a);
+    a.setpgid(a.pid_of(&c), 0).unwrap();
     c.set_signal_hook(Some(Arc::new(|_| {
         panic!("stop signals do not call the hook")
     })));
     for sig in [Signal::STOP, Signal::TSTP, Signal::TTIN, Signal::TTOU] {
-        init.kill(init.pid_of(&c), sig).unwrap();
+        a.kill(a.pid_of(&c), sig).unwrap();
         assert_eq!(c.state(), TaskState::Stopped, "{sig} stops");
-        let info = init
+        let info = a
             .wait(WaitId::All, WaitOptions::STOPPED | WaitOptions::NOHANG)
             .unwrap()
             .unwrap();
         assert_eq!(info.status.stopped(), Some(sig));
-        init.kill(init.pid_of(&c), Signal::CONT).unwrap();
+        a.kill(a.pid_of(&c), Signal::CONT).unwrap();
         assert_eq!(c.state(), TaskState::Running);
     }
     c.set_signal_hook(None);
-    init.kill(init.pid_of(&c), Signal::STOP).unwrap();
-    init.kill(init.pid_of(&c), Signal::KILL).unwrap();
+    a.kill(a.pid_of(&c), Signal::STOP).unwrap();
+    a.kill(a.pid_of(&c), Signal::KILL).unwrap();
     assert_eq!(
-        reap(&init, &c).status.signaled(),
+        reap(&a, &c).status.signaled(),
         Some(Signal::KILL),
         "SIGKILL ends a stopped task"
     );
+    a.exit(0);
+    reap(&init, &a);
 }
 
 fn managed_task_gets_hook_and_pending_set() {
@@ -342,7 +349,8 @@ fn fatal_signal_to_a_stopped_process_waits_for_sigcont_only_sigkill_wakes_it() {
         let c = fork(&init);
         let t = thread(&c);
         let nr = init.pid_of(&c);
-        init.kill(nr, Signal::TSTP).unwrap();
+        // (SIGSTOP: a child of init is in an orphaned group, which discards SIGTSTP.)
+        init.kill(nr, Signal::STOP).unwrap();
         init.tgkill(nr, init.pid_of(&t), Signal::USR1).unwrap();
         assert_eq!(c.state(), TaskState::Stopped, "{p}");
         assert!(t.is_alive() && c.is_alive());

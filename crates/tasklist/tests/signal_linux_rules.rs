@@ -1,0 +1,357 @@
+//! Two rules of Linux's signal delivery, under every profile:
+//!
+//! - SIGTSTP, SIGTTIN and SIGTTOU (default action) to a process in an orphaned process
+//!   group are discarded (`get_signal`: `is_current_pgrp_orphaned`, i.e.
+//!   `will_become_orphaned_pgrp(pgrp, NULL)` in `kernel/exit.c`); SIGSTOP still stops.
+//! - A thread-directed signal (`tgkill`, `pidfd_send_signal(PIDFD_SIGNAL_THREAD)`) to an
+//!   exiting thread, such as a leader that exited while its threads run, is queued on
+//!   that thread and does nothing else (`complete_signal`: `wants_signal` is false for a
+//!   `PF_EXITING` thread, and a `PIDTYPE_PID` signal is not passed on to another
+//!   thread). SIGCONT still continues the group (`prepare_signal` acts at send time).
+
+#[macro_use]
+mod common;
+use common::*;
+use std::sync::{Arc, Mutex};
+use uproc_abi::{CloneFlags, PidfdFlags, PidfdSignalFlags, Signal, WaitOptions};
+use uproc_tasklist::{Task, TaskState, WaitId};
+
+const TTY_STOPS: [Signal; 3] = [Signal::TSTP, Signal::TTIN, Signal::TTOU];
+
+/// One way of sending a signal to the process under test, and its name.
+type SendWay<'a> = (&'static str, Box<dyn Fn(Signal) + 'a>);
+
+/// The stop `parent` sees for `child` (WNOHANG; consumes the report).
+fn stop_report(parent: &Task, child: &Task) -> Option<Signal> {
+    parent
+        .wait(
+            WaitId::Pid(parent.pid_of(child)),
+            WaitOptions::STOPPED | WaitOptions::NOHANG,
+        )
+        .expect("child is waitable")
+        .and_then(|i| i.status.stopped())
+}
+
+/// Whether `parent` sees `child` continued (WNOHANG; consumes the report).
+fn continued(parent: &Task, child: &Task) -> bool {
+    parent
+        .wait(
+            WaitId::Pid(parent.pid_of(child)),
+            WaitOptions::CONTINUED | WaitOptions::NOHANG,
+        )
+        .expect("child is waitable")
+        .is_some_and(|i| i.status.continued())
+}
+
+/// Every way `sender` can send a signal that reaches `target` (a single-threaded
+/// process that leads its own process group): kill, kill(-pgid), tgkill, a pidfd and,
+/// with `minus_one`, kill(-1) (the caller must then see no other process but init).
+fn senders<'a>(sender: &'a Task, target: &'a Task, minus_one: bool) -> Vec<SendWay<'a>> {
+    let nr = sender.pid_of(target);
+    let mut v: Vec<SendWay<'a>> = vec![
+        ("kill(pid)", Box::new(move |s| sender.kill(nr, s).unwrap())),
+        (
+            "kill(-pgid)",
+            Box::new(move |s| sender.kill(-nr, s).unwrap()),
+        ),
+        (
+            "tgkill",
+            Box::new(move |s| sender.tgkill(nr, nr, s).unwrap()),
+        ),
+        (
+            "pidfd_send_signal",
+            Box::new(move |s| {
+                let fd = sender.pidfd_open(nr, PidfdFlags::empty()).unwrap();
+                fd.send_signal(s).unwrap()
+            }),
+        ),
+    ];
+    if minus_one {
+        v.push(("kill(-1)", Box::new(move |s| sender.kill(-1, s).unwrap())));
+    }
+    v
+}
+
+/// `c` (whose parent is `parent`) ignores SIGTSTP/SIGTTIN/SIGTTOU from every sender,
+/// and SIGSTOP still stops it.
+fn assert_tty_stops_discarded(parent: &Task, c: &Task, sends: &[SendWay<'_>]) {
+    for (how, send) in sends {
+        for sig in TTY_STOPS {
+            send(sig);
+            assert_eq!(
+                c.state(),
+                TaskState::Running,
+                "{how} {sig}: orphaned group: discarded"
+            );
+            assert_eq!(
+                stop_report(parent, c),
+                None,
+                "{how} {sig}: nothing to wait for"
+            );
+            assert!(
+                c.pending_signals().is_empty(),
+                "{how} {sig}: nothing left pending"
+            );
+        }
+        send(Signal::STOP);
+        assert_eq!(c.state(), TaskState::Stopped, "{how}: SIGSTOP still stops");
+        assert_eq!(stop_report(parent, c), Some(Signal::STOP), "{how}");
+        send(Signal::CONT);
+        assert_eq!(c.state(), TaskState::Running, "{how}");
+        assert!(continued(parent, c), "{how}");
+    }
+}
+
+/// `c` stops on each of SIGTSTP/SIGTTIN/SIGTTOU from every sender, and continues.
+fn assert_tty_stops_stop(parent: &Task, c: &Task, sends: &[SendWay<'_>]) {
+    for (how, send) in sends {
+        for sig in TTY_STOPS {
+            send(sig);
+            assert_eq!(
+                c.state(),
+                TaskState::Stopped,
+                "{how} {sig}: group not orphaned: it stops"
+            );
+            assert_eq!(stop_report(parent, c), Some(sig), "{how} {sig}");
+            send(Signal::CONT);
+            assert_eq!(c.state(), TaskState::Running, "{how} {sig}");
+            assert!(continued(parent, c), "{how} {sig}");
+        }
+    }
+}
+
+/// The repro: a session leader's group is orphaned (its parent is in another
+/// session), so job-control stops are discarded whatever way they are sent.
+fn tty_stops_to_an_orphaned_session_leader_are_discarded() {
+    let sys = system();
+    let init = sys.init();
+    let a = fork(&init);
+    let c = fork(&a);
+    c.setsid().unwrap();
+    assert_tty_stops_discarded(&a, &c, &senders(&a, &c, true));
+    // A managed task likewise: the hook is never called for a stop signal.
+    c.set_signal_hook(Some(Arc::new(|_| panic!("no hook for stop signals"))));
+    a.kill(a.pid_of(&c), Signal::TSTP).unwrap();
+    assert_eq!(c.state(), TaskState::Running, "managed: discarded too");
+    c.set_signal_hook(None);
+    c.exit(0);
+    reap(&a, &c);
+    a.exit(0);
+    reap(&init, &a);
+    assert_at_rest(&sys);
+}
+
+/// A child moved into a group of its own by `setpgid` under a parent of the same
+/// session but another group: the group is not orphaned, job-control stops stop it.
+fn tty_stops_to_a_group_with_a_parent_in_the_session_stop_it() {
+    let sys = system();
+    let init = sys.init();
+    let a = fork(&init);
+    let c = fork(&a);
+    a.setpgid(a.pid_of(&c), 0).unwrap();
+    assert_eq!(c.getsid(), a.getsid());
+    assert_ne!(c.getpgid(), a.getpgid());
+    assert_tty_stops_stop(&a, &c, &senders(&a, &c, true));
+    c.exit(0);
+    reap(&a, &c);
+    a.exit(0);
+    reap(&init, &a);
+    assert_at_rest(&sys);
+}
+
+/// Members whose parent is the runtime init (the global init) do not keep a group
+/// from being orphaned: a child of init in init's group or in a group of its own, and
+/// that child's own children in its group, discard job-control stops. A namespace init
+/// is no global init: a child it moved into a group of its own is not orphaned.
+fn members_whose_parent_is_the_runtime_init_are_skipped() {
+    let sys = system();
+    let init = sys.init();
+    // In init's own group (a plain fork of init).
+    let c = fork(&init);
+    assert_eq!(c.getpgid(), init.getpgid());
+    assert_tty_stops_discarded(&init, &c, &senders(&init, &c, false)[..1]);
+    // In a group of its own, in init's session.
+    let d = fork(&init);
+    init.setpgid(init.pid_of(&d), 0).unwrap();
+    assert_eq!(d.getsid(), init.getsid());
+    assert_tty_stops_discarded(&init, &d, &senders(&init, &d, false));
+    // d's child in d's group: d's parent is init (skipped), e's parent is in the group.
+    let e = fork(&d);
+    assert_eq!(e.getpgid(), d.getpgid());
+    let to_e = |s| d.kill(d.pid_of(&e), s).unwrap();
+    let sends: Vec<SendWay<'_>> = vec![("kill(pid)", Box::new(to_e))];
+    assert_tty_stops_discarded(&d, &e, &sends);
+    // A namespace init's child in a group of its own: its parent counts.
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let b = fork(&n);
+    n.setpgid(n.pid_of(&b), 0).unwrap();
+    assert_tty_stops_stop(&n, &b, &senders(&init, &b, false));
+    for (p, t) in [(&init, &c), (&d, &e), (&n, &b)] {
+        t.exit(0);
+        reap(p, t);
+    }
+    d.exit(0);
+    reap(&init, &d);
+    n.exit(0);
+    reap(&init, &n);
+    assert_at_rest(&sys);
+}
+
+/// A zombie member with no other threads is skipped (its parent no longer keeps the
+/// group from being orphaned); a leader that exited while a thread runs is not.
+fn zombie_members_are_skipped_unless_threads_remain() {
+    let sys = system();
+    let init = sys.init();
+    let a = fork(&init);
+    a.setsid().unwrap();
+    // b leads group B of a's session; c is b's child in B.
+    let b = fork(&a);
+    a.setpgid(a.pid_of(&b), 0).unwrap();
+    let c = fork(&b);
+    assert_eq!(c.getpgid(), b.getpgid());
+    let to_c = |s| a.kill(a.pid_of(&c), s).unwrap();
+    let sends: Vec<SendWay<'_>> = vec![("kill(pid)", Box::new(to_c))];
+    assert_tty_stops_stop(&b, &c, &sends);
+    // b exits and stays a zombie (a does not wait): c goes to init (skipped), b is a
+    // zombie with no thread left (skipped): B is orphaned now.
+    b.exit(0);
+    assert_eq!(b.state(), TaskState::Zombie);
+    assert_eq!(c.ppid(), 1);
+    assert_tty_stops_discarded(&init, &c, &sends);
+
+    // b2 leads group B2 of a's session and has a thread; c2 is b2's child in B2.
+    let b2 = fork(&a);
+    a.setpgid(a.pid_of(&b2), 0).unwrap();
+    let t = thread(&b2);
+    let c2 = fork(&b2);
+    b2.exit(0); // the leader exits like pthread_exit: t runs, c2 goes to t
+    assert_eq!(b2.state(), TaskState::Zombie);
+    assert!(t.is_alive());
+    let to_c2 = |s| a.kill(a.pid_of(&c2), s).unwrap();
+    let sends: Vec<SendWay<'_>> = vec![("kill(pid)", Box::new(to_c2))];
+    // b2 still counts (a zombie with threads left), and its parent a is in another
+    // group of the session.
+    assert_tty_stops_stop(&t, &c2, &sends);
+    // Its last thread gone, b2 is skipped: B2 is orphaned.
+    t.exit(0);
+    assert_tty_stops_discarded(&init, &c2, &sends);
+
+    for z in [&c, &c2] {
+        z.exit(0);
+    }
+    reap(&a, &b);
+    reap(&a, &b2);
+    a.exit(0);
+    reap(&init, &a);
+    assert_at_rest(&sys);
+}
+
+/// tgkill of SIGKILL, SIGTERM or SIGSTOP to a leader that exited while its thread
+/// runs: Ok, queued on the leader, and nothing happens to the group. A pidfd's
+/// thread-scoped send is the same.
+fn thread_directed_signals_to_a_zombie_leader_do_nothing() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    let t = thread(&c);
+    c.exit(0);
+    let tg = init.pid_of(&c);
+    let nothing = WaitOptions::EXITED | WaitOptions::STOPPED | WaitOptions::NOHANG;
+    for sig in [Signal::KILL, Signal::TERM, Signal::STOP] {
+        assert_eq!(init.tgkill(tg, tg, sig), Ok(()), "{sig}");
+        assert_eq!(t.state(), TaskState::Running, "{sig}: the thread runs on");
+        assert!(t.is_alive(), "{sig}");
+        assert_eq!(c.state(), TaskState::Zombie, "{sig}");
+        assert_eq!(init.wait(WaitId::Pid(tg), nothing), Ok(None), "{sig}");
+    }
+    let fd = init.pidfd_open(tg, PidfdFlags::empty()).unwrap();
+    for sig in [Signal::KILL, Signal::TSTP] {
+        fd.send_signal_with(sig, PidfdSignalFlags::THREAD).unwrap();
+        assert_eq!(t.state(), TaskState::Running, "pidfd {sig}");
+        assert_eq!(init.wait(WaitId::Pid(tg), nothing), Ok(None), "pidfd {sig}");
+    }
+    assert_eq!(
+        c.pending_signals(),
+        vec![Signal::KILL, Signal::TERM, Signal::STOP, Signal::TSTP],
+        "queued on the exiting leader's own set"
+    );
+    assert!(t.pending_signals().is_empty(), "not on the live thread's");
+    assert!(!t.fatal_signal_pending());
+
+    // SIGCONT through the zombie leader still continues a stopped group (and flushes
+    // the stop signals queued on the leader, as `prepare_signal` does).
+    init.kill(tg, Signal::STOP).unwrap();
+    assert_eq!(
+        t.state(),
+        TaskState::Stopped,
+        "kill(tgid) picks a live thread"
+    );
+    assert_eq!(stop_report(&init, &c), Some(Signal::STOP));
+    init.tgkill(tg, tg, Signal::CONT).unwrap();
+    assert_eq!(t.state(), TaskState::Running, "tgkill SIGCONT continues");
+    assert!(continued(&init, &c));
+    assert_eq!(c.pending_signals(), vec![Signal::KILL, Signal::TERM]);
+
+    // Group-directed: acts through the live thread.
+    init.kill(tg, Signal::TERM).unwrap();
+    assert!(!t.is_alive(), "kill(tgid) ends the group");
+    assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::TERM));
+    assert_at_rest(&sys);
+}
+
+/// A managed thread of a group whose leader exited: a thread-directed SIGKILL to the
+/// leader calls no hook; a group-directed one does.
+fn thread_directed_kill_of_a_zombie_leader_calls_no_hook() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    let t = thread(&c);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    t.set_signal_hook(Some(Arc::new(move |sig| s.lock().unwrap().push(sig))));
+    c.exit(0);
+    let tg = init.pid_of(&c);
+    init.tgkill(tg, tg, Signal::KILL).unwrap();
+    init.tgkill(tg, tg, Signal::TERM).unwrap();
+    assert!(seen.lock().unwrap().is_empty(), "no hook call");
+    assert!(!t.fatal_signal_pending());
+    init.kill(tg, Signal::KILL).unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![Signal::KILL]);
+    assert!(t.fatal_signal_pending());
+    t.exit_signaled(Signal::KILL);
+    assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::KILL));
+    assert_at_rest(&sys);
+}
+
+/// tgkill to a live thread of a group whose leader exited still acts on the group:
+/// SIGSTOP stops it, SIGKILL ends it.
+fn thread_directed_signals_to_a_live_thread_still_act() {
+    let sys = system();
+    let init = sys.init();
+    let c = fork(&init);
+    let t = thread(&c);
+    c.exit(0);
+    let (tg, tid) = (init.pid_of(&c), init.pid_of(&t));
+    init.tgkill(tg, tid, Signal::STOP).unwrap();
+    assert_eq!(t.state(), TaskState::Stopped);
+    assert_eq!(stop_report(&init, &c), Some(Signal::STOP));
+    init.tgkill(tg, tid, Signal::CONT).unwrap();
+    assert_eq!(t.state(), TaskState::Running);
+    init.tgkill(tg, tid, Signal::KILL).unwrap();
+    assert!(
+        !t.is_alive(),
+        "a fatal signal to a live thread kills the group"
+    );
+    assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::KILL));
+    assert_at_rest(&sys);
+}
+
+every_profile!(
+    tty_stops_to_an_orphaned_session_leader_are_discarded,
+    tty_stops_to_a_group_with_a_parent_in_the_session_stop_it,
+    members_whose_parent_is_the_runtime_init_are_skipped,
+    zombie_members_are_skipped_unless_threads_remain,
+    thread_directed_signals_to_a_zombie_leader_do_nothing,
+    thread_directed_kill_of_a_zombie_leader_calls_no_hook,
+    thread_directed_signals_to_a_live_thread_still_act,
+);
