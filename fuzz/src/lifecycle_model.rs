@@ -1404,8 +1404,18 @@ impl Model {
         // exit_notify
         let mut zap = false;
         let mut release_children = Vec::new();
+        let mut reparented = Vec::new();
         if dead {
+            let before = self.groups[g].children.clone();
             zap = self.forget_original_parent(t, &mut release_children);
+            reparented = before
+                .into_iter()
+                .filter(|&c| {
+                    self.tasks[c]
+                        .parent
+                        .is_some_and(|p| self.tasks[p].group != g)
+                })
+                .collect();
         } else {
             self.pass_to_live_thread(t);
         }
@@ -1419,6 +1429,13 @@ impl Model {
         } else {
             release_self = self.publish_exit(t, &mut parent_signal);
         }
+        // `reparent_leader`'s `kill_orphaned_pgrp(p, father)` for each child handed on.
+        let (fpgrp, fsession) = (self.groups[g].pgrp, self.groups[g].session);
+        for c in reparented {
+            let cg = self.tasks[c].group;
+            let (pgrp, session) = (self.groups[cg].pgrp, self.groups[cg].session);
+            self.kill_orphaned_pgrp(pgrp, session, fpgrp, fsession, None);
+        }
         self.send_exit_signal(t, parent_signal);
         for c in release_children {
             self.release(c);
@@ -1428,6 +1445,48 @@ impl Model {
         }
         if zap {
             self.zap(t);
+        }
+        // `exit_notify`'s `kill_orphaned_pgrp(tsk->group_leader, NULL)`.
+        if dead {
+            if let Some(p) = self.tasks[self.groups[g].leader].parent {
+                let pg = self.tasks[p].group;
+                let (ppgrp, psession) = (self.groups[pg].pgrp, self.groups[pg].session);
+                self.kill_orphaned_pgrp(fpgrp, fsession, ppgrp, psession, Some(g));
+            }
+        }
+    }
+
+    /// `kill_orphaned_pgrp`: the group `pgrp` (of session `session`) lost the link its
+    /// parent side (`ppgrp`, `psession`) was; orphaned with a stopped member, it gets
+    /// SIGHUP then SIGCONT from the kernel. `ignored`: the exiting process's group.
+    fn kill_orphaned_pgrp(
+        &mut self,
+        pgrp: usize,
+        session: usize,
+        ppgrp: usize,
+        psession: usize,
+        ignored: Option<usize>,
+    ) {
+        if ppgrp == pgrp || psession != session {
+            return;
+        }
+        let members: Vec<usize> = self
+            .pgrp_members(pgrp)
+            .into_iter()
+            .filter(|&l| Some(self.tasks[l].group) != ignored)
+            .collect();
+        if !self.orphaned_among(pgrp, &members) {
+            return;
+        }
+        if !members
+            .iter()
+            .any(|&l| self.groups[self.tasks[l].group].stopped)
+        {
+            return;
+        }
+        for sig in [libc::SIGHUP, libc::SIGCONT] {
+            let members = self.pgrp_members(pgrp);
+            self.send_many(&members, sig, None);
         }
     }
 
@@ -1778,7 +1837,12 @@ impl Model {
     /// left and children of the runtime init) has its parent in another group of the
     /// same session.
     fn pgrp_orphaned(&self, pgrp: usize) -> bool {
-        !self.pgrp_members(pgrp).into_iter().any(|l| {
+        self.orphaned_among(pgrp, &self.pgrp_members(pgrp))
+    }
+
+    /// [`Self::pgrp_orphaned`] over the given members of `pgrp`.
+    fn orphaned_among(&self, pgrp: usize, members: &[usize]) -> bool {
+        !members.iter().any(|&l| {
             let g = self.tasks[l].group;
             if self.tasks[l].st != St::Running && self.groups[g].threads.is_empty() {
                 return false;

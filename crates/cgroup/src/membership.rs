@@ -425,6 +425,12 @@ impl Cgroup {
         let dest_lists = scalable && dest.parent.is_none() && self.hier.lists_root_members();
         let mut moved = 0usize;
         {
+            // `cgroup_mutex`, as every migration takes it in Linux: a `cgroup.kill`
+            // collects its subtree under it, so a task moving inside the subtree is
+            // collected where it is before or after the move, never missed between
+            // two of the subtree's cgroups (`Scalable` has no css_set_lock to order
+            // them). Rule: cgroup_mutex -> css_set_lock -> link state -> member sets.
+            let _tree = self.hier.tree.lock();
             let _css = (!scalable).then(|| self.hier.css_set_lock.lock());
             // ENOENT if removed. Taken (and the registry dropped) before any link's
             // state: the registry comes after a state in the lock order.
@@ -939,7 +945,49 @@ impl CssLink {
     /// handle. The child is linked through an anchor of this task (made at its first
     /// fork, or after it moved), so two tasks forking into one cgroup write no common
     /// line. ENOENT if the cgroup was removed (possible only for a dead task).
+    ///
+    /// A migration may move the task between the read of its cgroup and the charge,
+    /// and an rmdir remove the cgroup it left: the charge then finds that cgroup
+    /// removed, and the fork goes on in the one the task is in now (Linux's fork holds
+    /// `cgroup_threadgroup_rwsem` against the migration instead; a live task's plain
+    /// fork never gets ENOENT there).
     pub fn can_fork(&self) -> Result<ForkCharge, Errno> {
+        let anchor = self.fork_anchor()?;
+        let node = Arc::as_ptr(&anchor.cg.node);
+        match charge_into(anchor) {
+            Err(Errno::ENOENT) => self.can_fork_after_a_move(node),
+            r => r,
+        }
+    }
+
+    /// [`can_fork`](CssLink::can_fork) after its charge found the cgroup at `node`
+    /// removed: again in the task's current cgroup while a migration has moved it.
+    #[cold]
+    #[inline(never)]
+    fn can_fork_after_a_move(
+        &self,
+        mut node: *const crate::hierarchy::Node,
+    ) -> Result<ForkCharge, Errno> {
+        loop {
+            // Compared by address only: the task's current cgroup is live, so it is
+            // not a node freed and reallocated at the same address meanwhile.
+            if core::ptr::eq(self.state.lock().anchor.cg.node.as_ref(), node) {
+                return Err(Errno::ENOENT);
+            }
+            let anchor = self.fork_anchor()?;
+            node = Arc::as_ptr(&anchor.cg.node);
+            match charge_into(anchor) {
+                Err(Errno::ENOENT) => {}
+                r => return r,
+            }
+        }
+    }
+
+    /// The anchor a fork of this link's task links its child through: the task's own
+    /// for its current cgroup, made at its first fork there. ENOENT if that cgroup
+    /// was removed.
+    #[inline(always)]
+    fn fork_anchor(&self) -> Result<Arc<Anchor>, Errno> {
         let anchor = {
             let mut st = self.state.lock();
             match &st.children {
@@ -959,7 +1007,7 @@ impl CssLink {
                 }
             }
         };
-        charge_into(anchor)
+        Ok(anchor)
     }
 
     /// The task's current cgroup (changes on migration; a dead task keeps the last).

@@ -14,7 +14,7 @@
 //! DEAD    --release_task-----------------------------------> (detached, pid freed)
 //! ```
 
-use crate::pgrp::{DetachedIds, FreeList, detach_leader};
+use crate::pgrp::{DetachedIds, FreeList, ProcessIds, detach_leader};
 use crate::reparent;
 use crate::signal::SigChld;
 use crate::sync::{Ordering, SpinGuard};
@@ -37,6 +37,19 @@ pub(crate) struct PostExit {
     pub(crate) zap: bool,
     /// The exiting leader's exit signal, when it is not SIGCHLD.
     exit_signal: ParentSignal,
+    /// Reparented children whose process group has a stopped member (boxed: almost
+    /// always none, and then nothing to drop).
+    pub(crate) orphan_checks: Option<Box<OrphanChecks>>,
+}
+
+/// What a reparent leaves for `reparent_leader`'s `kill_orphaned_pgrp`, checked once
+/// the locks are dropped.
+pub(crate) struct OrphanChecks {
+    /// The children handed on whose process group has a stopped member.
+    pub(crate) children: Vec<Arc<TaskInner>>,
+    /// The exiting process's process group and session, read under the locks that
+    /// keep it unreleased.
+    pub(crate) father_ids: Option<Arc<ProcessIds>>,
 }
 
 /// An exit signal other than SIGCHLD that `do_notify_parent` decided to send: the
@@ -122,15 +135,25 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         let hook = t.rare.lock().hook.take();
         drop(hook);
     }
-    let (group_dead, status, parent, threadless, childless) = {
+    let (group_dead, status, parent, threadless, childless, orphan) = {
         let mut st = g.sig.lock();
         st.nr_live -= 1;
         let status = st.group_exit.unwrap_or(status);
         let dead = st.nr_live == 0;
+        let mut orphan = None;
         if dead {
-            st.stopped = false;
+            st.set_stopped(false);
             g.stop_report.store(0, Ordering::Release);
             g.cont_report.store(false, Ordering::Release);
+            // `exit_notify`'s `kill_orphaned_pgrp(tsk->group_leader, NULL)`, asked only
+            // when the process group has a stopped member (one load otherwise).
+            if st
+                .ids
+                .as_ref()
+                .is_some_and(|i| i.pgrp.has_stopped_members())
+            {
+                orphan = exit_orphan_check(&st);
+            }
         }
         // A leader's parent, for `exit_notify` (re-checked there under the parent's
         // lock): read in this hold instead of a round of its own.
@@ -145,7 +168,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         // Nothing was ever attached to the group's list (and nothing can be now: see
         // `GroupState::had_children`): no hand-over to make.
         let childless = dead && !st.had_children;
-        (dead, status, parent, threadless, childless)
+        (dead, status, parent, threadless, childless, orphan)
     };
     t.exit_code.store(status.raw(), Ordering::Release);
     tracing::debug!(pid = t.pid.numbers()[0].nr, %status, group_dead, "exit");
@@ -161,6 +184,37 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         status,
         (parent, threadless, childless),
     );
+    if let Some(check) = orphan {
+        exit_orphans_pgrp(t, *check);
+    }
+}
+
+/// The exit half of `kill_orphaned_pgrp`, as read in `do_exit`'s siglock hold: the
+/// process's ids and its parent.
+struct ExitOrphanCheck(Arc<ProcessIds>, Option<Arc<TaskInner>>);
+
+/// Reads [`ExitOrphanCheck`] (the caller holds the siglock of the dead process).
+#[cold]
+#[inline(never)]
+fn exit_orphan_check(st: &crate::task::GroupState) -> Option<Box<ExitOrphanCheck>> {
+    let ids = st.ids.clone()?;
+    Some(Box::new(ExitOrphanCheck(ids, st.real_parent.upgrade())))
+}
+
+/// The exit half of `kill_orphaned_pgrp`: the process of `t`, whose process group
+/// `ids` has a stopped member, is dead; if its parent was the group's link outside
+/// (another group of the same session) and no other member is one, the group hears
+/// SIGHUP and SIGCONT. No lock held.
+#[cold]
+#[inline(never)]
+fn exit_orphans_pgrp(t: &TaskInner, ExitOrphanCheck(ids, parent): ExitOrphanCheck) {
+    let (Some(sys), Some(parent)) = (t.sys(), parent) else {
+        return;
+    };
+    let Some(parent_ids) = parent.group().sig.lock().ids.clone() else {
+        return; // a released parent is no link
+    };
+    crate::pgrp::kill_orphaned_pgrp(&sys, &ids, &parent_ids, Some(t.group()));
 }
 
 /// `exit_notify`: reparent the children, become a zombie (or autoreap), notify the
@@ -217,7 +271,11 @@ fn exit_notify(
         notify_self,
         zap,
         exit_signal,
+        orphan_checks,
     } = post;
+    if let Some(checks) = orphan_checks {
+        reparent_orphans_pgrps(t, *checks);
+    }
     send_exit_signal(t, exit_signal);
     if notify_self {
         uproc_pidfs::do_notify_pidfd(&t.pid, status);
@@ -235,6 +293,28 @@ fn exit_notify(
         if let Some(sys) = t.sys() {
             zap_pid_ns_processes(&sys, t);
         }
+    }
+}
+
+/// The reparent half of `kill_orphaned_pgrp` (`reparent_leader`): each child of
+/// `checks`, just handed to a new parent, was in a process group with a stopped
+/// member; if `t`'s process (`father_ids`) was that group's link outside, the group
+/// may be orphaned now. No lock held.
+#[cold]
+#[inline(never)]
+fn reparent_orphans_pgrps(t: &TaskInner, checks: OrphanChecks) {
+    let OrphanChecks {
+        children,
+        father_ids,
+    } = checks;
+    let (Some(sys), Some(father_ids)) = (t.sys(), father_ids) else {
+        return;
+    };
+    for c in &children {
+        let Some(ids) = c.group().sig.lock().ids.clone() else {
+            continue; // released meanwhile
+        };
+        crate::pgrp::kill_orphaned_pgrp(&sys, &ids, &father_ids, None);
     }
 }
 

@@ -33,7 +33,7 @@ use crate::task::{GroupState, Task, TaskInner, ThreadGroup, pid_task};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Weak};
-use uproc_abi::{Errno, Profile};
+use uproc_abi::{Errno, Profile, Signal};
 use uproc_pidns::{Pid, free_pid};
 
 /// `PidUse::state`: the task whose pid this is has not been released.
@@ -49,9 +49,32 @@ pub(crate) struct PidUse {
     /// How many [`ProcessIds`] use this pid as their process group (`setsid`'s and
     /// `setpgid`'s "a process group with this id exists").
     pgrp_pairs: AtomicU32,
+    /// How many processes of the process group with this id are stopped
+    /// (`SIGNAL_STOP_STOPPED`): `has_stopped_jobs` without a walk, so that an exit or
+    /// a reparent asks [`kill_orphaned_pgrp`] only when it can matter. Changed under
+    /// the stopping process's siglock ([`GroupState::set_stopped`], and setpgid/setsid
+    /// moving a stopped process), read without a lock.
+    ///
+    /// [`GroupState::set_stopped`]: crate::task::GroupState::set_stopped
+    stopped_members: AtomicU32,
 }
 
 impl PidUse {
+    /// `has_stopped_jobs`: whether a process of the group with this id is stopped.
+    pub(crate) fn has_stopped_members(&self) -> bool {
+        self.stopped_members.load(Ordering::Acquire) > 0
+    }
+
+    /// One process of the group with this id stopped (`true`) or stopped no more.
+    pub(crate) fn count_stopped(&self, stopped: bool) {
+        if stopped {
+            self.stopped_members.fetch_add(1, Ordering::AcqRel);
+        } else {
+            let old = self.stopped_members.fetch_sub(1, Ordering::AcqRel);
+            debug_assert!(old > 0, "a process group's stopped count below zero");
+        }
+    }
+
     /// Whether some process uses this pid as its process group.
     pub(crate) fn is_pgrp(&self) -> bool {
         self.pgrp_pairs.load(Ordering::Acquire) > 0
@@ -262,6 +285,7 @@ impl TaskList {
             pid: pid.clone(),
             state: AtomicU8::new(TASK_ATTACHED | IN_USE),
             pgrp_pairs: AtomicU32::new(0),
+            stopped_members: AtomicU32::new(0),
         });
         st.own_use = Arc::downgrade(&u);
         self.uses.insert(key(pid), Arc::downgrade(&u));
@@ -349,6 +373,11 @@ impl Task {
                 if Arc::ptr_eq(&new_pgrp, &cur.pgrp) {
                     return Ok(());
                 }
+                if st.stopped {
+                    // A stopped process counts in the group it is in.
+                    cur.pgrp.count_stopped(false);
+                    new_pgrp.count_stopped(true);
+                }
                 old = st.ids.replace(ProcessIds::new(
                     new_pgrp,
                     cur.session.clone(),
@@ -384,6 +413,14 @@ impl Task {
                 Err(Errno::EPERM)
             } else {
                 let own = tl.own_use(&mut st, &me.pid);
+                if st.stopped {
+                    // (A stopped process cannot call setsid; its threads are stopped
+                    // too. Kept exact for a caller that is not a real thread of it.)
+                    if let Some(cur) = &st.ids {
+                        cur.pgrp.count_stopped(false);
+                    }
+                    own.count_stopped(true);
+                }
                 old = st
                     .ids
                     .replace(ProcessIds::new(own.clone(), own, me.group()));
@@ -426,9 +463,10 @@ fn pgrp_in_session(sys: &System, pgrp: &Arc<Pid>, session: &Arc<Pid>) -> bool {
         })
 }
 
-/// `will_become_orphaned_pgrp(pgrp, NULL)` (`is_current_pgrp_orphaned`): whether the
-/// process group `pgrp` is orphaned, i.e. no member has its parent in another process
-/// group of the same session. A member that is a zombie with no other thread left
+/// `will_become_orphaned_pgrp(pgrp, ignored)` (`is_current_pgrp_orphaned` with none
+/// ignored): whether the process group `pgrp` is orphaned, i.e. no member has its
+/// parent in another process group of the same session; `ignored` (an exiting
+/// process) does not count. A member that is a zombie with no other thread left
 /// (`p->exit_state && thread_group_empty(p)`) does not count, nor one whose parent is
 /// the runtime init (the global init, `is_global_init(p->real_parent)`; a namespace
 /// init is not one). A group with no member is orphaned.
@@ -443,8 +481,11 @@ fn pgrp_in_session(sys: &System, pgrp: &Arc<Pid>, session: &Arc<Pid>) -> bool {
 /// `will_become_orphaned_pgrp` in `kernel/exit.c`, `get_signal` in `kernel/signal.c`,
 /// [Orphaned Process Groups](https://www.gnu.org/software/libc/manual/html_node/Orphaned-Process-Groups.html)
 /// (glibc manual).
-pub(crate) fn pgrp_orphaned(sys: &System, pgrp: &Arc<Pid>) -> bool {
+pub(crate) fn pgrp_orphaned(sys: &System, pgrp: &Arc<Pid>, ignored: Option<&ThreadGroup>) -> bool {
     let counts = |p: &Arc<TaskInner>| -> bool {
+        if ignored.is_some_and(|g| std::ptr::eq(g, p.group())) {
+            return false; // `ignored_task`: the exiting process itself
+        }
         let (parent, session) = {
             let st = p.group().sig.lock();
             if !st.in_pgrp(pgrp) {
@@ -476,4 +517,50 @@ pub(crate) fn pgrp_orphaned(sys: &System, pgrp: &Arc<Pid>) -> bool {
         .filter_map(|p| pid_task(p))
         .filter(|t| t.leader)
         .any(|t| counts(&t))
+}
+
+/// `kill_orphaned_pgrp`: an exit or a reparent may have orphaned the process group of
+/// `ids`; if it did and a member is stopped, SIGHUP then SIGCONT go to the whole group
+/// (POSIX: a stopped job nobody can continue any more is told so, and continued). The
+/// exit case (`exit_notify`): `ids` is the exiting process's, `parent_ids` its parent's,
+/// `ignored` its group. The reparent case (`reparent_leader`): `ids` is the
+/// reparented child's, `parent_ids` the exiting parent's, nothing ignored. Either way
+/// the group is considered only when the parent was in another process group of the
+/// same session (it was the group's link outside).
+///
+/// The caller holds no lock; [`PidUse::has_stopped_members`] filtered the call (the
+/// hot path of exit and reparent pays one load for it). The orphan test walks under
+/// `tasklist_lock` (read) as [`pgrp_orphaned`] describes; the two signals are sent by
+/// the runtime, as the kernel sends them (`SEND_SIG_PRIV`: a namespace init drops the
+/// SIGHUP and is continued by the SIGCONT), each one group kill.
+///
+/// # References
+/// `kill_orphaned_pgrp`, `will_become_orphaned_pgrp` and `has_stopped_jobs` in
+/// `kernel/exit.c`.
+pub(crate) fn kill_orphaned_pgrp(
+    sys: &System,
+    ids: &ProcessIds,
+    parent_ids: &ProcessIds,
+    ignored: Option<&ThreadGroup>,
+) {
+    let pgrp = &ids.pgrp.pid;
+    if Arc::ptr_eq(&parent_ids.pgrp.pid, pgrp)
+        || !Arc::ptr_eq(&parent_ids.session.pid, &ids.session.pid)
+    {
+        return;
+    }
+    let orphaned = {
+        let _r = sys.tasklist_lock.read();
+        ids.pgrp.has_stopped_members() && pgrp_orphaned(sys, pgrp, ignored)
+    };
+    if orphaned {
+        tracing::debug!(
+            pgrp = pgrp.numbers()[0].nr,
+            "process group orphaned with a stopped member: SIGHUP, SIGCONT"
+        );
+        for sig in [Signal::HUP, Signal::CONT] {
+            // ESRCH: every member went meanwhile.
+            let _ = crate::signal::kill_pgrp(sys, pgrp, sig, crate::signal::Sender::Runtime);
+        }
+    }
 }

@@ -172,7 +172,28 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
         let adopt_autoreap = reaper.group().reaps_orphans();
         for c in mine.list.drain(..) {
             let cg = c.0.group();
-            cg.set_real_parent(&mut cg.sig.lock(), Arc::downgrade(&reaper));
+            {
+                let mut cs = cg.sig.lock();
+                cg.set_real_parent(&mut cs, Arc::downgrade(&reaper));
+                // `reparent_leader`'s `kill_orphaned_pgrp(p, father)`: only a group with
+                // a stopped member can need it; decided once the locks are dropped.
+                if cs
+                    .ids
+                    .as_ref()
+                    .is_some_and(|i| i.pgrp.has_stopped_members())
+                {
+                    drop(cs);
+                    let checks = post.orphan_checks.get_or_insert_with(|| {
+                        // Rule 3: the siglock inside the children lock; the exiting
+                        // process, not yet published, cannot be released meanwhile.
+                        Box::new(crate::exit::OrphanChecks {
+                            children: Vec::new(),
+                            father_ids: g.sig.lock().ids.clone(),
+                        })
+                    });
+                    checks.children.push(c.0.clone());
+                }
+            }
             // reparent_leader: "We don't want people slaying init."
             c.0.exit_signal.store(Signal::CHLD.raw(), Ordering::Release);
             if adopt_autoreap {

@@ -158,7 +158,7 @@ const KERNEL_STOP_MASK: u64 =
 /// caller holds `tasklist_lock` (read) and no other lock of this crate.
 fn target_pgrp_orphaned(sys: &System, t: &TaskInner) -> bool {
     let pgrp = t.group().sig.lock().pgrp();
-    pgrp.is_some_and(|pg| crate::pgrp::pgrp_orphaned(sys, &pg))
+    pgrp.is_some_and(|pg| crate::pgrp::pgrp_orphaned(sys, &pg, None))
 }
 
 /// The siglock half of a delivery (`prepare_signal` + the state changes of
@@ -227,7 +227,7 @@ fn decide(
                     }
                 }
                 if st.stopped {
-                    st.stopped = false;
+                    st.set_stopped(false);
                     g.stop_report.store(0, Ordering::Release);
                     g.cont_report.store(true, Ordering::Release);
                     // The woken threads dequeue what waited for them (`get_signal`).
@@ -258,7 +258,7 @@ fn decide(
                 if st.stopped {
                     Outcome::Nothing
                 } else {
-                    st.stopped = true;
+                    st.set_stopped(true);
                     g.cont_report.store(false, Ordering::Release);
                     g.stop_report.store(sig.raw(), Ordering::Release);
                     Outcome::Stopped
@@ -284,7 +284,7 @@ fn decide(
                 let status = WaitStatus::signaled_by(sig, sig.dumps_core());
                 st.group_exit = Some(status);
                 st.shared_pending.insert(sig);
-                st.stopped = false;
+                st.set_stopped(false);
                 Outcome::Fatal { sig, status }
             }
         }
@@ -354,7 +354,7 @@ fn signal_groups(
         if let Some((_, o)) = orphaned_pgrps.iter().find(|(p, _)| Arc::ptr_eq(p, &pgrp)) {
             return *o;
         }
-        let o = crate::pgrp::pgrp_orphaned(sys, &pgrp);
+        let o = crate::pgrp::pgrp_orphaned(sys, &pgrp, None);
         orphaned_pgrps.push((pgrp, o));
         o
     };

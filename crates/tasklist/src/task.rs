@@ -641,7 +641,8 @@ pub(crate) struct GroupState {
     pub(crate) shared_pending: SharedPending,
     /// `SIGNAL_GROUP_EXIT` + `group_exit_code`.
     pub(crate) group_exit: Option<WaitStatus>,
-    /// `SIGNAL_STOP_STOPPED`.
+    /// `SIGNAL_STOP_STOPPED`. Changed only through [`GroupState::set_stopped`], which
+    /// keeps the process group's stopped count.
     pub(crate) stopped: bool,
     /// SIGCHLD disposition.
     pub(crate) sigchld: SigChld,
@@ -717,6 +718,19 @@ impl GroupState {
     #[inline]
     pub(crate) fn leader(&self) -> &LeaderRef {
         &self.shared_pending.leader
+    }
+
+    /// Marks the group stopped or not (`SIGNAL_STOP_STOPPED`), counted in its process
+    /// group ([`PidUse::has_stopped_members`](crate::pgrp::PidUse::has_stopped_members)).
+    #[inline]
+    pub(crate) fn set_stopped(&mut self, stopped: bool) {
+        if self.stopped == stopped {
+            return;
+        }
+        self.stopped = stopped;
+        if let Some(ids) = &self.ids {
+            ids.pgrp.count_stopped(stopped);
+        }
     }
 
     /// The process group's pid (`task_pgrp`), `None` once released.

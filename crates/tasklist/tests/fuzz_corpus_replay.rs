@@ -397,6 +397,40 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
             ],
         ),
         (
+            // `kill_orphaned_pgrp`: a reparent (pp exits, its child c, leader of its own
+            // group in sl's session, goes to init) and an exit (a, leader of its own
+            // group under sl, exits; its child b stays in a's group, now init's)
+            // orphan a group with a stopped member: SIGHUP, SIGCONT, it dies of SIGHUP.
+            "hand_orphaned_stopped_groups",
+            false,
+            vec![
+                plain(0), // 1: sl
+                Op::Setsid { actor: 1 },
+                plain(1), // 2: pp
+                plain(2), // 3: c
+                Op::Setpgid {
+                    actor: 3,
+                    pid: Who::Nr(0),
+                    pgid: Who::Nr(0),
+                },
+                kill(0, t(3), libc::SIGSTOP),
+                Op::Exit { actor: 2, code: 0 },
+                wait(1, WaitSel::Pid(t(2)), ex),
+                wait(0, WaitSel::All, all),
+                plain(1), // 4: a (live: init, sl, a)
+                Op::Setpgid {
+                    actor: 2,
+                    pid: Who::Nr(0),
+                    pgid: Who::Nr(0),
+                },
+                plain(2), // 5: b
+                kill(0, t(5), libc::SIGSTOP),
+                Op::Exit { actor: 2, code: 0 },
+                wait(1, WaitSel::Pid(t(4)), ex),
+                wait(0, WaitSel::All, all),
+            ],
+        ),
+        (
             "hand_exit_signals",
             false,
             vec![

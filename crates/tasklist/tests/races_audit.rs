@@ -2370,3 +2370,134 @@ fn no_child_of_a_member_forked_during_cgroup_kill_survives_it() {
     }
     overlap.report("cgroup.kill among a member's forks");
 }
+
+// ---- cgroup.kill vs a migration inside the killed subtree ---------------------------
+
+/// A task that stays inside a killed subtree while the kill runs (it moves from the
+/// last of `a`'s children, up to `a` itself) is killed: Linux's `cgroup_kill_write`
+/// and every migration hold `cgroup_mutex`, so the kill's collection finds the task
+/// where it was or where it went, never between the two. Under `Scalable` the
+/// collection took one cgroup's member locks at a time and the migration no
+/// subtree-wide lock: about one round in a hundred, the task was gone from `a/c7` when
+/// the walk got there and not yet in `a` when it collected `a`.
+#[test]
+fn a_task_migrating_inside_a_killed_subtree_is_killed() {
+    use std::sync::Barrier;
+    let rounds = race_iterations(2000, 150);
+    for &p in Profile::ALL {
+        let sys = system_with(p);
+        let init = sys.init();
+        for r in 0..rounds {
+            let a = sys.cgroup_root().mkdir(&format!("a{r}")).unwrap();
+            let mut kids = Vec::new();
+            let mut fill = Vec::new();
+            for i in 0..8 {
+                let c = a.mkdir(&format!("c{i}")).unwrap();
+                // Members everywhere widen the collection's window.
+                for _ in 0..3 {
+                    let t = fork(&init);
+                    c.attach(&t).unwrap();
+                    fill.push(t);
+                }
+                kids.push(c);
+            }
+            let victim = fork(&init);
+            kids.last().unwrap().attach(&victim).unwrap();
+            let bar = Barrier::new(2);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    bar.wait();
+                    a.kill().unwrap();
+                });
+                s.spawn(|| {
+                    bar.wait();
+                    stagger((r * 37) % 4000);
+                    a.attach(&victim).unwrap();
+                });
+            });
+            assert!(
+                !victim.is_alive(),
+                "{p}: round {r}: a task in {} survived the kill of {}",
+                victim.cgroup().path(),
+                a.path()
+            );
+            for t in fill.iter().chain([&victim]) {
+                assert!(!t.is_alive(), "{p}: every member was killed");
+                reap(&init, t);
+            }
+            for c in kids {
+                c.rmdir().unwrap();
+            }
+            a.rmdir().unwrap();
+        }
+        assert_at_rest(&sys);
+    }
+}
+
+/// A live task's plain fork racing its own migration out of `y` and the rmdir of `y`
+/// forks into `y` (the rmdir is then EBUSY) or into `x`, never ENOENT: Linux's fork
+/// holds `cgroup_threadgroup_rwsem` from `cgroup_css_set_fork` to post_fork against
+/// the migration. Here the fork read its cgroup, the migration moved the task and the
+/// rmdir removed `y` before the charge, which found `y` removed (about one round in a
+/// hundred under `Linux*`); the charge now retries in the task's current cgroup.
+#[test]
+fn a_fork_racing_its_own_migration_and_the_old_cgroup_s_rmdir_never_fails() {
+    struct Round {
+        y: uproc_cgroup::Cgroup,
+        t: Task,
+        child: Mutex<Option<Result<Task, Errno>>>,
+        rmdir: Mutex<Option<Result<(), Errno>>>,
+    }
+    let rounds = race_iterations(20000, 2000);
+    for &p in Profile::ALL {
+        let sys = system_with(p);
+        let init = sys.init();
+        let x = sys.cgroup_root().mkdir("x").unwrap();
+        let t = fork(&init);
+        let bal = Balance::with_jitter(64);
+        race(
+            rounds,
+            |r| {
+                let y = sys.cgroup_root().mkdir(&format!("y{r}")).unwrap();
+                y.attach(&t).unwrap();
+                Round {
+                    y,
+                    t: t.clone(),
+                    child: Mutex::new(None),
+                    rmdir: Mutex::new(None),
+                }
+            },
+            &[
+                &|s: &Round, r| {
+                    stagger(bal.delays(r).0);
+                    *s.child.lock().unwrap() = Some(s.t.fork(&Default::default()));
+                },
+                &|s: &Round, r| {
+                    stagger(bal.delays(r).1);
+                    x.attach(&s.t).unwrap();
+                    *s.rmdir.lock().unwrap() = Some(s.y.rmdir());
+                },
+            ],
+            |s, r| {
+                let child = s.child.into_inner().unwrap().unwrap();
+                let rmdir = s.rmdir.into_inner().unwrap().unwrap();
+                let c = child.unwrap_or_else(|e| panic!("{p}: round {r}: the fork gave {e}"));
+                bal.a_was_first(c.cgroup() == s.y);
+                assert!(
+                    c.cgroup() == s.y || c.cgroup() == x,
+                    "{p}: forked into y or x"
+                );
+                c.exit(0);
+                reap(&s.t, &c);
+                if rmdir.is_err() {
+                    assert_eq!(rmdir, Err(Errno::EBUSY), "{p}: y held the child");
+                    s.y.rmdir().unwrap();
+                }
+            },
+        );
+        t.exit(0);
+        reap(&init, &t);
+        x.rmdir().unwrap();
+        assert_at_rest(&sys);
+    }
+}

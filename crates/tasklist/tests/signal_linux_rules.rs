@@ -346,7 +346,100 @@ fn thread_directed_signals_to_a_live_thread_still_act() {
     assert_at_rest(&sys);
 }
 
+/// The state and, once it died, the fatal signal of `t`.
+fn fate(t: &Task) -> (TaskState, Option<Signal>) {
+    (t.state(), t.exit_status().and_then(|s| s.signaled()))
+}
+
+/// `kill_orphaned_pgrp`, the reparent half (`reparent_leader`): when `pp` exits, its
+/// child `c` (leader of its own group, in `pp`'s session) goes to init, and `c`'s group
+/// has no link to its session any more; with a stopped member it gets SIGHUP then
+/// SIGCONT, and the stopped `c` dies of the SIGHUP (Linux 6.18: killed by signal 1).
+/// Not stopped, or with another member whose parent is still in the session, nothing.
+fn a_reparent_that_orphans_a_stopped_group_sends_it_sighup_and_sigcont() {
+    for (stop, linked) in [(true, false), (false, false), (true, true)] {
+        let sys = system_without_orphan_reaping();
+        let init = sys.init();
+        let sl = fork(&init);
+        sl.setsid().unwrap();
+        let pp = fork(&sl);
+        let c = fork(&pp);
+        c.setpgid(0, 0).unwrap();
+        // A second member of c's group whose parent (sl) stays in the session.
+        let other = linked.then(|| {
+            let o = fork(&sl);
+            sl.setpgid(sl.pid_of(&o), sl.pid_of(&c)).unwrap();
+            o
+        });
+        if stop {
+            init.kill(init.pid_of(&c), Signal::STOP).unwrap();
+            assert_eq!(c.state(), TaskState::Stopped);
+        }
+        pp.exit(0);
+        reap(&sl, &pp);
+        let want = if stop && !linked {
+            (TaskState::Zombie, Some(Signal::HUP))
+        } else if stop {
+            (TaskState::Stopped, None)
+        } else {
+            (TaskState::Running, None)
+        };
+        assert_eq!(fate(&c), want, "stopped {stop}, linked {linked}");
+        for t in other.iter().chain([&c]) {
+            if t.state() != TaskState::Zombie {
+                init.kill(init.pid_of(t), Signal::KILL).unwrap();
+            }
+        }
+        if let Some(o) = &other {
+            reap(&sl, o);
+        }
+        reap(&init, &c);
+        sl.exit(0);
+        reap(&init, &sl);
+        assert_at_rest(&sys);
+    }
+}
+
+/// `kill_orphaned_pgrp`, the exit half (`exit_notify`): `a` leads its own group under
+/// a parent of the same session (`sl`); when `a` exits, its child `b` (in `a`'s group,
+/// now init's) leaves the group without a link: stopped, `b` gets SIGHUP and SIGCONT
+/// and dies. `a`'s exit with `b` running, or with `a` in its parent's group, sends
+/// nothing.
+fn an_exit_that_orphans_its_stopped_group_sends_it_sighup_and_sigcont() {
+    for (stop, own_group) in [(true, true), (false, true), (true, false)] {
+        let sys = system_without_orphan_reaping();
+        let init = sys.init();
+        let sl = fork(&init);
+        sl.setsid().unwrap();
+        let a = fork(&sl);
+        if own_group {
+            a.setpgid(0, 0).unwrap();
+        }
+        let b = fork(&a);
+        if stop {
+            init.kill(init.pid_of(&b), Signal::STOP).unwrap();
+        }
+        a.exit(0);
+        reap(&sl, &a);
+        let want = match (stop, own_group) {
+            (true, true) => (TaskState::Zombie, Some(Signal::HUP)),
+            (true, false) => (TaskState::Stopped, None),
+            (false, _) => (TaskState::Running, None),
+        };
+        assert_eq!(fate(&b), want, "stopped {stop}, own group {own_group}");
+        if b.state() != TaskState::Zombie {
+            init.kill(init.pid_of(&b), Signal::KILL).unwrap();
+        }
+        reap(&init, &b);
+        sl.exit(0);
+        reap(&init, &sl);
+        assert_at_rest(&sys);
+    }
+}
+
 every_profile!(
+    a_reparent_that_orphans_a_stopped_group_sends_it_sighup_and_sigcont,
+    an_exit_that_orphans_its_stopped_group_sends_it_sighup_and_sigcont,
     tty_stops_to_an_orphaned_session_leader_are_discarded,
     tty_stops_to_a_group_with_a_parent_in_the_session_stop_it,
     members_whose_parent_is_the_runtime_init_are_skipped,
