@@ -77,6 +77,17 @@ pub(crate) enum Who {
     Nr(i32),
 }
 
+/// Who sends a signal, for a namespace init's protection (`sig_task_ignored`).
+#[derive(Clone, Copy, Debug)]
+enum Snd {
+    /// The kernel / the runtime: from outside every namespace.
+    Outside,
+    /// A task.
+    Task(usize),
+    /// Some task of this namespace (a pidfd's sender: the namespace it was opened in).
+    InNs(usize),
+}
+
 /// One operation. `actor` picks a live task (modulo the live ones, creation order).
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
@@ -1252,7 +1263,7 @@ impl Model {
             .collect();
         for t in members {
             let g = self.tasks[t].group;
-            self.deliver(g, t, libc::SIGKILL, None, false);
+            self.deliver(g, t, libc::SIGKILL, Snd::Outside, false);
         }
         Ok(())
     }
@@ -1292,7 +1303,7 @@ impl Model {
             if members.is_empty() {
                 return Err(Errno::ESRCH);
             }
-            self.send_many(&members, sig, None);
+            self.send_many(&members, sig, Snd::InNs(self.pidfds[fd].viewer));
             return Ok(());
         }
         if self.tasks[t].st == St::Released {
@@ -1300,7 +1311,8 @@ impl Model {
         }
         let g = self.tasks[t].group;
         let thread = scope == 1 || (scope == 0 && self.pidfds[fd].thread);
-        self.deliver(g, t, sig, None, thread);
+        // Sent as by a task of the namespace the pidfd was opened in.
+        self.deliver(g, t, sig, Snd::InNs(self.pidfds[fd].viewer), thread);
         Ok(())
     }
 
@@ -1486,7 +1498,7 @@ impl Model {
         }
         for sig in [libc::SIGHUP, libc::SIGCONT] {
             let members = self.pgrp_members(pgrp);
-            self.send_many(&members, sig, None);
+            self.send_many(&members, sig, Snd::Outside);
         }
     }
 
@@ -1613,7 +1625,7 @@ impl Model {
     fn send_exit_signal(&mut self, child: usize, signal: Option<(usize, i32)>) {
         if let Some((p, sig)) = signal {
             let pg = self.tasks[p].group;
-            self.deliver(pg, p, sig, Some(child), false);
+            self.deliver(pg, p, sig, Snd::Task(child), false);
         }
     }
 
@@ -1672,7 +1684,7 @@ impl Model {
             .collect();
         for v in victims {
             let vg = self.tasks[v].group;
-            self.deliver(vg, v, libc::SIGKILL, None, false);
+            self.deliver(vg, v, libc::SIGKILL, Snd::Outside, false);
         }
         self.finish_zaps();
     }
@@ -1704,7 +1716,20 @@ impl Model {
     // ---- signals ----------------------------------------------------------------
 
     /// Whether the unkillable group `g` drops `sig` from `sender` (`sig_task_ignored`).
-    fn init_ignores(&self, g: usize, sig: i32, sender: Option<usize>) -> bool {
+    /// Whether namespace `a` is `v` or one of its ancestors.
+    fn ns_is_same_or_above(&self, a: usize, mut v: usize) -> bool {
+        loop {
+            if v == a {
+                return true;
+            }
+            match self.ns[v].parent {
+                Some(p) => v = p,
+                None => return false,
+            }
+        }
+    }
+
+    fn init_ignores(&self, g: usize, sig: i32, sender: Snd) -> bool {
         if sig == libc::SIGCONT || sig == libc::SIGCHLD {
             return false;
         }
@@ -1712,14 +1737,16 @@ impl Model {
         let ns = self.ns_of(l);
         let force = self.ns[ns].level > 0
             && match sender {
-                None => true,
-                Some(s) => self.nr_in(s, ns) == 0,
+                Snd::Outside => true,
+                Snd::Task(s) => self.nr_in(s, ns) == 0,
+                // A task of `v` has a number in `ns` when `ns` is `v` or above it.
+                Snd::InNs(v) => !self.ns_is_same_or_above(ns, v),
             };
         !(force && (sig == libc::SIGKILL || sig == libc::SIGSTOP))
     }
 
     /// Delivery of `sig` to group `g` (thread `t` when `thread`).
-    fn deliver(&mut self, g: usize, t: usize, sig: i32, sender: Option<usize>, thread: bool) {
+    fn deliver(&mut self, g: usize, t: usize, sig: i32, sender: Snd, thread: bool) {
         use uproc_abi::DefaultAction as A;
         if sig == 0 {
             return;
@@ -1905,7 +1932,7 @@ impl Model {
 
     fn kill(&mut self, actor: usize, pid: i32, sig: i32) -> Result<(), Errno> {
         let targets = self.kill_targets(actor, pid)?;
-        self.send_many(&targets, sig, Some(actor));
+        self.send_many(&targets, sig, Snd::Task(actor));
         Ok(())
     }
 
@@ -1914,7 +1941,7 @@ impl Model {
     /// with it) before any of them exits, because the senders hold `tasklist_lock` and
     /// an exit needs it. So a child's exit signal cannot reach a parent that is a target
     /// too before the parent got this one.
-    fn send_many(&mut self, targets: &[usize], sig: i32, sender: Option<usize>) {
+    fn send_many(&mut self, targets: &[usize], sig: i32, sender: Snd) {
         if sig == 0 || !is_fatal(sig) {
             for &t in targets {
                 let g = self.tasks[t].group;
@@ -1985,7 +2012,7 @@ impl Model {
         if self.nr_in(self.groups[g].leader, ns) != tgid {
             return Err(Errno::ESRCH);
         }
-        self.deliver(g, t, sig, Some(actor), true);
+        self.deliver(g, t, sig, Snd::Task(actor), true);
         Ok(())
     }
 
@@ -2116,7 +2143,9 @@ impl Model {
     // ---- process groups -----------------------------------------------------------
 
     fn setpgid(&mut self, actor: usize, pid: i32, pgid: i32) -> Result<(), Errno> {
-        if pgid < 0 {
+        // `ksys_setpgid`: `pgid` 0 means `pid` (itself the caller's when 0), and only then
+        // is a negative one EINVAL: `setpgid(-n, 0)` too.
+        if pgid < 0 || (pgid == 0 && pid < 0) {
             return Err(Errno::EINVAL);
         }
         let ns = self.ns_of(actor);
