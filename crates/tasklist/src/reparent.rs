@@ -33,13 +33,19 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 ///
 /// Also wakes the group's waiters under that lock: a waiter of `t` itself (blocked in
 /// wait on another OS thread) sees `exiting` and returns EINTR.
+///
+/// The heir is chosen under the `children` lock (then the siglock, rule 2): a thread
+/// that began exiting before this lock was taken has already handed on its own
+/// children under it, so it must not receive these; one that begins later hands these
+/// on too, under the same lock, after this pass (a heir chosen before the lock could be
+/// such an already-passed thread, and the children would keep a parent that no longer
+/// exists).
 pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
-    let Some(heir) = alive_thread(t.group()) else {
-        t.group().wake_waiters();
-        return;
-    };
     let ch = t.group().children.lock();
     t.group().notify_waiters(&ch);
+    let Some(heir) = alive_thread(t.group()) else {
+        return;
+    };
     for c in &ch.list {
         let cg = c.0.group();
         let mut cs = cg.sig.lock();
@@ -169,12 +175,26 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
             drop(theirs);
             continue;
         }
+        // The thread chosen may have begun exiting since (`find_alive_thread` and
+        // this hand-over are one `tasklist_lock` hold in Linux, two steps here): if
+        // its own hand-over (`pass_to_live_thread`, under this lock) already ran, it
+        // would never pass these children on, so they go to a thread still live now.
+        // A thread that begins exiting after this check passes them on itself.
+        // Without a live thread the group is dying and its `forget_original_parent`,
+        // after this hold, hands them on with the rest of its list.
+        let live;
+        let reaper = if reaper.exiting.load(Ordering::Acquire) {
+            live = alive_thread(reaper.group());
+            live.as_ref().unwrap_or(&reaper)
+        } else {
+            &reaper
+        };
         let adopt_autoreap = reaper.group().reaps_orphans();
         for c in mine.list.drain(..) {
             let cg = c.0.group();
             {
                 let mut cs = cg.sig.lock();
-                cg.set_real_parent(&mut cs, Arc::downgrade(&reaper));
+                cg.set_real_parent(&mut cs, Arc::downgrade(reaper));
                 // `reparent_leader`'s `kill_orphaned_pgrp(p, father)`: only a group with
                 // a stopped member can need it; decided once the locks are dropped.
                 if cs
@@ -212,7 +232,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
             // complete.
             if c.0.exit_state.load(Ordering::Acquire) == ZOMBIE
                 && thread_group_empty(c.0.group())
-                && do_notify_parent(&c.0, Some(&reaper), &mut none)
+                && do_notify_parent(&c.0, Some(reaper), &mut none)
                 && claim(&c.0, &theirs)
             {
                 post.release.push(c.0.clone());

@@ -105,6 +105,9 @@ enum Outcome {
         sig: Signal,
         status: WaitStatus,
     },
+    /// SIGKILL to a group already dying of another fatal signal: call the managed
+    /// threads' hooks with it (bare threads have ended already).
+    ForceKill,
 }
 
 /// Sends `sig` to the thread group of `t` (`group_send_sig_info`). A zombie or an
@@ -190,8 +193,19 @@ fn decide(
     let g = t.group();
     {
         let mut st = g.sig.lock();
-        if st.nr_live == 0 || st.group_exit.is_some() {
-            // A zombie, or a group already dying: nothing to do.
+        if st.nr_live == 0 {
+            return Outcome::Nothing; // a zombie
+        }
+        if st.group_exit.is_some() {
+            // A group already dying: nothing more to do in Linux, where it dies at
+            // once. A managed task's body ends cooperatively, though, on a request
+            // (another fatal signal) that it may not heed: the first SIGKILL sent
+            // after it is what forces the end, so the hooks hear it too (the status
+            // stays the first fatal signal's, as in Linux).
+            if sig == Signal::KILL && !st.kill_forced && !st.shared_pending.contains(sig) {
+                st.kill_forced = true;
+                return Outcome::ForceKill;
+            }
             return Outcome::Nothing;
         }
         if st.unkillable && init_ignores(t, sig, sender) {
@@ -303,6 +317,7 @@ fn act(t: &Arc<TaskInner>, outcome: Outcome) {
             complete_fatal(t, sig, status);
         }
         Outcome::Fatal { sig, status } => complete_fatal(t, sig, status),
+        Outcome::ForceKill => force_kill_hooks(t),
     }
 }
 
@@ -471,6 +486,22 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
     }
     if !bare.is_empty() {
         g.wake_waiters();
+    }
+}
+
+/// [`Outcome::ForceKill`]: the hooks of the group's live, started threads hear
+/// SIGKILL (a thread still being forked is ended by its fork, as for any fatal signal).
+#[cold]
+fn force_kill_hooks(t: &Arc<TaskInner>) {
+    let hooks: Vec<_> = {
+        let st = t.group().sig.lock();
+        ThreadGroup::live_threads(&st)
+            .filter(|th| th.started.load(Ordering::Acquire))
+            .filter_map(|th| th.hook())
+            .collect()
+    };
+    for h in hooks {
+        h(Signal::KILL);
     }
 }
 

@@ -654,6 +654,10 @@ pub(crate) struct GroupState {
     pub(crate) unkillable: bool,
     /// The init of a namespace whose last thread exited: `zap_pid_ns_processes` runs.
     pub(crate) zapping: bool,
+    /// A SIGKILL came after another fatal signal had doomed the group (Linux drops it:
+    /// the group dies at once there); a managed task's hooks heard it
+    /// ([`Task::sigkill_sent`]).
+    pub(crate) kill_forced: bool,
     /// A child was ever put on this group's `children` list (or a fork or an adoption
     /// meant to): set under this siglock inside that list's lock, before the child is
     /// pushed, and never cleared. A group that dies without it skips the hand-over
@@ -687,6 +691,7 @@ impl GroupState {
             has_child_subreaper: false,
             unkillable,
             zapping: false,
+            kill_forced: false,
             had_children: false,
             ids: None,
             own_use: Weak::new(),
@@ -1572,6 +1577,18 @@ impl Task {
     /// got a fatal signal and has not exited yet).
     pub fn fatal_signal_pending(&self) -> bool {
         self.0.fatal_signal_pending()
+    }
+
+    /// Whether `SIGKILL` itself was sent to this task's process (to the group or to one
+    /// of its threads), not only marked on its threads by another fatal signal (every
+    /// fatal signal marks `SIGKILL` pending, as Linux's `complete_signal` does, so
+    /// [`fatal_signal_pending`](Task::fatal_signal_pending) cannot tell). A runtime
+    /// whose bodies end cooperatively uses it to force an end that another fatal
+    /// signal only requested: a managed task hit by `SIGTERM` and then `SIGKILL` has
+    /// its signal hook called with each (the status stays the first's).
+    pub fn sigkill_sent(&self) -> bool {
+        let st = self.0.group().sig.lock();
+        st.kill_forced || st.shared_pending.contains(Signal::KILL)
     }
 
     /// The pending signals: the thread's own set and the group's shared set, lowest

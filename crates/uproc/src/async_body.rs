@@ -15,8 +15,9 @@
 //! The rules, identical on every executor: `current()` is set while the body's future
 //! is polled (on whichever thread polls it; the job lends its own context to the
 //! thread's slot for the poll, see `cx::lend`); on `SIGKILL` the future is dropped in
-//! place (`Pin::set`) at its next poll, which the signal hook's wake brings about, and
-//! the task ends killed by `SIGKILL`; a panic ends it killed by `SIGABRT`.
+//! place (its slot set to `None`) at its next poll, which the signal hook's wake
+//! brings about, and the task ends killed by `SIGKILL`; a panic ends it killed by
+//! `SIGABRT`.
 //!
 //! [`TokioExecutor`]: crate::tokio::TokioExecutor
 //! [`Executor::runs_futures`]: crate::Executor::runs_futures
@@ -27,38 +28,50 @@ use crate::child::{Child, Tracker};
 use crate::cx::{self, TaskCx};
 use crate::runtime::Runtime;
 use crate::spawn::{JobGuard, Launched, Outcome, Spawn, contained, launch, may_start, task_span};
-use std::any::Any;
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use uproc_abi::Errno;
 
-/// What the job keeps between polls of the body, besides the body itself. One struct
-/// so that the polling closure captures two references, not four: the job is moved
-/// several times on its way into a tokio task, and each move copies it.
-struct Managed<'a> {
-    /// The job's guard: its context is lent to the thread's slot around each poll
-    /// ([`cx::lend`]), so that `current()` costs no count on the tracker.
-    guard: &'a mut JobGuard,
+/// The job of an async body: builds the body's future (with `current()` set, in case
+/// the body reads it eagerly), polls it under uproc's rules and completes the task.
+///
+/// One hand-written future, not an `async` block around an `async fn` around a
+/// `poll_fn`: three state machines, each with its own state word, prologue and moves
+/// on every poll. The first poll builds the body and polls it under one
+/// [`cx::lend`] (not one for the build and one for the poll). The body's future lives
+/// in place in the job (and so in the tokio task): no box.
+///
+/// Field order is drop order. A job dropped unfinished (an executor shut down) ends
+/// its task as killed (the guard's drop): once the body runs, its future goes first,
+/// so its destructors run while the task is alive, as a sync body's locals do; a job
+/// never polled ends the task and then drops the closure, the order of the `async`
+/// block this replaces (its captures dropped in capture order, the guard first).
+pub(crate) struct Job<F, Fut> {
+    /// The body's future once built, until it completes or is dropped on `SIGKILL`.
+    /// Structurally pinned: it never moves (it leaves only by being dropped in place).
+    /// The other fields are never pinned.
+    fut: Option<Fut>,
     /// The `uproc::task` span, boxed only when a subscriber wants it: a disabled span
-    /// is still a 40-byte value every move would copy.
+    /// is still a 40-byte value every move of the job would copy.
     span: Option<Box<tracing::Span>>,
     /// The waker the kill flag knows, once the body has parked.
     registered: Option<Waker>,
+    /// Its context is lent to the thread's slot around each poll ([`cx::lend`]), so
+    /// that `current()` costs no count on the tracker.
+    guard: JobGuard,
+    /// The closure that builds the body's future, until the first poll.
+    body: Option<F>,
 }
 
-/// How one poll of the body ended, before the context is back with the job.
-enum Polled {
-    Pending,
-    Done(i32),
-    Unwound(Box<dyn Any + Send>),
-}
-
-impl Managed<'_> {
-    /// Polls an async body under uproc's rules: `current()` set while it is polled,
-    /// dropped (in place: `Pin::set`) at its next poll after `SIGKILL`, panics
-    /// contained.
+impl<F, Fut> Job<F, Fut>
+where
+    F: FnOnce(TaskCx) -> Fut,
+    Fut: Future<Output = i32>,
+{
+    /// Runs the body under uproc's rules: `current()` set while it is built and
+    /// polled, dropped (in place) at its next poll after `SIGKILL`, panics contained.
     ///
     /// The kill flag learns the task's waker only when the body returns `Pending` (a
     /// body that completes in its first poll never touches the waker slot), and only
@@ -72,106 +85,135 @@ impl Managed<'_> {
     /// [`KillFlag::register`]).
     ///
     /// [`KillFlag::register`]: crate::kill::KillFlag::register
-    fn poll<Fut: Future<Output = i32>>(
-        &mut self,
-        mut fut: Pin<&mut Option<Fut>>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Outcome> {
-        if self.guard.cx().tracker().kill.is_killed() {
-            // SIGKILL: drop the body here, at the await point it is parked on (a
-            // panic of that drop changes nothing: the task is dead of SIGKILL).
-            drop_body(fut);
+    #[inline]
+    fn run(&mut self, cx: &mut Context<'_>) -> Poll<Outcome> {
+        // At the first poll: the closure, and the body's own handle, from the count
+        // prepaid at the split (no increment; not carried in the job either, whose every
+        // move into its tokio task would copy it), taken before the lend, which moves
+        // the guard's context out.
+        let mut start = None;
+        if self.fut.is_some() {
+            if self.guard.cx().tracker().kill.is_killed() {
+                // SIGKILL: drop the body here, at the await point it is parked on (a
+                // panic of that drop changes nothing: the task is dead of SIGKILL).
+                self.drop_body();
+                return Poll::Ready(Outcome::Killed);
+            }
+        } else if let Some(body) = self.body.take() {
+            let tcx = self.guard.cx();
+            if !may_start(tcx.task()) {
+                // The unrun closure is dropped before the task exits.
+                drop(body);
+                return Poll::Ready(Outcome::NotRun);
+            }
+            // Stored only when enabled: the slot is empty, and assigning it would call
+            // the drop of its old value.
+            let span = task_span(tcx.task());
+            if !span.is_disabled() {
+                self.span = Some(Box::new(span));
+            }
+            let arg = Tracker::take_body_cx(tcx.tracker()).unwrap_or_else(|| tcx.clone());
+            start = Some((body, arg));
+        } else {
             return Poll::Ready(Outcome::Killed);
         }
-        let Some(body) = fut.as_mut().as_pin_mut() else {
-            return Poll::Ready(Outcome::Killed);
-        };
         let polled = {
             let _span = self.span.as_deref().map(tracing::Span::enter);
             let _lent = cx::lend(self.guard.home());
-            match catch_unwind(AssertUnwindSafe(|| body.poll(cx))) {
-                Ok(Poll::Pending) => Polled::Pending,
-                Ok(Poll::Ready(code)) => Polled::Done(code),
-                Err(p) => Polled::Unwound(p),
-            }
+            let slot = &mut self.fut;
+            catch_unwind(AssertUnwindSafe(|| {
+                let fut = match start {
+                    Some((body, arg)) => slot.insert(body(arg)),
+                    None => slot.as_mut().expect("a running body's future"),
+                };
+                // SAFETY: `fut` lives in a pinned job (`Job::poll`) and is pinned
+                // structurally: it is never moved out of its slot, which it leaves only
+                // by being dropped in place (`drop_body`, or the job's drop).
+                #[allow(unsafe_code)]
+                let fut = unsafe { Pin::new_unchecked(fut) };
+                fut.poll(cx)
+            }))
         };
-        let tcx = self.guard.cx();
         let outcome = match polled {
-            Polled::Done(code) => Outcome::Code(code),
-            Polled::Unwound(p) => Outcome::from_unwind(tcx.task(), p),
-            Polled::Pending => {
-                if !self
-                    .registered
-                    .as_ref()
-                    .is_some_and(|w| w.will_wake(cx.waker()))
-                {
-                    if self.registered.is_none() {
-                        // The first park: a hook that can wake this body on SIGKILL.
-                        Tracker::hook_for_parked_body(tcx.tracker());
-                    }
-                    let kill = &tcx.tracker().kill;
-                    kill.register(cx.waker());
-                    self.registered = Some(cx.waker().clone());
-                    if kill.is_killed() {
-                        // Killed while the body ran, before the hook could find this
-                        // waker: come back at once to drop it.
-                        cx.waker().wake_by_ref();
-                    }
-                }
+            Ok(Poll::Pending) => {
+                self.park(cx);
                 return Poll::Pending;
             }
+            Ok(Poll::Ready(code)) => Outcome::Code(code),
+            Err(p) => Outcome::from_unwind(self.guard.cx().task(), p),
         };
         // The body's destructors are part of the body, as the locals of a sync body
         // are: a panic there ends a task that returned as killed by SIGABRT.
-        let outcome = match (drop_body(fut), outcome) {
+        Poll::Ready(match (self.drop_body(), outcome) {
             (true, Outcome::Code(_)) => Outcome::Panicked,
             (_, outcome) => outcome,
-        };
-        Poll::Ready(outcome)
+        })
+    }
+
+    /// The body returned `Pending`: make sure `SIGKILL` can wake it.
+    #[inline]
+    fn park(&mut self, cx: &Context<'_>) {
+        if self
+            .registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            return;
+        }
+        let tcx = self.guard.cx();
+        if self.registered.is_none() {
+            // The first park: a hook that can wake this body on SIGKILL.
+            Tracker::hook_for_parked_body(tcx.tracker());
+        }
+        let kill = &tcx.tracker().kill;
+        kill.register(cx.waker());
+        self.registered = Some(cx.waker().clone());
+        if kill.is_killed() {
+            // Killed while the body ran, before the hook could find this waker: come
+            // back at once to drop it.
+            cx.waker().wake_by_ref();
+        }
+    }
+
+    /// Drops the body's future in place, containing a panic of its `Drop` (true when
+    /// one happened). The slot is `None` afterwards either way: an assignment whose
+    /// drop of the old value unwinds still writes the new one.
+    fn drop_body(&mut self) -> bool {
+        let slot = &mut self.fut;
+        // Dropping in place is what pinning allows: the future is not moved.
+        contained(|| *slot = None)
     }
 }
 
-/// Drops the body's future in place, containing a panic of its `Drop` (true when one
-/// happened). The slot is `None` afterwards either way: an assignment whose drop of
-/// the old value unwinds still writes the new one.
-fn drop_body<Fut>(mut fut: Pin<&mut Option<Fut>>) -> bool {
-    contained(|| fut.set(None))
-}
-
-/// Builds the body's future (with `current()` set, in case `body` reads it eagerly)
-/// and runs it to its outcome. The future lives in place in the tokio task: no box.
-async fn run_body<F, Fut>(guard: &mut JobGuard, body: F) -> Outcome
+impl<F, Fut> Future for Job<F, Fut>
 where
     F: FnOnce(TaskCx) -> Fut,
     Fut: Future<Output = i32>,
 {
-    let tcx = guard.cx();
-    if !may_start(tcx.task()) {
-        return Outcome::NotRun;
-    }
-    let span = Some(task_span(tcx.task()))
-        .filter(|s| !s.is_disabled())
-        .map(Box::new);
-    // The body's own handle, from the count prepaid at the split (no increment; not
-    // carried in the job future either, whose every move into its tokio task would
-    // copy it).
-    let arg = Tracker::take_body_cx(tcx.tracker()).unwrap_or_else(|| tcx.clone());
-    let fut = {
-        let _span = span.as_deref().map(tracing::Span::enter);
-        let _lent = cx::lend(guard.home());
-        catch_unwind(AssertUnwindSafe(|| body(arg)))
-    };
-    match fut {
-        Ok(fut) => {
-            let mut fut = pin!(Some(fut));
-            let mut managed = Managed {
-                guard,
-                span,
-                registered: None,
-            };
-            poll_fn(|cx| managed.poll(fut.as_mut(), cx)).await
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: only `fut` is pinned structurally, and `run` never moves it (see
+        // there); `Job` has no `Drop` and no `Unpin` impl of its own (the auto one needs
+        // `Fut: Unpin`), and the other fields are never handed out pinned.
+        #[allow(unsafe_code)]
+        let this = unsafe { self.get_unchecked_mut() };
+        match this.run(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(outcome) => {
+                // The span closes and the parked waker goes before the task exits, as
+                // when they were locals of the body's runner.
+                // (Checked first: a drop of `None` is still a call.)
+                if this.span.is_some() {
+                    this.span = None;
+                }
+                if this.registered.is_some() {
+                    this.registered = None;
+                }
+                this.guard.complete(outcome);
+                Poll::Ready(())
+            }
         }
-        Err(p) => Outcome::from_unwind(guard.cx().task(), p),
     }
 }
 
@@ -179,18 +221,19 @@ impl Launched {
     /// The async runner: the future that runs `body` as this task and completes the
     /// job. The job's guard ends the task as killed if the future is dropped unfinished
     /// (an executor shut down).
-    pub(crate) fn into_async_job<F, Fut>(
-        self,
-        body: F,
-    ) -> (Child, impl Future<Output = ()> + Send + 'static)
+    #[inline]
+    pub(crate) fn into_async_job<F, Fut>(self, body: F) -> (Child, Job<F, Fut>)
     where
         F: FnOnce(TaskCx) -> Fut + Send + 'static,
         Fut: Future<Output = i32> + Send + 'static,
     {
-        let (child, mut guard) = self.split_async();
-        let job = async move {
-            let outcome = run_body(&mut guard, body).await;
-            guard.complete(outcome);
+        let (child, guard) = self.split_async();
+        let job = Job {
+            fut: None,
+            span: None,
+            registered: None,
+            guard,
+            body: Some(body),
         };
         (child, job)
     }

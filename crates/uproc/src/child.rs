@@ -94,21 +94,23 @@ enum Reap {
 }
 
 impl Tracker {
+    /// Inlined into `launch`, its one caller: the fields are written once, in place.
+    #[inline(always)]
     pub(crate) fn new(
         rt: Arc<RtShare>,
         task: Task,
         parent: Option<Task>,
         pidfd: Option<PidFd>,
     ) -> Unshared<Tracker> {
-        let cell = OnceLock::new();
-        if let Some(fd) = pidfd {
-            let _ = cell.set(fd);
-        }
         Unshared::new(Tracker {
             rt,
             task,
             parent,
-            pidfd: cell,
+            // Built filled (no `set`, whose `Result` is one more drop to run).
+            pidfd: match pidfd {
+                Some(fd) => OnceLock::from(fd),
+                None => OnceLock::new(),
+            },
             latch: ExitLatch::new(),
             body_cx_prepaid: AtomicBool::new(false),
             status: StatusSlot::default(),
@@ -202,6 +204,7 @@ impl Tracker {
     /// its own `child().try_wait()` can ask again, and that reads the same status from
     /// the reaped task (`status_elsewhere`), so the record (a `compare_exchange`) would
     /// buy nothing on every awaited spawn.
+    #[inline]
     fn try_reap_as(&self, who: Handle) -> Result<Reap, Errno> {
         if let Some(s) = self.status.get() {
             return Ok(Reap::Done(s));
@@ -342,7 +345,9 @@ impl Tracker {
             tracing::debug!(target: "uproc", pid = root_pid(&t.task), signal = %sig, "signal hook");
             t.kill.raise(sig);
         })));
-        if crate::cx::fatal_pending(&this.task) == Some(Signal::KILL) {
+        // A SIGKILL sent before the hook was in place (a fatal signal before it only
+        // asked the body to end; `sigkill_sent` tells the two apart).
+        if this.task.fatal_signal_pending() && this.task.sigkill_sent() {
             this.kill.raise(Signal::KILL);
         }
     }
@@ -462,7 +467,11 @@ impl Child {
     ///
     /// If the parent exited first, the task was reparented to a reaper (init or a
     /// subreaper) and is not this handle's to reap: `wait` returns the task's exit
-    /// status once it has exited, and the adopter reaps it.
+    /// status once it has exited, and the adopter reaps it. Likewise, if another waiter
+    /// of the parent (a `wait(-1)` through [`Task::wait`](crate::Task::wait), a
+    /// [`ChildSet`](crate::ChildSet)) reaped it first, `wait` returns the status that
+    /// reap recorded rather than `ECHILD`: the handle names the task, not a slot in the
+    /// parent's child list.
     ///
     /// # References
     /// [waitid(2)](https://man7.org/linux/man-pages/man2/waitid.2.html) with `P_PIDFD`.
@@ -480,7 +489,9 @@ impl Child {
     }
 
     /// Reaps the task if it has exited: `waitid(.., WEXITED | WNOHANG)`. `Ok(None)`
-    /// while it runs. After `Some`, later calls return the same status.
+    /// while it runs. After `Some`, later calls return the same status. A task
+    /// reaped by another waiter of the parent, or by the reaper it was handed to, reads
+    /// as `Some` with the status that reap recorded (as [`wait`](Self::wait) does).
     pub fn try_wait(&self) -> Result<Option<WaitStatus>, Errno> {
         match self.tracker.try_reap()? {
             Reap::Done(s) => Ok(Some(s)),
@@ -580,14 +591,44 @@ impl Future for ChildFuture {
             }
             this.job_done = true;
         }
-        let tracker = &this.child.tracker;
+        if this.readable.is_some() {
+            return this.poll_pidfd(cx, false);
+        }
+        // The common case, inlined: the job reported the exit and the task is reapable.
+        match this.child.tracker.try_reap_as(Handle::Consumed) {
+            Err(e) => {
+                this.done = true;
+                Poll::Ready(Err(e))
+            }
+            Ok(Reap::Done(s)) => {
+                this.done = true;
+                Poll::Ready(Ok(s))
+            }
+            Ok(Reap::NotYet | Reap::NotOurs) => this.poll_pidfd(cx, true),
+        }
+    }
+}
+
+impl ChildFuture {
+    /// The rest of [`poll`](Future::poll), out of line: the task is not reapable once
+    /// its job reported the exit (`tried`: the reap was just tried, with no pidfd
+    /// watched yet), or the pidfd is watched already.
+    #[cold]
+    #[inline(never)]
+    fn poll_pidfd(&mut self, cx: &mut Context<'_>, tried: bool) -> Poll<Result<WaitStatus, Errno>> {
+        let tracker = &self.child.tracker;
+        if tried {
+            // Sleep until the exit wakes this pid's waiters (`Readable` checks
+            // readiness under the pidfs lock as it registers: no lost wake-up).
+            self.readable = Some(tracker.pidfd().readable());
+        }
         loop {
             // Whether the pidfd reported the exit during this poll.
-            let exited = match this.readable.as_mut() {
+            let exited = match self.readable.as_mut() {
                 Some(r) => match Pin::new(r).poll(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(()) => {
-                        this.readable = None;
+                        self.readable = None;
                         true
                     }
                 },
@@ -595,28 +636,27 @@ impl Future for ChildFuture {
             };
             match tracker.try_reap_as(Handle::Consumed) {
                 Err(e) => {
-                    this.done = true;
+                    self.done = true;
                     return Poll::Ready(Err(e));
                 }
                 Ok(Reap::Done(s)) => {
-                    this.done = true;
+                    self.done = true;
                     return Poll::Ready(Ok(s));
                 }
                 Ok(Reap::NotYet | Reap::NotOurs) => {}
             }
             if !exited {
-                // Sleep until the exit wakes this pid's waiters (`Readable` checks
-                // readiness under the pidfs lock as it registers: no lost wake-up).
-                this.readable = Some(tracker.pidfd().readable());
+                // As above: watch the pidfd.
+                self.readable = Some(tracker.pidfd().readable());
                 continue;
             }
             // Exited but not reapable yet (see `Tracker::wait_reapable`): nothing a
             // future can register on reports the moment it becomes reapable, so a
             // helper thread sleeps in the parent's blocking wait (rare: a leader whose
             // threads outlive it) and wakes this future when it is done.
-            if !this.helper {
-                this.helper = Tracker::wait_on_helper(tracker, cx.waker().clone());
-                if !this.helper {
+            if !self.helper {
+                self.helper = Tracker::wait_on_helper(tracker, cx.waker().clone());
+                if !self.helper {
                     // No thread to spare: try again later.
                     cx.waker().wake_by_ref();
                 }

@@ -169,13 +169,22 @@ pub(crate) fn first_pending(task: &Task) -> Option<Signal> {
 }
 
 /// The first pending fatal signal, if any.
+#[inline]
 pub(crate) fn fatal_pending(task: &Task) -> Option<Signal> {
-    // Fast path (every body end): any fatal signal marks SIGKILL pending on the thread
-    // (`complete_signal`), so without it nothing fatal is pending and the pending sets
-    // need not be read.
+    // Fast path (every body end), inlined: any fatal signal marks SIGKILL pending on
+    // the thread (`complete_signal`), so without it nothing fatal is pending and the
+    // pending sets need not be read.
     if !task.fatal_signal_pending() {
         return None;
     }
+    first_fatal(task)
+}
+
+/// [`fatal_pending`] once `SIGKILL` is pending: out of line, so the fast path's
+/// callers carry none of it.
+#[cold]
+#[inline(never)]
+fn first_fatal(task: &Task) -> Option<Signal> {
     first_pending(task).filter(|s| is_fatal(*s))
 }
 

@@ -91,6 +91,15 @@
 //!   fatal signal decides the status (killed by `SIGTERM`, ...) whatever it returned.
 //! - An async body is dropped at its next await point on `SIGKILL` (the hook wakes
 //!   it); it sees other signals through `signal_pending`, as a sync body does.
+//! - A `SIGKILL` after another fatal signal still drops a parked async body (the
+//!   status stays the first fatal signal's).
+//! - Blocking waits inside a body ([`Child::wait`], [`ChildSet::wait_next`]) are not
+//!   interrupted by a fatal signal to the waiting body (in Linux a killed waiter dies
+//!   at once): poll [`Child::try_wait`] with [`TaskCx::signal_pending`], or `.await`
+//!   in an async body, which `SIGKILL` drops.
+//! - Stop signals are bookkeeping only: `SIGSTOP` makes the task read as stopped
+//!   (`ps`, the parent's `WUNTRACED` wait) but cannot pause its body, which may even
+//!   return meanwhile.
 //! - A task killed before its job starts never runs its body.
 //! - A panic ends the task as killed by `SIGABRT` (core dumped), and the runtime goes
 //!   on. [`TaskCx::exit`] ends a body early by unwinding (no panic message). Both need

@@ -201,10 +201,13 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The executor task bodies run on (default [`ThreadExecutor`]).
+    /// The executor task bodies run on (default [`ThreadExecutor`]). The last one given
+    /// wins, for async bodies too.
     pub fn executor<E: Executor>(mut self, e: E) -> Self {
         #[cfg(feature = "tokio")]
         {
+            // A tokio executor given before this one is replaced, its handle with it.
+            self.tokio = None;
             let any: &dyn std::any::Any = &e;
             if let Some(t) = any.downcast_ref::<crate::tokio::TokioExecutor>() {
                 self.tokio = Some(t.handle().clone());
@@ -344,7 +347,7 @@ impl Runtime {
 
     /// This thread's share of the runtime, for a tracker to hold: an upgrade of the
     /// thread-local weak handle, a count no other thread writes (see the module docs).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn share(&self) -> Arc<RtShare> {
         let cached = LAST.try_with(|s| s.borrow().upgrade()).ok().flatten();
         match cached {

@@ -59,6 +59,7 @@ unsafe impl<T: Sync> Sync for Unshared<T> {}
 impl<T> Unshared<T> {
     /// Allocates `value`, not shared yet (in a block this thread's cache kept, when it
     /// has one of the right layout: `block_cache.rs`).
+    #[inline(always)]
     pub fn new(value: T) -> Unshared<T> {
         let block = crate::block_cache::alloc(std::alloc::Layout::new::<Inner<T>>());
         let inner = block.cast::<Inner<T>>();

@@ -35,8 +35,9 @@ use std::sync::{Arc, Weak};
 /// the caller owns the executor. (A strong reference would make a cycle: the executor
 /// holds the tasks, a task holds its runtime, the runtime holds this.) When the
 /// executor is dropped with tasks unfinished, their bodies are dropped and those tasks
-/// end killed by `SIGKILL`; a body spawned after it is gone is killed at once. Both
-/// are what any executor that drops a job does.
+/// end killed by `SIGKILL`; an async body spawned after it is gone is killed at once
+/// (a synchronous one still runs, on smol's global blocking pool). Both are what any
+/// executor that drops a job does.
 #[derive(Clone, Default)]
 pub struct SmolExecutor {
     /// `None`: smol's global executor (`smol::spawn`).

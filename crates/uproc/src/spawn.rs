@@ -206,8 +206,8 @@ impl JobGuard {
     }
 
     /// The job's last step: exit the task as `outcome` says, then reap it if its
-    /// `Child` is gone.
-    pub(crate) fn complete(mut self, outcome: Outcome) {
+    /// `Child` is gone. The guard is empty afterwards (its drop does nothing).
+    pub(crate) fn complete(&mut self, outcome: Outcome) {
         if let Some(cx) = self.cx.take() {
             Tracker::finish(cx.tracker(), outcome);
             // A body that never started leaves its prepaid context count.
@@ -217,12 +217,31 @@ impl JobGuard {
 }
 
 impl Drop for JobGuard {
+    /// Inlined down to one check: a job that completed (every job, but for an executor
+    /// shut down) left its guard empty.
+    #[inline]
     fn drop(&mut self) {
+        self.end_unfinished();
+    }
+}
+
+impl JobGuard {
+    /// What the guard's drop does, ahead of it: ends the task as killed unless the job
+    /// completed. The guard is empty afterwards.
+    #[inline]
+    pub(crate) fn end_unfinished(&mut self) {
         if let Some(cx) = self.cx.take() {
-            tracing::warn!(target: "uproc", pid = root_pid(cx.task()), "job dropped without running; task killed");
-            Tracker::finish(cx.tracker(), Outcome::Killed);
-            drop(Tracker::take_body_cx(cx.tracker()));
+            JobGuard::dropped_unrun(cx);
         }
+    }
+
+    /// The job was dropped without completing: the task ends killed.
+    #[cold]
+    #[inline(never)]
+    fn dropped_unrun(cx: TaskCx) {
+        tracing::warn!(target: "uproc", pid = root_pid(cx.task()), "job dropped without running; task killed");
+        Tracker::finish(cx.tracker(), Outcome::Killed);
+        drop(Tracker::take_body_cx(cx.tracker()));
     }
 }
 
@@ -257,7 +276,7 @@ impl Launched {
     where
         F: FnOnce(&TaskCx) -> i32 + Send + 'static,
     {
-        let (child, guard) = self.split();
+        let (child, mut guard) = self.split();
         let job = Box::new(move || {
             let cx = guard.cx();
             let outcome = if may_start(cx.task()) {
@@ -272,6 +291,10 @@ impl Launched {
                     Err(p) => Outcome::from_unwind(cx.task(), p),
                 }
             } else {
+                // Killed before it started: the body's captured values go now, before
+                // the exit, and a `Drop` of theirs that panics stays inside the job
+                // (the task is dead of its signal already).
+                contained(|| drop(body));
                 Outcome::NotRun
             };
             guard.complete(outcome);
@@ -280,9 +303,10 @@ impl Launched {
     }
 }
 
-/// fork + name + pidfd + signal hook: everything but running the body.
-#[inline]
-pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
+/// fork + name + pidfd + signal hook: everything but running the body. Inlined into
+/// its callers: a call would copy the 112-byte `Spawn`.
+#[inline(always)]
+pub(crate) fn launch(rt: &Runtime, mut s: Spawn) -> Result<Launched, Errno> {
     // A task of another runtime would fork there while the body's context reports
     // this one.
     if s.parent
@@ -291,19 +315,20 @@ pub(crate) fn launch(rt: &Runtime, s: Spawn) -> Result<Launched, Errno> {
     {
         return Err(Errno::EINVAL);
     }
-    let mut args = s.args;
+    // The flags go into the builder's own arguments, in place: moving them out would
+    // copy them.
     if s.new_pid_ns {
-        args.flags |= CloneFlags::NEWPID;
+        s.args.flags |= CloneFlags::NEWPID;
     }
-    if let Some(cg) = s.cgroup {
-        args.flags |= CloneFlags::INTO_CGROUP;
-        args.cgroup = Some(cg);
+    if let Some(cg) = s.cgroup.take() {
+        s.args.flags |= CloneFlags::INTO_CGROUP;
+        s.args.cgroup = Some(cg);
     }
     // This thread's share of the runtime: the tracker's runtime handle, the shared
     // signal hook, and init (the default parent, borrowed: no count taken on it).
     let share = rt.share();
     let parent = s.parent.as_ref().unwrap_or(&share.init);
-    let task = parent.fork(&args)?;
+    let task = parent.fork(&s.args)?;
     if let Some(n) = &s.name {
         task.set_name(n);
     }

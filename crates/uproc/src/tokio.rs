@@ -112,8 +112,9 @@ impl CallerRuntime<'static> {
 
 /// `spawn_async` on a tokio runtime: the body's future lives in place in the tokio
 /// task (no box), which is why tokio gets this path rather than
-/// [`Executor::execute_async`].
-#[inline]
+/// [`Executor::execute_async`]. Inlined into `spawn_async`, as `launch` is into it:
+/// each call would copy the 112-byte `Spawn` on its way.
+#[inline(always)]
 pub(crate) fn spawn_in_place<F, Fut>(
     on: CallerRuntime<'_>,
     rt: &Runtime,

@@ -6,6 +6,7 @@
 mod common;
 
 use parking_lot::Mutex;
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use uproc::{Executor, Runtime, Signal, Spawn, TaskState, ThreadExecutor};
@@ -173,6 +174,40 @@ fn async_bodies_dropped_by_a_tokio_shutdown_end_killed_and_are_reaped() {
     assert_eq!(rt.ps().len(), 1);
 }
 
+/// The last executor given to the builder wins, for async bodies too: a tokio executor
+/// replaced by a thread executor no longer runs them (outside a tokio runtime that is
+/// EINVAL, nothing forked), and one replaced by a smol executor leaves them to smol.
+#[cfg(feature = "tokio")]
+fn a_replaced_tokio_executor_runs_no_async_body() {
+    let t = common::tokio_rt();
+    let rt = common::builder()
+        .executor(uproc::tokio::TokioExecutor::new(t.handle().clone()))
+        .executor(uproc::ThreadExecutor::new())
+        .build()
+        .unwrap();
+    assert_eq!(
+        rt.spawn_async(Spawn::new(), |_| async { 0 }).unwrap_err(),
+        uproc::Errno::EINVAL
+    );
+    assert_eq!(rt.ps().len(), 1, "nothing forked");
+    #[cfg(feature = "smol")]
+    {
+        let ex = Arc::new(smol::Executor::new());
+        let rt = common::builder()
+            .executor(uproc::tokio::TokioExecutor::new(t.handle().clone()))
+            .executor(uproc::smol::SmolExecutor::new(&ex))
+            .build()
+            .unwrap();
+        let child = rt
+            .spawn_async(Spawn::new(), |_| async {
+                i32::from(tokio::runtime::Handle::try_current().is_ok())
+            })
+            .unwrap();
+        let st = smol::block_on(ex.run(child.into_future())).unwrap();
+        assert_eq!(st.exited(), Some(0), "the body ran on smol, outside tokio");
+    }
+}
+
 every_profile!(
     a_job_the_executor_drops_unrun_ends_the_task_killed_by_sigkill,
     a_detached_task_whose_job_is_dropped_later_is_reaped_then,
@@ -182,4 +217,6 @@ every_profile!(
     thread_executor_failing_to_create_a_thread_ends_the_task_killed,
     #[cfg(feature = "tokio")]
     async_bodies_dropped_by_a_tokio_shutdown_end_killed_and_are_reaped,
+    #[cfg(feature = "tokio")]
+    a_replaced_tokio_executor_runs_no_async_body,
 );

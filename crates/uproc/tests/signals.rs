@@ -390,6 +390,98 @@ fn a_reaped_child_s_sigchld_is_not_reported_by_signal_pending() {
     }
 }
 
+/// SIGTERM asks an async body to end (it sees it through `signal_pending` and may go
+/// on); a SIGKILL after it still drops the body at its await point, whether both came
+/// while the body was parked or before it first parked, and by any route (`kill` by
+/// number, a pidfd, `Child::kill`). The status is the first fatal signal's, as in
+/// Linux.
+#[cfg(feature = "tokio")]
+fn sigkill_after_sigterm_still_drops_a_parked_async_body() {
+    // Both while parked.
+    let st = await_async_body(
+        |_, _| async move {
+            std::future::pending::<()>().await;
+            0
+        },
+        |_, child| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            child.pidfd().send_signal(Signal::TERM).unwrap();
+            child.kill().unwrap();
+        },
+    );
+    assert_eq!(
+        st.signaled(),
+        Some(Signal::TERM),
+        "parked: the first fatal signal"
+    );
+    // Both before the first park (from inside the first poll).
+    let st = await_async_body(
+        |init, cx| async move {
+            let me = init.pid_of(cx.task());
+            init.kill(me, Signal::TERM).unwrap();
+            init.kill(me, Signal::KILL).unwrap();
+            std::future::pending::<()>().await;
+            0
+        },
+        |_, _| {},
+    );
+    assert_eq!(st.signaled(), Some(Signal::TERM), "before the first park");
+    // SIGTERM alone leaves a parked body parked: only its own check would end it.
+    let st = await_async_body(
+        |_, cx| async move {
+            while cx.signal_pending() != Some(Signal::TERM) {
+                tokio::task::yield_now().await;
+            }
+            7
+        },
+        |_, child| child.pidfd().send_signal(Signal::TERM).unwrap(),
+    );
+    assert_eq!(
+        st.signaled(),
+        Some(Signal::TERM),
+        "the body saw SIGTERM and ended"
+    );
+}
+
+/// A sync body killed before its job starts never runs; its captured values are
+/// dropped by the job, and a `Drop` of theirs that panics stays inside the job (the
+/// executor running it sees no panic), the task ending killed by SIGKILL.
+fn an_unrun_body_whose_captures_panic_on_drop_does_not_panic_the_executor() {
+    use std::sync::Mutex;
+    struct PanicOnDrop;
+    impl Drop for PanicOnDrop {
+        fn drop(&mut self) {
+            panic!("drop of an unrun body's capture");
+        }
+    }
+    type Job = Box<dyn FnOnce() + Send>;
+    #[derive(Clone, Default)]
+    struct Queue(Arc<Mutex<Vec<Job>>>);
+    impl uproc::Executor for Queue {
+        fn execute(&self, job: Job) {
+            self.0.lock().unwrap().push(job);
+        }
+    }
+    let q = Queue::default();
+    let rt = common::builder().executor(q.clone()).build().unwrap();
+    let g = PanicOnDrop;
+    let ran = Arc::new(AtomicI32::new(0));
+    let r = ran.clone();
+    let child = rt
+        .spawn(Spawn::new(), move |_| {
+            let _g = &g;
+            r.store(1, Ordering::SeqCst);
+            0
+        })
+        .unwrap();
+    child.kill().unwrap();
+    let job = q.0.lock().unwrap().pop().expect("one job queued");
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+    assert!(run.is_ok(), "the capture's panic stays in the job");
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran");
+    assert_eq!(child.wait().unwrap().signaled(), Some(Signal::KILL));
+}
+
 every_profile!(
     a_reaped_child_s_sigchld_is_not_reported_by_signal_pending,
     a_panic_payload_whose_drop_panics_still_ends_the_task_by_sigabrt,
@@ -408,4 +500,7 @@ every_profile!(
     a_panicking_async_body_ends_killed_by_sigabrt,
     #[cfg(feature = "tokio")]
     an_async_body_sees_sigterm_through_signal_pending,
+    #[cfg(feature = "tokio")]
+    sigkill_after_sigterm_still_drops_a_parked_async_body,
+    an_unrun_body_whose_captures_panic_on_drop_does_not_panic_the_executor,
 );

@@ -447,6 +447,11 @@ fn a_detached_child_reaped_by_another_waiter_leaves_its_child_handle_a_status() 
     };
     assert_eq!(info.status.exited(), Some(9));
     let other = rt.spawn(Spawn::new(), |_| 1).unwrap();
+    assert_eq!(
+        child.try_wait().unwrap().and_then(|s| s.exited()),
+        Some(9),
+        "try_wait reads the other waiter's reap as a status, not ECHILD"
+    );
     assert_eq!(child.wait().unwrap().exited(), Some(9));
     assert_eq!(
         other.wait().unwrap().exited(),
