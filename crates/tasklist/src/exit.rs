@@ -625,9 +625,9 @@ pub(crate) fn in_closed_namespace(pid: &uproc_pidns::Pid) -> bool {
 }
 
 /// A delayed leader `l` becomes reportable ([`publish_exit`] under its parent group's
-/// `children` lock). Returns whether it autoreaps (the caller releases it). The caller decided, under `l`'s siglock, that
-/// it is the one to do this (and holds no lock of this crate but, under `Linux*`,
-/// `tasklist_lock`).
+/// `children` lock). Returns whether it autoreaps (the caller releases it). The caller
+/// decided, under `l`'s siglock, that it is the one to do this (and holds no lock of
+/// this crate but, under `Linux*`, `tasklist_lock`).
 fn make_reportable(l: &Arc<TaskInner>, signal: &mut ParentSignal) -> bool {
     l.with_parent_children(|parent, st| {
         drop(st);

@@ -500,8 +500,8 @@ impl Child {
     }
 
     /// Sends `SIGKILL` through the pidfd (`pidfd_send_signal`). A sync body sees it in
-    /// [`TaskCx::signal_pending`](crate::TaskCx::signal_pending); an async body is dropped at its next await point.
-    /// `ESRCH` once the task was reaped.
+    /// [`TaskCx::signal_pending`](crate::TaskCx::signal_pending); an async body is
+    /// dropped at its next await point. `ESRCH` once the task was reaped.
     ///
     /// # References
     /// [pidfd_send_signal(2)](https://man7.org/linux/man-pages/man2/pidfd_send_signal.2.html)

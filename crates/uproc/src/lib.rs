@@ -83,9 +83,10 @@
 //!
 //! A task spawned with a body is **managed**: the facade installs a signal hook on it
 //! ([`Task::set_signal_hook`]; one hook shared by the tasks a thread spawns, replaced
-//! by one of the task's own when an async body parks, so that a `SIGKILL` can wake it). A fatal signal then does not end the task at once (its
-//! body is Rust code that cannot be stopped from outside): it is made pending, and
-//! the body ends cooperatively.
+//! by one of the task's own when an async body parks, so that a `SIGKILL` can wake
+//! it). A fatal signal then does not end the task at once (its body is Rust code that
+//! cannot be stopped from outside): it is made pending, and the body ends
+//! cooperatively.
 //!
 //! - A synchronous body polls [`TaskCx::signal_pending`]. When it returns, a pending
 //!   fatal signal decides the status (killed by `SIGTERM`, ...) whatever it returned.

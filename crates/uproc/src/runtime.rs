@@ -293,9 +293,10 @@ impl Runtime {
     }
 
     /// Runs `body` as a new task: fork from the [`Spawn`]'s parent (default
-    /// [`init`](Runtime::init)) with its clone arguments, install the signal hook, and hand the body to the executor. When the body returns
-    /// `code`, the task exits with it, unless a fatal signal is pending (then it ends
-    /// killed by that signal). A panic ends the task as killed by `SIGABRT`.
+    /// [`init`](Runtime::init)) with its clone arguments, install the signal hook, and
+    /// hand the body to the executor. When the body returns `code`, the task exits with
+    /// it, unless a fatal signal is pending (then it ends killed by that signal). A
+    /// panic ends the task as killed by `SIGABRT`.
     ///
     /// Errors are fork's (`EAGAIN` over a pids.max, `ENOMEM` in a dead namespace,
     /// `EINVAL` for bad flags, ...); on error the body is dropped unrun and nothing

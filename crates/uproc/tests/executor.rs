@@ -6,7 +6,6 @@
 mod common;
 
 use parking_lot::Mutex;
-use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use uproc::{Executor, Runtime, Signal, Spawn, TaskState, ThreadExecutor};
@@ -203,7 +202,7 @@ fn a_replaced_tokio_executor_runs_no_async_body() {
                 i32::from(tokio::runtime::Handle::try_current().is_ok())
             })
             .unwrap();
-        let st = smol::block_on(ex.run(child.into_future())).unwrap();
+        let st = smol::block_on(ex.run(std::future::IntoFuture::into_future(child))).unwrap();
         assert_eq!(st.exited(), Some(0), "the body ran on smol, outside tokio");
     }
 }
