@@ -1371,7 +1371,8 @@ impl Model {
         if !info.mask.contains(InfoMask::PID) || (info.pid, info.tgid, info.ppid) != want {
             return bad(&format!("pid/tgid/ppid {want:?}"));
         }
-        if mask.contains(InfoMask::CGROUPID) && info.cgroupid != cgs[t.cg].id() {
+        // Linux fills the cgroup id of a live task whatever the mask asked for.
+        if !info.mask.contains(InfoMask::CGROUPID) || info.cgroupid != cgs[t.cg].id() {
             return bad(&format!("cgroup id {}", cgs[t.cg].id()));
         }
         Ok(())
@@ -1403,11 +1404,17 @@ impl Model {
             return;
         }
         self.tasks[t].exiting = true;
+        let leader = self.tasks[t].leader;
         let gr = &mut self.groups[g];
         gr.nr_live -= 1;
         let status = gr.group_exit.unwrap_or(status);
         let dead = gr.nr_live == 0;
         if dead {
+            // synchronize_group_exit: a last thread that outlived its leader gives the
+            // group its code (what wait and PIDFD_INFO_EXIT report for the leader).
+            if !leader && gr.group_exit.is_none() {
+                gr.group_exit = Some(status);
+            }
             gr.stopped = false;
             gr.stop_report = 0;
             gr.cont_report = false;

@@ -162,8 +162,9 @@ impl Cgroup {
     /// - `cgroup.threads`: a tid, parsed and found the same way; it moves only that
     ///   thread, which Linux allows only within one threaded subtree
     ///   (`cgroup_attach_permissions`). uproc has no threaded cgroups, so a thread
-    ///   already here is a no-op and one anywhere else is EOPNOTSUPP: a thread group
-    ///   never spans two cgroups.
+    ///   already here is a no-op and one anywhere else is EOPNOTSUPP, judged by that
+    ///   thread's own cgroup (a zombie not yet reaped included: one in another cgroup
+    ///   is EOPNOTSUPP, as in Linux).
     /// - `cgroup.kill`: `1` kills the subtree ([`Cgroup::kill`]); another number ->
     ///   ERANGE; garbage -> EINVAL.
     /// - `cgroup.type`: `threaded` -> EOPNOTSUPP (uproc has no threaded cgroups);
@@ -192,12 +193,14 @@ impl Cgroup {
                 if f == File::Procs {
                     return resolver.with_thread_group(pid, &mut |links| self.attach_links(links));
                 }
-                // Every thread of a group is in one cgroup: the tid's is the group's.
-                let links = resolver.thread_group_links(pid)?;
-                if links.iter().any(|l| !l.is_of(&self.hier)) {
+                // The named thread's own cgroup, a zombie's included
+                // (`cgroup_attach_permissions` with `threadgroup == false`): a zombie
+                // leader left behind by its group's migration is elsewhere.
+                let link = resolver.thread_link(pid)?;
+                if !link.is_of(&self.hier) {
                     return Err(Errno::EINVAL);
                 }
-                match links.iter().all(|l| l.cgroup() == *self) {
+                match link.cgroup() == *self {
                     true => Ok(()),
                     false => Err(Errno::EOPNOTSUPP),
                 }

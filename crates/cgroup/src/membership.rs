@@ -117,6 +117,17 @@ pub trait TaskResolver: Send + Sync + 'static {
     /// such task exists.
     fn thread_group_links(&self, pid: i32) -> Result<Vec<LinkRef>, Errno>;
 
+    /// The link of the one thread `tid` names, live or exited and not yet released (a
+    /// zombie stays in its cgroup until then): what a `cgroup.threads` write compares
+    /// with its cgroup. ESRCH when no such task exists. The default takes the first
+    /// live link of the thread's group, which cannot see a zombie's own cgroup.
+    fn thread_link(&self, tid: i32) -> Result<LinkRef, Errno> {
+        self.thread_group_links(tid)?
+            .into_iter()
+            .next()
+            .ok_or(Errno::ESRCH)
+    }
+
     /// Runs `f` over the links of the thread group containing `pid` while that group
     /// can neither fork a thread nor finish forking a child into its cgroup (the write
     /// side of `cgroup_threadgroup_rwsem`), so a migration moves the whole group. The

@@ -235,10 +235,11 @@ impl PidFd {
     /// - Unknown mask bits are ignored. The pid not visible from the pidfd's namespace
     ///   -> EREMOTE.
     /// - `EXIT` (if asked): only after reap; `exit_code` (wait status) and `cgroupid` at
-    ///   exit (`CGROUPID` reported with it if asked). A zombie reports no `EXIT`.
+    ///   exit (`CGROUPID` reported with it, asked or not). A zombie reports no `EXIT`.
     /// - Reaped: ESRCH unless `EXIT` was asked for; then only the exit snapshot.
-    /// - Live or zombie: `PID` (pid, tgid, ppid in the pidfd's namespace) and `CREDS`
-    ///   (all 0 in uproc) always, `CGROUPID` if asked; pid or tgid reading 0 -> ESRCH.
+    /// - Live or zombie: `PID` (pid, tgid, ppid in the pidfd's namespace), `CREDS` (all
+    ///   0 in uproc) and `CGROUPID` (the live task's cgroup) always, as Linux fills
+    ///   them unconditionally; pid or tgid reading 0 -> ESRCH.
     /// - `SUPPORTED_MASK` (if asked): [`PIDFD_INFO_SUPPORTED`].
     ///
     /// # References
@@ -255,9 +256,7 @@ impl PidFd {
                 out.mask |= InfoMask::EXIT;
                 out.exit_code = exit.status.raw();
                 out.cgroupid = exit.cgroupid;
-                if mask.contains(InfoMask::CGROUPID) {
-                    out.mask |= InfoMask::CGROUPID;
-                }
+                out.mask |= InfoMask::CGROUPID;
             }
         }
         let ids = match reaped {
@@ -275,7 +274,7 @@ impl PidFd {
                 out.pid = ids.pid;
                 out.tgid = ids.tgid;
                 out.ppid = ids.ppid;
-                if mask.contains(InfoMask::CGROUPID) && !out.mask.contains(InfoMask::CGROUPID) {
+                if !out.mask.contains(InfoMask::CGROUPID) {
                     out.mask |= InfoMask::CGROUPID;
                     out.cgroupid = ids.cgroupid;
                 }

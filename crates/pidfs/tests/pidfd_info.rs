@@ -60,18 +60,29 @@ fn thread_reports_its_group_tgid() {
 }
 
 #[test]
-fn cgroupid_only_when_asked() {
+fn cgroupid_is_reported_whatever_the_mask() {
+    // Linux's `pidfd_info` fills the cgroup id unconditionally (checked on 6.18: a live
+    // task asked for nothing reads mask PID | CREDS | CGROUPID; a reaped one asked for
+    // EXIT reads EXIT | CGROUPID).
     both(|p| {
         let w = World::new(p);
         let pid = w.spawn();
         w.with_task(&pid, |t| t.cgroupid = 99);
         let fd = w.open(&pid);
-        let i = fd.info(InfoMask::CGROUPID).unwrap();
-        assert!(i.mask.contains(InfoMask::CGROUPID));
-        assert_eq!(i.cgroupid, 99);
-        let i = fd.info(InfoMask::PID).unwrap();
-        assert!(!i.mask.contains(InfoMask::CGROUPID));
-        assert_eq!(i.cgroupid, 0);
+        for asked in [InfoMask::CGROUPID, InfoMask::PID, InfoMask::empty()] {
+            let i = fd.info(asked).unwrap();
+            assert_eq!(
+                i.mask,
+                InfoMask::PID | InfoMask::CREDS | InfoMask::CGROUPID,
+                "asked {asked:?}"
+            );
+            assert_eq!(i.cgroupid, 99);
+        }
+        w.exit(&pid, WaitStatus::exited_with(3));
+        w.reap(&pid, WaitStatus::exited_with(3), 99);
+        let i = fd.info(InfoMask::EXIT).unwrap();
+        assert_eq!(i.mask, InfoMask::EXIT | InfoMask::CGROUPID);
+        assert_eq!(i.cgroupid, 99, "the cgroup at exit");
     });
 }
 
@@ -128,8 +139,8 @@ fn reaped_with_exit_gives_only_the_snapshot() {
         let i = fd.info(InfoMask::PID | InfoMask::EXIT).unwrap();
         assert_eq!(
             i.mask,
-            InfoMask::EXIT,
-            "only the exit snapshot, no PID/CREDS"
+            InfoMask::EXIT | InfoMask::CGROUPID,
+            "only the exit snapshot (with its cgroup), no PID/CREDS"
         );
         assert_eq!(i.exit_code, st.raw(), "exit_code is the wait status word");
         assert_eq!(i.cgroupid, 1234, "the cgroup at exit");
@@ -241,6 +252,9 @@ fn reaped_but_exit_info_missing_gives_empty_answer_with_exit() {
         assert_eq!(i.mask, InfoMask::empty());
         assert_eq!(fd.info(InfoMask::PID).unwrap_err(), Errno::ESRCH);
         pidfs_exit(&pid, WaitStatus::exited_with(1), 3);
-        assert_eq!(fd.info(InfoMask::EXIT).unwrap().mask, InfoMask::EXIT);
+        assert_eq!(
+            fd.info(InfoMask::EXIT).unwrap().mask,
+            InfoMask::EXIT | InfoMask::CGROUPID
+        );
     });
 }

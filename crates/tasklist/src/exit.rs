@@ -142,6 +142,12 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         let dead = st.nr_live == 0;
         let mut orphan = None;
         if dead {
+            // `synchronize_group_exit`: the last thread to exit, with no group exit
+            // before it, gives the group its exit code. Only a thread outliving its
+            // leader changes what the leader reports (the leader's own code otherwise).
+            if !t.leader && st.group_exit.is_none() {
+                st.group_exit = Some(status);
+            }
             st.set_stopped(false);
             g.stop_report.store(0, Ordering::Release);
             g.cont_report.store(false, Ordering::Release);
@@ -635,7 +641,8 @@ fn make_reportable(l: &Arc<TaskInner>, signal: &mut ParentSignal) -> bool {
     })
 }
 
-/// The status a leader reports: the group exit code if the group exited as a whole.
+/// The status a leader reports: the group exit code, set by a group exit or by the
+/// last thread's exit (a thread that outlived its leader).
 fn final_status(l: &TaskInner) -> WaitStatus {
     l.group()
         .sig

@@ -396,6 +396,10 @@ impl TaskResolver for System {
         Ok(self.resolve(pid)?.group().css_links())
     }
 
+    fn thread_link(&self, tid: i32) -> Result<LinkRef, Errno> {
+        Ok(LinkRef::Inline(self.resolve(tid)? as Arc<dyn CgroupMember>))
+    }
+
     fn with_thread_group(&self, pid: i32, f: &mut MigrateFn<'_>) -> Result<(), Errno> {
         self.resolve(pid)?.group().migrate(f)
     }

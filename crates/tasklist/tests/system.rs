@@ -459,8 +459,54 @@ fn cgroup_threads_never_splits_a_thread_group() {
     assert_eq!(b.pids_current(), 0);
 }
 
+/// A `cgroup.threads` write judges the named thread's own cgroup, a zombie's too
+/// (checked on Linux 6.18): a zombie in another cgroup is EOPNOTSUPP, one here a no-op;
+/// a zombie leader left behind when `cgroup.procs` moved its live thread is elsewhere
+/// from where the thread went.
+fn cgroup_threads_judges_a_zombie_by_its_own_cgroup() {
+    let sys = system();
+    let init = sys.init();
+    let root = sys.cgroup_root();
+    let a = root.mkdir("a").unwrap();
+    let b = root.mkdir("b").unwrap();
+    let z = fork(&init);
+    a.attach(&z).unwrap();
+    z.exit(0);
+    let znr = init.pid_of(&z);
+    assert_eq!(
+        b.write("cgroup.threads", &znr.to_string()),
+        Err(Errno::EOPNOTSUPP)
+    );
+    assert_eq!(a.write("cgroup.threads", &znr.to_string()), Ok(()));
+    assert_eq!(
+        (a.pids_current(), b.pids_current()),
+        (1, 0),
+        "nothing moved"
+    );
+    reap(&init, &z);
+    // A zombie leader whose live thread went elsewhere.
+    let leader = fork(&init);
+    a.attach(&leader).unwrap();
+    let t = thread(&leader);
+    leader.exit(0);
+    let (lnr, tnr) = (init.pid_of(&leader), init.pid_of(&t));
+    b.write("cgroup.procs", &lnr.to_string()).unwrap();
+    assert_eq!(t.cgroup(), b, "the live thread moved");
+    assert_eq!(b.write("cgroup.threads", &tnr.to_string()), Ok(()));
+    assert_eq!(
+        b.write("cgroup.threads", &lnr.to_string()),
+        Err(Errno::EOPNOTSUPP),
+        "the zombie leader stayed in a"
+    );
+    assert_eq!(a.write("cgroup.threads", &lnr.to_string()), Ok(()));
+    t.exit(0);
+    reap(&init, &leader);
+    assert_eq!((a.pids_current(), b.pids_current()), (0, 0));
+}
+
 every_profile!(
     cgroup_threads_never_splits_a_thread_group,
+    cgroup_threads_judges_a_zombie_by_its_own_cgroup,
     a_dropped_runtime_leaves_its_cgroups_unpopulated_and_uncharged,
     pid_max_out_of_range_is_einval,
     dropping_the_runtime_with_a_pgrp_id_of_a_reaped_leader,

@@ -296,7 +296,9 @@ impl Runtime {
     /// [`init`](Runtime::init)) with its clone arguments, install the signal hook, and
     /// hand the body to the executor. When the body returns `code`, the task exits with
     /// it, unless a fatal signal is pending (then it ends killed by that signal). A
-    /// panic ends the task as killed by `SIGABRT`.
+    /// panic ends the task as killed by `SIGABRT`. The return is a thread's exit, not
+    /// `exit_group`: a thread the body forked and left running ends the process later,
+    /// and (as in Linux) the last thread's code is then what the parent reaps.
     ///
     /// Errors are fork's (`EAGAIN` over a pids.max, `ENOMEM` in a dead namespace,
     /// `EINVAL` for bad flags, ...); on error the body is dropped unrun and nothing
