@@ -120,7 +120,9 @@ pub trait TaskResolver: Send + Sync + 'static {
     /// The link of the one thread `tid` names, live or exited and not yet released (a
     /// zombie stays in its cgroup until then): what a `cgroup.threads` write compares
     /// with its cgroup. ESRCH when no such task exists. The default takes the first
-    /// live link of the thread's group, which cannot see a zombie's own cgroup.
+    /// live link of the thread's group ([`thread_group_links`](Self::thread_group_links)),
+    /// which cannot see a zombie's own cgroup: ESRCH for a group with no live thread,
+    /// and a zombie leader reads as where its live threads are.
     fn thread_link(&self, tid: i32) -> Result<LinkRef, Errno> {
         self.thread_group_links(tid)?
             .into_iter()

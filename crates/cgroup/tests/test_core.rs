@@ -421,6 +421,42 @@ fn cgroup_procs_write_moves_the_whole_thread_group() {
     });
 }
 
+/// `cgroup.threads` through a resolver that keeps `TaskResolver::thread_link`'s
+/// default: a live thread is judged by its group's cgroup, and a group with no live
+/// thread left (a zombie) is not found.
+#[test]
+fn cgroup_threads_write_with_the_default_thread_link() {
+    for_each_profile(|p| {
+        let h = hier(p);
+        let resolver = Arc::new(Resolver::default());
+        h.set_resolver(Arc::downgrade(&resolver) as Weak<dyn TaskResolver>);
+        let a = h.root().mkdir("a").unwrap();
+        let b = h.root().mkdir("b").unwrap();
+        let leader = fork(&a, 300).unwrap();
+        let thread = fork_thread(&a, 300, 301).unwrap();
+        resolver.add(&leader);
+        resolver.add(&thread);
+        assert_eq!(
+            a.write("cgroup.threads", "301"),
+            Ok(()),
+            "{p}: already here"
+        );
+        assert_eq!(
+            b.write("cgroup.threads", "301"),
+            Err(Errno::EOPNOTSUPP),
+            "{p}: elsewhere"
+        );
+        assert_eq!(thread.link().cgroup(), a, "{p}: nothing moved");
+        leader.link().task_dead();
+        thread.link().task_dead();
+        assert_eq!(
+            a.write("cgroup.threads", "300"),
+            Err(Errno::ESRCH),
+            "{p}: no live link to judge by"
+        );
+    });
+}
+
 #[test]
 fn cgroup_procs_write_errors() {
     for_each_profile(|p| {

@@ -274,10 +274,9 @@ impl PidFd {
                 out.pid = ids.pid;
                 out.tgid = ids.tgid;
                 out.ppid = ids.ppid;
-                if !out.mask.contains(InfoMask::CGROUPID) {
-                    out.mask |= InfoMask::CGROUPID;
-                    out.cgroupid = ids.cgroupid;
-                }
+                // Live or zombie, so no exit snapshot filled it: the live task's.
+                out.mask |= InfoMask::CGROUPID;
+                out.cgroupid = ids.cgroupid;
             }
         }
         if mask.contains(InfoMask::SUPPORTED_MASK) {
