@@ -1253,19 +1253,31 @@ impl Model {
         Ok(())
     }
 
-    /// `cgroup.kill`: SIGKILL, from no task, to every live member of the subtree.
+    /// `cgroup.kill`: SIGKILL, from no task, thread-directed to each leader its
+    /// CSS_TASK_ITER_PROCS walk finds in the subtree: the live leaders (each kill ends
+    /// its group) and the leaders that died there while a thread lives (a thread-
+    /// directed signal to an exiting thread does nothing: the process survives).
     fn cg_kill(&mut self, cg: usize) -> Result<(), Errno> {
         if self.cgs[cg].parent.is_none() || self.cgs[cg].removed {
             return Err(Errno::ENOENT);
         }
-        let members: Vec<usize> = (0..self.tasks.len())
-            .filter(|&t| self.is_live(t) && self.cg_under(cg, self.tasks[t].cg))
+        let leaders: Vec<usize> = (0..self.tasks.len())
+            .filter(|&t| self.in_procs(t) && self.cg_under(cg, self.tasks[t].cg))
             .collect();
-        for t in members {
+        for t in leaders {
             let g = self.tasks[t].group;
-            self.deliver(g, t, libc::SIGKILL, Snd::Outside, false);
+            self.deliver(g, t, libc::SIGKILL, Snd::Outside, true);
         }
         Ok(())
+    }
+
+    /// Whether `cgroup.procs` of the task's cgroup lists it (`css_task_iter` with
+    /// CSS_TASK_ITER_PROCS): a live leader, or a leader that died before a thread of
+    /// its group that still lives (it stays in the cgroup it died in).
+    fn in_procs(&self, t: usize) -> bool {
+        let mt = &self.tasks[t];
+        mt.leader
+            && (self.is_live(t) || (mt.st != St::Released && self.groups[mt.group].nr_live > 0))
     }
 
     // ---- pidfds -------------------------------------------------------------------
@@ -1765,12 +1777,16 @@ impl Model {
             return;
         }
         let stop_sigs = [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU];
-        // `complete_signal`: a thread-directed signal to an exiting thread stays queued
-        // on it (`wants_signal` is false for `PF_EXITING`) and does nothing else.
+        // `complete_signal`: a thread-directed signal to an exiting thread does nothing
+        // (`wants_signal` is false for `PF_EXITING`) and leaves nothing pending (Linux
+        // 6.18's `/proc` shows none); SIGCONT's side effects still happen.
         let exiting_target = thread && self.tasks[t].exiting;
         match signal(sig).default_action() {
             A::Ignore => {
-                if sig == libc::SIGCHLD && self.groups[g].sigchld != SigChld::Ignore {
+                if sig == libc::SIGCHLD
+                    && self.groups[g].sigchld != SigChld::Ignore
+                    && !exiting_target
+                {
                     if thread {
                         self.tasks[t].pending |= bit(sig);
                     } else {
@@ -1803,7 +1819,6 @@ impl Model {
             A::Stop => {
                 self.groups[g].shared &= !bit(libc::SIGCONT);
                 if exiting_target {
-                    self.tasks[t].pending |= bit(sig);
                     return;
                 }
                 // `get_signal`: SIGTSTP/SIGTTIN/SIGTTOU to an orphaned group are dropped.
@@ -1818,9 +1833,7 @@ impl Model {
                     self.notify_cldstop(g);
                 }
             }
-            A::Term | A::Core if exiting_target => {
-                self.tasks[t].pending |= bit(sig);
-            }
+            A::Term | A::Core if exiting_target => {}
             A::Term | A::Core if self.groups[g].stopped && sig != libc::SIGKILL => {
                 if thread {
                     self.tasks[t].pending |= bit(sig);
@@ -2949,6 +2962,26 @@ fn check_cgroups(real: &[Task], m: &Model, cgs: &[Cgroup]) -> Result<(), String>
                 c.pids_current(),
                 m.pids_current(i)
             ));
+        }
+    }
+    // `cgroup.procs` of every cgroup, as a set (the order is the link order, which
+    // the model does not keep): the leaders `in_procs` finds there.
+    for (i, c) in cgs.iter().enumerate() {
+        if m.cgs[i].removed {
+            continue;
+        }
+        let mut want: Vec<i32> = (0..m.tasks.len())
+            .filter(|&t| m.tasks[t].cg == i && m.in_procs(t))
+            .map(|t| m.tasks[t].nums[0].1)
+            .collect();
+        want.sort_unstable();
+        let mut got: Vec<i32> = match c.read("cgroup.procs") {
+            Ok(text) => text.lines().filter_map(|l| l.parse().ok()).collect(),
+            Err(e) => return Err(format!("cgroup {i}: cgroup.procs read {e:?}")),
+        };
+        got.sort_unstable();
+        if got != want {
+            return Err(format!("cgroup {i}: cgroup.procs {got:?}, model {want:?}"));
         }
     }
     for (t, mt) in m.tasks.iter().enumerate() {

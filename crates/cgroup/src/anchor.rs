@@ -35,7 +35,6 @@ use crate::sync::{Arc, Weak};
 pub(crate) struct Anchor {
     /// The cgroup this anchor belongs to (never changes).
     pub(crate) cg: Cgroup,
-    /// The tasks linked through this anchor.
     /// The tasks linked through this anchor, and (`Scalable`, the fork gate of
     /// `fork_gate.rs`) the entries reserved by forks in flight through it.
     pub(crate) members: SpinMutex<MemberSet>,

@@ -113,22 +113,16 @@ impl Cgroup {
         };
         Ok(match f {
             File::Procs => {
-                // Leaders' tgids in link order; a thread group whose leader has died
-                // is still listed (once) while a thread of it is linked, as
-                // css_task_iter does with dying leaders.
-                let members = self.members();
+                // Live leaders' tgids in link order, then the leaders that died here
+                // while a thread of theirs lives, wherever that thread is (the dying
+                // list `css_task_iter` walks with CSS_TASK_ITER_PROCS). A live thread
+                // whose leader died in another cgroup is not listed here.
                 let mut out = String::new();
-                let mut seen = Vec::new();
-                for m in members.iter().filter(|m| m.is_group_leader()) {
-                    seen.push(m.tgid());
+                for m in self.members().iter().filter(|m| m.is_group_leader()) {
                     let _ = writeln!(out, "{}", m.tgid());
                 }
-                for m in members.iter().filter(|m| !m.is_group_leader()) {
-                    let t = m.tgid();
-                    if !seen.contains(&t) {
-                        seen.push(t);
-                        let _ = writeln!(out, "{t}");
-                    }
+                for m in node.dying_leaders() {
+                    let _ = writeln!(out, "{}", m.tgid());
                 }
                 out
             }

@@ -160,6 +160,21 @@ pub(crate) struct Node {
     /// (`cgroup.procs`, `cgroup.kill`, rmdir) way to the members. Lock order: a link's
     /// state -> this -> anchors' member locks.
     pub(crate) registry: Mutex<Registry>,
+    /// Group leaders that died here before the rest of their thread group, in order
+    /// of death (`cset->dying_tasks`, [`CssLink::task_dead_leader`](crate::CssLink)):
+    /// `cgroup.procs` lists them and `cgroup.kill` signals them while a thread of
+    /// theirs lives, wherever that thread is. Not members: they keep no cgroup
+    /// populated. An entry leaves at the leader's release (or its link's drop). A
+    /// leaf lock, taken under a link's state, `cgroup_mutex` or nothing; never on the
+    /// fork/exit path of a task whose group dies with it.
+    pub(crate) dying: Mutex<Vec<DyingLeader>>,
+}
+
+/// One entry of [`Node::dying`].
+pub(crate) struct DyingLeader {
+    /// The leader's link, by address: how release and drop find the entry.
+    pub(crate) link: usize,
+    pub(crate) member: Weak<dyn crate::CgroupMember>,
 }
 
 impl Node {
@@ -175,7 +190,25 @@ impl Node {
             nr_forking: AtomicU64::new(0),
             nr_populated: AtomicU64::new(0),
             registry: Mutex::new(Registry::default()),
+            dying: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The leaders on [`dying`](Node::dying) whose thread group still has a live
+    /// thread, in order of death: the `cgroup.procs` entries (and `cgroup.kill`
+    /// victims) Linux's `css_task_iter` finds on a css_set's dying list. Called with
+    /// no other cgroup lock held: the live-thread test takes the group's lock.
+    pub(crate) fn dying_leaders(&self) -> Vec<Arc<dyn crate::CgroupMember>> {
+        let parked: Vec<_> = self
+            .dying
+            .lock()
+            .iter()
+            .filter_map(|d| d.member.upgrade())
+            .collect();
+        parked
+            .into_iter()
+            .filter(|m| m.group_has_live_threads())
+            .collect()
     }
 
     /// Whether any anchor of this cgroup itself (not its descendants) has a member

@@ -25,11 +25,12 @@ use crate::Cgroup;
 use crate::anchor::Anchor;
 use crate::controller::pids;
 use crate::fork_gate;
+use crate::hierarchy::DyingLeader;
 use crate::hierarchy::{Hierarchy, common_ancestor};
 use crate::members::MemberSet;
 use crate::phase::{self, Adopted, DEAD_EARLY, LINKED, LISTED, PREPARED, RELEASED_EARLY, UNLINKED};
 use crate::spin::{SpinGuard, SpinMutex};
-use crate::sync::{Arc, AtomicU8, AtomicU32, AtomicU64, Ordering, Weak};
+use crate::sync::{Arc, AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering, Weak};
 
 /// What the cgroup code knows of a task. The task list implements it; cgroup knows
 /// nothing of pids otherwise.
@@ -40,8 +41,10 @@ pub trait CgroupMember: Send + Sync + 'static {
     /// Whether this task leads its thread group (`cgroup.procs` lists leaders' tgids;
     /// `cgroup.threads` lists every member).
     fn is_group_leader(&self) -> bool;
-    /// Delivers SIGKILL (`cgroup.kill`). Always called with no cgroup lock held: it may
-    /// call back into [`CssLink::task_dead`].
+    /// Delivers SIGKILL (`cgroup.kill`), thread-directed as `cgroup_kill`'s
+    /// `send_sig` is: called on group leaders only, live ones and those parked by
+    /// [`CssLink::task_dead_leader`] whose group has a live thread. Always called with
+    /// no cgroup lock held: it may call back into [`CssLink::task_dead`].
     fn kill(&self);
     /// The thread id in the root pid namespace, for `cgroup.threads`. Defaults to
     /// [`tgid`](CgroupMember::tgid), so `cgroup.threads` lists a thread group's tgid
@@ -56,6 +59,14 @@ pub trait CgroupMember: Send + Sync + 'static {
     /// `Arc<CssLink>` ([`ForkCharge::post_fork`]).
     fn css(&self) -> Option<&CssLink> {
         None
+    }
+    /// Whether the member's thread group still has a live thread (`signal->live`):
+    /// asked of a leader that died before its threads
+    /// ([`CssLink::task_dead_leader`]), which `cgroup.procs` lists and `cgroup.kill`
+    /// signals while this holds. Always called with no cgroup lock held. Defaults to
+    /// `false`: a member that never parks itself is never asked.
+    fn group_has_live_threads(&self) -> bool {
+        false
     }
 }
 
@@ -258,6 +269,13 @@ pub struct CssLink {
     charged: AtomicU8,
     /// `Profile::Scalable` (no `css_set_lock`), fixed with the hierarchy.
     scalable: bool,
+    /// On its cgroup's list of dying leaders ([`task_dead_leader`]). Set once, under
+    /// `state`, after the link is unlinked for good (so its anchor no longer moves);
+    /// release and drop, which take the entry out, read it first (`Acquire`) to skip
+    /// the lock for every other task.
+    ///
+    /// [`task_dead_leader`]: CssLink::task_dead_leader
+    parked: AtomicBool,
 }
 
 /// [`CssLink::charged`]: nothing to uncharge (released, or post_fork not run yet).
@@ -544,14 +562,16 @@ impl Cgroup {
         Ok(())
     }
 
-    /// `cgroup.kill` (`cgroup_kill_write` -> `cgroup_kill`): SIGKILL every member of
-    /// this cgroup and its descendants, and every child a fork links into the subtree
-    /// while the kill is in flight.
+    /// `cgroup.kill` (`cgroup_kill_write` -> `cgroup_kill`): SIGKILL to the leader of
+    /// every process of this cgroup and its descendants (each thread group with its
+    /// leader in the subtree: live, or dead before a thread of its group that still
+    /// lives, see [`CssLink::task_dead_leader`]), and to every child a fork links into
+    /// the subtree while the kill is in flight.
     ///
     /// Under `cgroup_mutex` and `css_set_lock` (`Scalable`: each anchor's member lock
     /// in turn) it marks every cgroup of the subtree as being killed
     /// (`kills_in_flight`, Linux's `CGRP_KILL`), bumps its `kill_seq` and collects the
-    /// members; it calls [`CgroupMember::kill`] on each (every linked thread) after
+    /// members; it calls [`CgroupMember::kill`] on each leader after
     /// dropping both locks, then bumps every `kill_seq` once more and lowers the marks.
     /// A fork between can_fork and post_fork comes out [`killed`](PostFork::killed)
     /// when the kill started after its can_fork (the first bump), was in flight when it
@@ -574,6 +594,7 @@ impl Cgroup {
             // `Scalable`: no css_set_lock; one anchor at a time (see the bump below).
             let _css = (!self.hier.is_scalable()).then(|| self.hier.css_set_lock.lock());
             let mut v: Vec<Weak<dyn CgroupMember>> = Vec::new();
+            let mut dying: Vec<Weak<dyn CgroupMember>> = Vec::new();
             for n in &subtree {
                 // Marked and bumped before any anchor is collected: a post_fork that
                 // compares after its anchor was collected takes that anchor's lock
@@ -585,12 +606,24 @@ impl Cgroup {
                 for a in &anchors {
                     v.extend(a.members.lock().values().cloned());
                 }
+                dying.extend(n.dying.lock().iter().map(|d| d.member.clone()));
             }
-            (KillInFlight(subtree), v)
+            (KillInFlight(subtree), (v, dying))
         };
-        tracing::info!(path = %self.node.path(), tasks = victims.len(), "cgroup.kill");
-        for v in victims {
-            if let Some(m) = v.upgrade() {
+        let (members, dying) = victims;
+        tracing::info!(path = %self.node.path(), tasks = members.len(), "cgroup.kill");
+        // The leaders `cgroup.procs` lists, as Linux's CSS_TASK_ITER_PROCS walk
+        // signals them: the live ones (the task list's SIGKILL to a live leader ends
+        // its group), then those that died in the subtree while a thread of theirs
+        // lives (Linux's SIGKILL to one is taken by nobody, so the process survives;
+        // the member decides). A live non-leader is never signalled itself.
+        for m in members.iter().filter_map(Weak::upgrade) {
+            if m.is_group_leader() {
+                m.kill();
+            }
+        }
+        for m in dying.iter().filter_map(Weak::upgrade) {
+            if m.group_has_live_threads() {
                 m.kill();
             }
         }
@@ -939,6 +972,7 @@ impl CssLink {
             phase: AtomicU8::new(PREPARED),
             charged: AtomicU8::new(NOT_CHARGED),
             scalable,
+            parked: AtomicBool::new(false),
         }
     }
 
@@ -1086,6 +1120,46 @@ impl CssLink {
         phase::leave(&self.phase, false, || self.unlink(false));
     }
 
+    /// [`task_dead`](CssLink::task_dead) of a thread-group leader that dies while
+    /// other threads of its group live: unlinked like any dying task (it no longer
+    /// keeps its cgroup populated, `cgroup.threads` no longer lists it, and no
+    /// migration moves it, charge included), but kept on its cgroup's list of dying
+    /// leaders, as `cgroup_task_dead` keeps it on `cset->dying_tasks`. While its group
+    /// has a live thread ([`CgroupMember::group_has_live_threads`]), that cgroup's
+    /// `cgroup.procs` lists its tgid and its `cgroup.kill` signals it
+    /// ([`CgroupMember::kill`]; on Linux that SIGKILL to an exited thread does
+    /// nothing), even after the threads moved elsewhere; the cgroup a thread moved to
+    /// does neither. The entry goes at [`release`](CssLink::release) (or the link's
+    /// drop).
+    ///
+    /// `member` is the task this link belongs to. Linux: `cgroup_task_dead` and
+    /// `css_task_iter_advance` in `kernel/cgroup/cgroup.c`.
+    #[cold]
+    pub fn task_dead_leader(&self, member: Weak<dyn CgroupMember>) {
+        self.task_dead();
+        let st = self.state.lock();
+        // Not linked by post_fork (a leader with threads was), or parked already.
+        if self.phase.load(Ordering::Acquire) != UNLINKED || self.parked.load(Ordering::Relaxed) {
+            return;
+        }
+        // Rule: link state -> the node's dying list (a leaf).
+        st.anchor.cg.node.dying.lock().push(DyingLeader {
+            link: self as *const CssLink as usize,
+            member,
+        });
+        self.parked.store(true, Ordering::Release);
+    }
+
+    /// Takes a parked link ([`task_dead_leader`](CssLink::task_dead_leader)) off its
+    /// cgroup's list of dying leaders; one load for every other link.
+    #[inline]
+    fn unpark(&self) {
+        if !self.parked.load(Ordering::Acquire) {
+            return;
+        }
+        unpark_slow(self);
+    }
+
     /// task_dead's step under the locks, and release's for a link post_fork has not
     /// linked yet (`released`): the phase decides, under the anchor's member lock.
     #[inline(never)]
@@ -1138,6 +1212,7 @@ impl CssLink {
         // Linked: unlink first. Not linked by post_fork yet: tell it (under the
         // anchor's lock) to uncharge, or, if it has linked meanwhile, unlink.
         phase::leave(&self.phase, true, || self.unlink(true));
+        self.unpark();
         self.drop_charge();
     }
 
@@ -1197,6 +1272,7 @@ impl Drop for CssLink {
         if self.phase.load(Ordering::Relaxed) == LINKED {
             self.unlink(true);
         }
+        self.unpark();
         self.drop_charge();
     }
 }
@@ -1210,6 +1286,19 @@ impl fmt::Debug for CssLink {
             .field("charged", &self.is_charged())
             .finish_non_exhaustive()
     }
+}
+
+/// [`CssLink::unpark`]'s work, out of line: under the link's state (its anchor is
+/// fixed once unlinked), the entry with this link's address leaves the list.
+#[cold]
+#[inline(never)]
+fn unpark_slow(link: &CssLink) {
+    let st = link.state.lock();
+    if !link.parked.swap(false, Ordering::Relaxed) {
+        return;
+    }
+    let addr = link as *const CssLink as usize;
+    st.anchor.cg.node.dying.lock().retain(|d| d.link != addr);
 }
 
 /// The member sets of two different anchors, locked by address so that two

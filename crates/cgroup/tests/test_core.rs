@@ -5,6 +5,7 @@
 mod common;
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Weak};
 
 use common::{
@@ -383,13 +384,92 @@ fn cgroup_procs_lists_leaders_and_threads_lists_every_member() {
         let p2 = fork(&a, 200).unwrap();
         assert_eq!(a.read("cgroup.procs").unwrap(), "100\n200\n");
         assert_eq!(a.read("cgroup.threads").unwrap(), "100\n101\n200\n");
-        // The leader of 100 dies while its thread lives: the group is still listed once.
-        p1.link().task_dead();
+        // The leader of 100 dies while its thread lives: the group is still listed
+        // once (after the live leaders, as the dying list comes last).
+        p1.die_before_threads();
         assert_eq!(a.read("cgroup.procs").unwrap(), "200\n100\n");
         assert_eq!(a.read("cgroup.threads").unwrap(), "101\n200\n");
+        // The thread dies too: a dying leader with no live thread is not listed.
         t1.link().task_dead();
+        p1.threads_live.store(false, SeqCst);
+        assert_eq!(a.read("cgroup.procs").unwrap(), "200\n");
         p2.link().task_dead();
         assert_eq!(a.read("cgroup.procs").unwrap(), "");
+        for t in [&p1, &t1, &p2] {
+            t.link().release();
+        }
+        assert_eq!(a.pids_current(), 0);
+    });
+}
+
+/// A live thread whose leader died in another cgroup is that cgroup's process, not
+/// its own cgroup's (`css_task_iter` with CSS_TASK_ITER_PROCS; a migration skips the
+/// dying leader, charge included): `cgroup.procs` and `cgroup.kill` follow the leader.
+#[test]
+fn a_dying_leader_keeps_its_process_in_its_cgroup() {
+    for_each_profile(|p| {
+        let h = hier(p);
+        let a = h.root().mkdir("a").unwrap();
+        let b = h.root().mkdir("b").unwrap();
+        let leader = fork(&a, 100).unwrap();
+        let thread = fork_thread(&a, 100, 101).unwrap();
+        leader.die_before_threads();
+        assert!(a.is_populated(), "{p:?}: the thread keeps a populated");
+        b.attach(&Group(vec![leader.clone(), thread.clone()]))
+            .unwrap();
+        assert_eq!(leader.link().cgroup(), a, "{p:?}: a dying leader stays");
+        assert_eq!(thread.link().cgroup(), b);
+        assert_eq!((a.pids_current(), b.pids_current()), (1, 1));
+        assert_eq!(a.read("cgroup.procs").unwrap(), "100\n", "{p:?}");
+        assert_eq!(a.read("cgroup.threads").unwrap(), "", "{p:?}");
+        assert_eq!(b.read("cgroup.procs").unwrap(), "", "{p:?}");
+        assert_eq!(b.read("cgroup.threads").unwrap(), "101\n", "{p:?}");
+        assert!(!a.is_populated() && b.is_populated(), "{p:?}");
+        // Killing the thread's cgroup spares its process; killing the leader's kills
+        // the group (through the leader: one kill, not one per thread).
+        b.kill().unwrap();
+        assert_eq!((leader.kills(), thread.kills()), (0, 0), "{p:?}");
+        a.kill().unwrap();
+        assert_eq!((leader.kills(), thread.kills()), (1, 0), "{p:?}");
+        h.root().mkdir("c").unwrap().kill().unwrap();
+        assert_eq!(leader.kills(), 1, "{p:?}: another cgroup's kill");
+        // The leader's reap takes it off the list even while the thread lives.
+        leader.link().release();
+        assert_eq!(a.read("cgroup.procs").unwrap(), "", "{p:?}");
+        a.kill().unwrap();
+        assert_eq!(leader.kills(), 1, "{p:?}: released, not killed again");
+        assert_eq!((a.pids_current(), b.pids_current()), (0, 1));
+        a.rmdir().unwrap();
+        thread.exit_and_reap();
+        assert_eq!(b.pids_current(), 0);
+        assert_eq!(b.read("cgroup.procs").unwrap(), "");
+    });
+}
+
+/// A parked leader's entry goes with its link when the task is dropped unreleased,
+/// and a subtree kill finds dying leaders in descendants.
+#[test]
+fn dying_leaders_in_a_subtree_and_dropped_unreleased() {
+    for_each_profile(|p| {
+        let h = hier(p);
+        let a = h.root().mkdir("a").unwrap();
+        let b = a.mkdir("b").unwrap();
+        let leader = fork(&b, 7).unwrap();
+        let thread = fork_thread(&b, 7, 8).unwrap();
+        leader.die_before_threads();
+        a.kill().unwrap();
+        assert_eq!((leader.kills(), thread.kills()), (1, 0), "{p:?}");
+        assert_eq!(b.read("cgroup.procs").unwrap(), "7\n");
+        assert_eq!(a.read("cgroup.procs").unwrap(), "", "{p:?}: not a's own");
+        // Its link dropped without a release (the task itself still alive, its
+        // thread too): the entry went with the link, and so did its charge.
+        *leader.link.lock().unwrap() = None;
+        assert_eq!(b.read("cgroup.procs").unwrap(), "", "{p:?}");
+        assert_eq!(b.pids_current(), 1, "{p:?}: the thread's charge only");
+        a.kill().unwrap();
+        assert_eq!(leader.kills(), 1, "{p:?}: no longer a victim");
+        thread.exit_and_reap();
+        assert_eq!(b.pids_current(), 0);
     });
 }
 

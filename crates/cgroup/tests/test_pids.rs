@@ -395,6 +395,7 @@ fn fork_bomb_never_exceeds_pids_max_and_drains_to_zero() {
                             leader: true,
                             die_on_kill: true,
                             kills: Default::default(),
+                            threads_live: Default::default(),
                             link: Default::default(),
                         });
                         let pf =
@@ -498,6 +499,7 @@ fn concurrent_charge_uncharge_never_exceeds_max_and_balances() {
                                     leader: true,
                                     die_on_kill: false,
                                     kills: Default::default(),
+                                    threads_live: Default::default(),
                                     link: Default::default(),
                                 });
                                 let weak = Arc::downgrade(&(t.clone() as Arc<dyn CgroupMember>));

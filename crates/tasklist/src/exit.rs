@@ -20,8 +20,9 @@ use crate::signal::SigChld;
 use crate::sync::{Ordering, SpinGuard};
 use crate::system::System;
 use crate::task::{Children, DEAD, DELAYED, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use uproc_abi::{Signal, WaitStatus};
+use uproc_cgroup::CgroupMember;
 
 /// What `exit_notify` decided under its locks, done after they are dropped.
 #[derive(Default)]
@@ -179,8 +180,14 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     t.exit_code.store(status.raw(), Ordering::Release);
     tracing::debug!(pid = t.pid.numbers()[0].nr, %status, group_dead, "exit");
     // cgroup_task_dead (css_set_lock #3). A task not linked yet (a no-op here) is
-    // unlinked by post_fork when it sees `exiting`.
-    t.css.task_dead();
+    // unlinked by post_fork when it sees `exiting`. A leader outlived by its threads
+    // stays on its cgroup's dying list (cgroup.procs, cgroup.kill) until its release.
+    if t.leader && !group_dead {
+        t.css
+            .task_dead_leader(Arc::downgrade(t) as Weak<dyn CgroupMember>);
+    } else {
+        t.css.task_dead();
+    }
     // A waiter of this very thread (blocked in wait on another OS thread) returns:
     // woken by the reparenting step, under the `children` lock it already takes.
     exit_notify(

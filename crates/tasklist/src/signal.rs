@@ -212,14 +212,18 @@ fn decide(
             return Outcome::Nothing;
         }
         // `complete_signal`: `wants_signal` is false for a `PF_EXITING` thread, and a
-        // thread-directed signal (`PIDTYPE_PID`) goes to no other thread: it stays
-        // queued on this one, never dequeued. (`exiting` is set by `do_exit` before its
-        // siglock hold, so under this siglock a thread still counted in `nr_live` may
-        // read as exiting: Linux's `PF_EXITING` is set before `signal->live` drops too.)
+        // thread-directed signal (`PIDTYPE_PID`) goes to no other thread: nothing acts,
+        // and nothing is left to see either (measured on Linux 6.18: after tgkill of
+        // SIGUSR1, SIGTERM, SIGSTOP or SIGKILL to a zombie leader with a live thread,
+        // `/proc/PID/task/*/status` shows SigPnd and ShdPnd empty and the thread runs
+        // on). Only SIGCONT's side effects remain (`prepare_signal`, below). (`exiting`
+        // is set by `do_exit` before its siglock hold, so under this siglock a thread
+        // still counted in `nr_live` may read as exiting: Linux's `PF_EXITING` is set
+        // before `signal->live` drops too.)
         let exiting_target = thread && t.exiting.load(Ordering::Acquire);
         match sig.default_action() {
             DefaultAction::Ignore => {
-                if sig == Signal::CHLD && st.sigchld != SigChld::Ignore {
+                if sig == Signal::CHLD && st.sigchld != SigChld::Ignore && !exiting_target {
                     if thread {
                         t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
                     } else {
@@ -261,7 +265,6 @@ fn decide(
                 // `prepare_signal`: a stop signal drops a pending SIGCONT at the send.
                 st.shared_pending.remove(Signal::CONT);
                 if exiting_target {
-                    t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
                     return Outcome::Nothing;
                 }
                 if orphaned && sig != Signal::STOP {
@@ -281,7 +284,6 @@ fn decide(
             DefaultAction::Term | DefaultAction::Core if exiting_target => {
                 // Not even SIGKILL completes: no group exit from a thread that is
                 // already on its way out.
-                t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
                 Outcome::Nothing
             }
             DefaultAction::Term | DefaultAction::Core if st.stopped && sig != Signal::KILL => {

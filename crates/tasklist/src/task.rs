@@ -1181,9 +1181,17 @@ impl CgroupMember for TaskInner {
     fn kill(&self) {
         // cgroup.kill comes from the cgroup writer, outside any task: it reaches
         // namespace inits (force), as a writer in an ancestor namespace would.
-        if let Some(t) = self.leader_task() {
-            let _ = crate::signal::send_group(&t, Signal::KILL, crate::signal::Sender::Runtime);
-        }
+        // `cgroup_kill` does `send_sig(SIGKILL, task)` on each leader of its
+        // CSS_TASK_ITER_PROCS walk: thread-directed. A live leader's SIGKILL kills its
+        // whole group; one that exited before its threads takes nothing (an exiting
+        // thread wants no signal, and a thread-directed one goes to no other), so that
+        // process survives the kill (measured on Linux 6.18).
+        let Some(t) = self.leader_task() else { return };
+        let _ = if self.leader {
+            crate::signal::send_thread(&t, Signal::KILL, crate::signal::Sender::Runtime)
+        } else {
+            crate::signal::send_group(&t, Signal::KILL, crate::signal::Sender::Runtime)
+        };
     }
 
     fn tid(&self) -> i32 {
@@ -1192,6 +1200,10 @@ impl CgroupMember for TaskInner {
 
     fn css(&self) -> Option<&CssLink> {
         Some(&self.css)
+    }
+
+    fn group_has_live_threads(&self) -> bool {
+        self.group().sig.lock().nr_live > 0
     }
 }
 
@@ -1594,8 +1606,9 @@ impl Task {
     /// The pending signals: the thread's own set and the group's shared set, lowest
     /// number first, each once (`SigPnd` and `ShdPnd` of
     /// [proc_pid_status(5)](https://man7.org/linux/man-pages/man5/proc_pid_status.5.html)
-    /// together). A thread that exited keeps what was sent to it afterwards (a
-    /// thread-directed signal to a zombie leader is queued and never taken).
+    /// together). A thread that exited takes nothing sent to it afterwards: a
+    /// thread-directed signal to a zombie leader leaves no trace here, as
+    /// `/proc/PID/status` shows none on Linux 6.18.
     pub fn pending_signals(&self) -> Vec<Signal> {
         let mut s = self.0.thread_pending();
         for sig in self.0.group().sig.lock().shared_pending.iter() {

@@ -825,6 +825,30 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
                 Op::Cgroup(CgOp::Max { cg: 2, v: 0 }),
             ],
         ),
+        (
+            // A leader that exits before its thread stays in its cgroup, where
+            // cgroup.procs lists it; moving the process moves the thread only, and
+            // neither cgroup's cgroup.kill kills it (measured on Linux 6.18).
+            "hand_cgroup_dying_leader",
+            false,
+            vec![
+                Op::Cgroup(CgOp::Mkdir { parent: 0 }), // 1
+                Op::Cgroup(CgOp::Mkdir { parent: 0 }), // 2
+                plain(0),                              // 1: a process
+                Op::Cgroup(CgOp::Attach { cg: 1, who: t(1) }),
+                fork(1, CloneFlags::NEW_THREAD, None, vec![]), // 2: its thread
+                Op::Exit { actor: 1, code: 3 },                // the leader exits first
+                Op::Cgroup(CgOp::Kill { cg: 1 }),              // the thread survives
+                Op::Cgroup(CgOp::Attach { cg: 2, who: t(1) }), // moves the thread
+                Op::Cgroup(CgOp::Kill { cg: 2 }),
+                Op::Cgroup(CgOp::Kill { cg: 1 }),
+                Op::Cgroup(CgOp::Rmdir { cg: 1 }), // unpopulated: a dying leader is no member
+                wait(0, WaitSel::Pid(t(1)), ex),
+                kill(0, t(1), libc::SIGKILL), // kill(tgid) reaches the thread
+                wait(0, WaitSel::All, ex),
+                Op::Cgroup(CgOp::Rmdir { cg: 2 }),
+            ],
+        ),
     ];
     // kill(-1, SIGKILL) marks every target first: the parent dies of SIGKILL even though
     // its child, numbered below it and killed first, has SIGTERM as its exit signal.

@@ -247,7 +247,8 @@ fn zombie_members_are_skipped_unless_threads_remain() {
 }
 
 /// tgkill of SIGKILL, SIGTERM or SIGSTOP to a leader that exited while its thread
-/// runs: Ok, queued on the leader, and nothing happens to the group. A pidfd's
+/// runs: Ok, and nothing happens to the group, nor is anything left pending (measured
+/// on Linux 6.18: SigPnd and ShdPnd of both threads stay empty). A pidfd's
 /// thread-scoped send is the same.
 fn thread_directed_signals_to_a_zombie_leader_do_nothing() {
     let sys = system();
@@ -270,16 +271,15 @@ fn thread_directed_signals_to_a_zombie_leader_do_nothing() {
         assert_eq!(t.state(), TaskState::Running, "pidfd {sig}");
         assert_eq!(init.wait(WaitId::Pid(tg), nothing), Ok(None), "pidfd {sig}");
     }
-    assert_eq!(
-        c.pending_signals(),
-        vec![Signal::KILL, Signal::TERM, Signal::STOP, Signal::TSTP],
-        "queued on the exiting leader's own set"
+    assert!(
+        c.pending_signals().is_empty(),
+        "nothing on the exited leader's own set"
     );
     assert!(t.pending_signals().is_empty(), "not on the live thread's");
     assert!(!t.fatal_signal_pending());
 
-    // SIGCONT through the zombie leader still continues a stopped group (and flushes
-    // the stop signals queued on the leader, as `prepare_signal` does).
+    // SIGCONT through the zombie leader still continues a stopped group
+    // (`prepare_signal` acts before the target is chosen).
     init.kill(tg, Signal::STOP).unwrap();
     assert_eq!(
         t.state(),
@@ -290,7 +290,7 @@ fn thread_directed_signals_to_a_zombie_leader_do_nothing() {
     init.tgkill(tg, tg, Signal::CONT).unwrap();
     assert_eq!(t.state(), TaskState::Running, "tgkill SIGCONT continues");
     assert!(continued(&init, &c));
-    assert_eq!(c.pending_signals(), vec![Signal::KILL, Signal::TERM]);
+    assert!(c.pending_signals().is_empty());
 
     // Group-directed: acts through the live thread.
     init.kill(tg, Signal::TERM).unwrap();

@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal};
+use uproc_cgroup::Cgroup;
 use uproc_tasklist::{CloneArgs, System, SystemConfig, Task, TaskState};
 
 fn pid_max_out_of_range_is_einval() {
@@ -402,6 +403,18 @@ fn root_cgroup_procs_lists_every_process() {
     boxed.rmdir().unwrap();
 }
 
+/// Cgroups `a` and `b` below the root, and a child of init with one thread, both in
+/// `a`.
+fn process_with_a_thread_in_a(sys: &System) -> (Cgroup, Cgroup, Task, Task) {
+    let root = sys.cgroup_root();
+    let a = root.mkdir("a").unwrap();
+    let b = root.mkdir("b").unwrap();
+    let leader = fork(&sys.init());
+    a.attach(&leader).unwrap();
+    let t = thread(&leader);
+    (a, b, leader, t)
+}
+
 /// `cgroup.threads` moves one thread, which Linux allows only inside one threaded
 /// subtree (`cgroup_attach_permissions`: EOPNOTSUPP across domains). uproc has no
 /// threaded cgroups: a write naming a thread already in the cgroup is a no-op, one
@@ -411,11 +424,7 @@ fn cgroup_threads_never_splits_a_thread_group() {
     let sys = system();
     let init = sys.init();
     let root = sys.cgroup_root();
-    let a = root.mkdir("a").unwrap();
-    let b = root.mkdir("b").unwrap();
-    let leader = fork(&init);
-    a.attach(&leader).unwrap();
-    let t = thread(&leader);
+    let (a, b, leader, t) = process_with_a_thread_in_a(&sys);
     let (lnr, tnr) = (init.pid_of(&leader), init.pid_of(&t));
     let both = format!("{lnr}\n{tnr}\n");
     assert_eq!(a.read("cgroup.threads").unwrap(), both);
@@ -504,7 +513,113 @@ fn cgroup_threads_judges_a_zombie_by_its_own_cgroup() {
     assert_eq!((a.pids_current(), b.pids_current()), (0, 0));
 }
 
+/// A leader that exits before its thread stays, dying, in its cgroup: a migration of
+/// the group moves only the live thread, and the process is still the leader's
+/// cgroup's. Measured on Linux 6.18 (a C program: `pthread_exit` in `main` with a
+/// thread left, then a `cgroup.procs` write): `cgroup.procs` lists the tgid where the
+/// leader died and not where the thread went, `cgroup.threads` the reverse; only the
+/// thread's cgroup is populated; and neither cgroup's `cgroup.kill` kills the thread
+/// (the walk signals the dead leader alone, which takes nothing). The root's listing,
+/// whatever the profile keeps it in, does the same.
+fn cgroup_procs_and_kill_follow_a_dying_leader() {
+    let sys = system();
+    let init = sys.init();
+    let root = sys.cgroup_root();
+    let (a, b, leader, t) = process_with_a_thread_in_a(&sys);
+    let (lnr, tnr) = (init.pid_of(&leader), init.pid_of(&t));
+    leader.exit(0);
+    assert_eq!(leader.state(), TaskState::Zombie);
+    assert_eq!(a.read("cgroup.procs").unwrap(), format!("{lnr}\n"));
+    assert_eq!(a.read("cgroup.threads").unwrap(), format!("{tnr}\n"));
+    b.write("cgroup.procs", &lnr.to_string()).unwrap();
+    assert_eq!((leader.cgroup(), t.cgroup()), (a.clone(), b.clone()));
+    assert_eq!(a.read("cgroup.procs").unwrap(), format!("{lnr}\n"));
+    assert_eq!(a.read("cgroup.threads").unwrap(), "");
+    assert_eq!(
+        b.read("cgroup.procs").unwrap(),
+        "",
+        "the leader is not here"
+    );
+    assert_eq!(b.read("cgroup.threads").unwrap(), format!("{tnr}\n"));
+    assert!(!a.is_populated() && b.is_populated());
+    assert_eq!((a.pids_current(), b.pids_current()), (1, 1));
+    b.kill().unwrap();
+    assert_eq!(t.state(), TaskState::Running, "its process is a's");
+    a.kill().unwrap();
+    assert_eq!(
+        t.state(),
+        TaskState::Running,
+        "a SIGKILL to the dead leader only"
+    );
+    assert!(!t.fatal_signal_pending());
+    assert_eq!(leader.state(), TaskState::Zombie);
+    // Unmoved, the same: the thread in the leader's cgroup survives its kill.
+    let c = root.mkdir("c").unwrap();
+    let (l2, t2) = {
+        let l = fork(&init);
+        c.attach(&l).unwrap();
+        let t = thread(&l);
+        l.exit(0);
+        (l, t)
+    };
+    c.kill().unwrap();
+    assert_eq!(
+        t2.state(),
+        TaskState::Running,
+        "cgroup.kill of its own cgroup"
+    );
+    assert_eq!(
+        c.read("cgroup.procs").unwrap(),
+        format!("{}\n", init.pid_of(&l2))
+    );
+    init.kill(init.pid_of(&l2), Signal::KILL).unwrap();
+    assert_eq!(
+        t2.state(),
+        TaskState::Dead,
+        "kill(tgid) reaches the live thread"
+    );
+    assert_eq!(c.read("cgroup.procs").unwrap(), "");
+    reap(&init, &l2);
+    c.rmdir().unwrap();
+    t.exit(0);
+    assert_eq!(a.read("cgroup.procs").unwrap(), "", "no live thread left");
+    reap(&init, &leader);
+    assert_eq!((a.pids_current(), b.pids_current()), (0, 0));
+    a.rmdir().unwrap();
+
+    // In the root.
+    let lines = |f: &str| -> Vec<i32> {
+        root.read(f)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect()
+    };
+    let leader = fork(&init);
+    let t = thread(&leader);
+    let (lnr, tnr) = (init.pid_of(&leader), init.pid_of(&t));
+    leader.exit(0);
+    b.write("cgroup.procs", &tnr.to_string()).unwrap();
+    assert_eq!((leader.cgroup(), t.cgroup()), (root.clone(), b.clone()));
+    assert_eq!(
+        lines("cgroup.procs").iter().filter(|&&n| n == lnr).count(),
+        1
+    );
+    assert!(!lines("cgroup.threads").contains(&lnr));
+    assert!(!lines("cgroup.threads").contains(&tnr));
+    assert_eq!(b.read("cgroup.procs").unwrap(), "");
+    b.kill().unwrap();
+    assert_eq!(t.state(), TaskState::Running);
+    t.exit(0);
+    assert!(!lines("cgroup.procs").contains(&lnr), "no live thread left");
+    reap(&init, &leader);
+    assert!(!lines("cgroup.procs").contains(&lnr));
+    b.rmdir().unwrap();
+    assert_at_rest(&sys);
+}
+
 every_profile!(
+    cgroup_procs_and_kill_follow_a_dying_leader,
     cgroup_threads_never_splits_a_thread_group,
     cgroup_threads_judges_a_zombie_by_its_own_cgroup,
     a_dropped_runtime_leaves_its_cgroups_unpopulated_and_uncharged,

@@ -2,7 +2,7 @@
 //! ([`Group`]), and a pid resolver ([`Resolver`]).
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use uproc_abi::{Errno, Profile};
@@ -17,6 +17,8 @@ pub struct FakeTask {
     pub leader: bool,
     pub die_on_kill: bool,
     pub kills: AtomicUsize,
+    /// What `group_has_live_threads` answers (the test says when its threads die).
+    pub threads_live: AtomicBool,
     pub link: Mutex<Option<Arc<CssLink>>>,
 }
 
@@ -39,6 +41,9 @@ impl CgroupMember for FakeTask {
     fn tid(&self) -> i32 {
         self.tid
     }
+    fn group_has_live_threads(&self) -> bool {
+        self.threads_live.load(Ordering::SeqCst)
+    }
 }
 
 impl FakeTask {
@@ -47,6 +52,12 @@ impl FakeTask {
     }
     pub fn kills(&self) -> usize {
         self.kills.load(Ordering::SeqCst)
+    }
+    /// A leader's exit while threads of its group live (`task_dead_leader`).
+    pub fn die_before_threads(self: &Arc<Self>) {
+        self.threads_live.store(true, Ordering::SeqCst);
+        let weak: Weak<dyn CgroupMember> = Arc::downgrade(self) as Weak<dyn CgroupMember>;
+        self.link().task_dead_leader(weak);
     }
     /// exit + reap.
     pub fn exit_and_reap(&self) {
@@ -94,6 +105,7 @@ pub fn link_new_task(
         leader,
         die_on_kill,
         kills: AtomicUsize::new(0),
+        threads_live: AtomicBool::new(false),
         link: Mutex::new(None),
     });
     let weak: Weak<dyn CgroupMember> = Arc::downgrade(&task) as Weak<dyn CgroupMember>;
