@@ -1160,6 +1160,10 @@ impl Model {
         if !self.chain(target).contains(&self.ns_of(t)) {
             return Err(Errno::EINVAL);
         }
+        // `pid_for_children` cannot be opened before the namespace's first process.
+        if self.ns[target].reaper.is_none() {
+            return Err(Errno::ENOENT);
+        }
         self.tasks[t].ns = target;
         Ok(())
     }

@@ -1391,14 +1391,24 @@ impl Task {
 
     /// `setns(fd, CLONE_NEWPID)`: children go to `ns`, which must be the active
     /// namespace or a descendant of it (else EINVAL); ESRCH if the task was reaped.
+    /// ENOENT for a namespace that has never had an init (one made by
+    /// [`unshare_pid_ns`](Task::unshare_pid_ns) whose first process is not forked
+    /// yet): Linux gives no handle on it to pass, as `/proc/PID/ns/pid_for_children`
+    /// cannot be opened before then (`pidns_for_children_get`; measured on Linux 6.18:
+    /// ENOENT). A namespace whose init has died is accepted (a fork into it is then
+    /// ENOMEM).
     ///
     /// # References
-    /// [setns(2)](https://man7.org/linux/man-pages/man2/setns.2.html), `pidns_install`.
+    /// [setns(2)](https://man7.org/linux/man-pages/man2/setns.2.html), `pidns_install`,
+    /// [pid_namespaces(7)](https://man7.org/linux/man-pages/man7/pid_namespaces.7.html).
     pub fn setns_pid(&self, ns: &Arc<PidNamespace>) -> Result<(), Errno> {
         self.0.check_not_released()?;
         let active = self.0.active_ns();
         if !Arc::ptr_eq(active.map(), ns.map()) || !active.is_same_or_ancestor_of(ns) {
             return Err(Errno::EINVAL);
+        }
+        if !ns.has_child_reaper() {
+            return Err(Errno::ENOENT);
         }
         let changed = (!Arc::ptr_eq(active, ns)).then(|| ns.clone());
         if changed.is_some() || self.0.rare.lock().boxed.is_some() {

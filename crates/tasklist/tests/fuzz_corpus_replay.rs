@@ -639,9 +639,11 @@ fn lifecycle_hand_seeds(write: &dyn Fn(&str, &str, Vec<u8>)) {
             ],
         ),
         (
-            // A fork into a fresh child of a namespace whose init died: only the
-            // innermost namespace's PIDNS_ADDING is checked, so the child joins the
-            // dying namespace too, and that namespace's init waits for it.
+            // A namespace below one whose init died: setns into it is ENOENT, as it
+            // never had an init (Linux's pid_for_children cannot be opened before
+            // the first process, so no outsider can fork that process), and its
+            // unsharer died with the namespace above; a fork into the dead namespace
+            // is ENOMEM.
             "hand_setns_below_a_dead_namespace",
             false,
             vec![

@@ -45,9 +45,15 @@ fn unshare_and_setns() {
     let q = fork(&init);
     assert_eq!(
         q.setns_pid(&ns),
-        Ok(()),
-        "a descendant namespace is allowed"
+        Err(Errno::ENOENT),
+        "no init yet: Linux's pid_for_children cannot be opened"
     );
+    assert_eq!(
+        p.setns_pid(&ns),
+        Err(Errno::ENOENT),
+        "not even by the task that unshared it"
+    );
+    assert!(Arc::ptr_eq(&p.pid_ns_for_children(), &ns), "unchanged");
     let deeper_parent = fork_flags(&init, CloneFlags::NEWPID);
     assert_eq!(
         deeper_parent.setns_pid(&ns),
@@ -59,12 +65,17 @@ fn unshare_and_setns() {
         Err(Errno::EINVAL),
         "an ancestor namespace"
     );
-    // q forks into ns, which has no init yet: its child becomes the init.
-    let i = fork(&q);
+    // p forks into ns, which has no init yet: its child becomes the init.
+    let i = fork(&p);
     assert_eq!(i.pid(), 1);
-    let c = fork(&p);
-    assert_eq!(c.pid(), 2, "p's next child joins the same namespace");
-    for (parent, t) in [(&p, &c), (&q, &i)] {
+    assert_eq!(
+        q.setns_pid(&ns),
+        Ok(()),
+        "a descendant namespace is allowed"
+    );
+    let c = fork(&q);
+    assert_eq!(c.pid(), 2, "q's child joins the same namespace");
+    for (parent, t) in [(&q, &c), (&p, &i)] {
         t.exit(0);
         reap(parent, t);
     }
