@@ -3,10 +3,10 @@
 //!
 //! | file | root | mode | read | write |
 //! |---|---|---|---|---|
-//! | `cgroup.procs` | yes | rw | tgids, one per line | a pid: move its thread group |
+//! | `cgroup.procs` | yes | rw | tgids of live leaders, then of leaders that died here before a live thread of theirs, one per line | a pid: move its thread group's live threads |
 //! | `cgroup.threads` | yes | rw | tids, one per line | a tid already here: no-op; elsewhere: EOPNOTSUPP |
 //! | `cgroup.events` | no | r | `populated N\nfrozen 0\n` | EINVAL |
-//! | `cgroup.kill` | no | w | EINVAL | `1`: kill the subtree; other numbers ERANGE |
+//! | `cgroup.kill` | no | w | EINVAL | `1`: SIGKILL to each leader `cgroup.procs` lists in the subtree; other numbers ERANGE |
 //! | `cgroup.type` | no | rw | `domain\n` | `threaded`: EOPNOTSUPP; else EINVAL |
 //! | `pids.max` | no | rw | `max\n` / `N\n` | `max` or an integer |
 //! | `pids.current` | no | r | `N\n` | EINVAL |
