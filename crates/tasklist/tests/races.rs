@@ -497,3 +497,62 @@ fn a_fork_racing_the_exit_of_its_childless_group_is_handed_on_or_refused() {
         assert_at_rest(&sys);
     }
 }
+
+/// A leader's exit racing a `cgroup.procs` write that moves its process: whichever
+/// comes first, the leader is listed (once) by the cgroup it died in and by no other,
+/// its live thread ends up where the write sent it, and nothing stays listed or
+/// charged once the thread has exited and the leader is reaped (the dying-leader list
+/// of `CssLink::task_dead_leader` against the migration's skipping of dead links).
+#[test]
+fn a_leader_exit_racing_the_migration_of_its_process_is_listed_where_it_died() {
+    let iters = race_iterations(20_000, 2_000);
+    for &prof in Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        let a = sys.cgroup_root().mkdir("a").unwrap();
+        let b = sys.cgroup_root().mkdir("b").unwrap();
+        let lines = |cg: &uproc_cgroup::Cgroup, file: &str| -> Vec<i32> {
+            cg.read(file)
+                .unwrap()
+                .lines()
+                .map(|l| l.parse().unwrap())
+                .collect()
+        };
+        let mut died_in_b = 0;
+        hammer(
+            iters,
+            |_| {
+                let p = fork(&init);
+                a.attach(&p).unwrap();
+                let t = thread(&p);
+                (p, t)
+            },
+            |(p, _)| p.exit(0),
+            |(p, _)| {
+                b.write("cgroup.procs", &init.pid_of(p).to_string())
+                    .expect("cgroup.procs write")
+            },
+            |(p, t)| {
+                let (lnr, tnr) = (init.pid_of(&p), init.pid_of(&t));
+                let (here, other) = if p.cgroup() == a { (&a, &b) } else { (&b, &a) };
+                died_in_b += usize::from(p.cgroup() == b);
+                assert_eq!(t.cgroup(), b, "{prof}: the live thread moved");
+                assert_eq!(lines(here, "cgroup.procs"), vec![lnr], "{prof}");
+                assert!(!lines(other, "cgroup.procs").contains(&lnr), "{prof}");
+                assert_eq!(lines(&b, "cgroup.threads"), vec![tnr], "{prof}");
+                assert!(lines(&a, "cgroup.threads").is_empty(), "{prof}");
+                t.exit(0);
+                reap(&init, &p);
+                for cg in [&a, &b] {
+                    assert!(lines(cg, "cgroup.procs").is_empty(), "{prof}");
+                    assert_eq!(cg.pids_current(), 0, "{prof}: nothing stays charged");
+                }
+            },
+        );
+        // Both orders happen on any machine with two cores; neither is required.
+        eprintln!("{prof}: the leader died in b in {died_in_b} of {iters} rounds");
+        a.rmdir().unwrap();
+        b.rmdir().unwrap();
+        assert_at_rest(&sys);
+    }
+}
