@@ -437,7 +437,35 @@ fn an_exit_that_orphans_its_stopped_group_sends_it_sighup_and_sigcont() {
     }
 }
 
+/// `kill(-pgid)` reaches a process whose leader exited while its thread runs: the
+/// leader is still attached to its process group until it is released, and a
+/// group-directed signal to it acts through the live thread (measured on Linux 6.18:
+/// SIGTERM ends the process, SIGSTOP stops it and `waitpid(WUNTRACED)` reports it).
+fn kill_pgrp_reaches_a_process_whose_leader_exited() {
+    let sys = system();
+    let init = sys.init();
+    for sig in [Signal::TERM, Signal::STOP] {
+        let c = fork(&init);
+        let pg = init.pid_of(&c);
+        c.setpgid(0, 0).unwrap();
+        let t = thread(&c);
+        c.exit(0);
+        assert_eq!(init.kill(-pg, sig), Ok(()), "{sig}");
+        if sig == Signal::TERM {
+            assert!(!t.is_alive(), "the live thread ends");
+            assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::TERM));
+        } else {
+            assert_eq!(t.state(), TaskState::Stopped);
+            assert_eq!(stop_report(&init, &c), Some(Signal::STOP));
+            init.kill(-pg, Signal::KILL).unwrap();
+            assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::KILL));
+        }
+    }
+    assert_at_rest(&sys);
+}
+
 every_profile!(
+    kill_pgrp_reaches_a_process_whose_leader_exited,
     a_reparent_that_orphans_a_stopped_group_sends_it_sighup_and_sigcont,
     an_exit_that_orphans_its_stopped_group_sends_it_sighup_and_sigcont,
     tty_stops_to_an_orphaned_session_leader_are_discarded,
