@@ -121,7 +121,7 @@ impl Cgroup {
                 for m in self.members().iter().filter(|m| m.is_group_leader()) {
                     let _ = writeln!(out, "{}", m.tgid());
                 }
-                for m in node.dying_leaders() {
+                for m in crate::hierarchy::still_listed(&node.parked()) {
                     let _ = writeln!(out, "{}", m.tgid());
                 }
                 out

@@ -170,6 +170,19 @@ pub(crate) struct Node {
     pub(crate) dying: Mutex<Vec<DyingLeader>>,
 }
 
+/// The parked leaders ([`Node::parked`]) whose thread group still has a live thread:
+/// the `cgroup.procs` entries (and `cgroup.kill` targets) Linux's `css_task_iter`
+/// finds on a css_set's dying list. Called with no cgroup lock held: the live-thread
+/// test takes the group's lock.
+pub(crate) fn still_listed(
+    parked: &[Weak<dyn crate::CgroupMember>],
+) -> impl Iterator<Item = Arc<dyn crate::CgroupMember>> + '_ {
+    parked
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|m| m.group_has_live_threads())
+}
+
 /// One entry of [`Node::dying`].
 pub(crate) struct DyingLeader {
     /// The leader's link, by address: how release and drop find the entry.
@@ -194,21 +207,10 @@ impl Node {
         }
     }
 
-    /// The leaders on [`dying`](Node::dying) whose thread group still has a live
-    /// thread, in order of death: the `cgroup.procs` entries (and `cgroup.kill`
-    /// victims) Linux's `css_task_iter` finds on a css_set's dying list. Called with
-    /// no other cgroup lock held: the live-thread test takes the group's lock.
-    pub(crate) fn dying_leaders(&self) -> Vec<Arc<dyn crate::CgroupMember>> {
-        let parked: Vec<_> = self
-            .dying
-            .lock()
-            .iter()
-            .filter_map(|d| d.member.upgrade())
-            .collect();
-        parked
-            .into_iter()
-            .filter(|m| m.group_has_live_threads())
-            .collect()
+    /// The leaders on [`dying`](Node::dying), in order of death, copied under the
+    /// list's lock; [`still_listed`] keeps those `cgroup.procs` shows.
+    pub(crate) fn parked(&self) -> Vec<Weak<dyn crate::CgroupMember>> {
+        self.dying.lock().iter().map(|d| d.member.clone()).collect()
     }
 
     /// Whether any anchor of this cgroup itself (not its descendants) has a member

@@ -606,7 +606,7 @@ impl Cgroup {
                 for a in &anchors {
                     v.extend(a.members.lock().values().cloned());
                 }
-                dying.extend(n.dying.lock().iter().map(|d| d.member.clone()));
+                dying.extend(n.parked());
             }
             (KillInFlight(subtree), (v, dying))
         };
@@ -622,10 +622,8 @@ impl Cgroup {
                 m.kill();
             }
         }
-        for m in dying.iter().filter_map(Weak::upgrade) {
-            if m.group_has_live_threads() {
-                m.kill();
-            }
+        for m in crate::hierarchy::still_listed(&dying) {
+            m.kill();
         }
         drop(in_flight);
         Ok(())

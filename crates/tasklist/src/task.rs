@@ -1185,13 +1185,12 @@ impl CgroupMember for TaskInner {
         // CSS_TASK_ITER_PROCS walk: thread-directed. A live leader's SIGKILL kills its
         // whole group; one that exited before its threads takes nothing (an exiting
         // thread wants no signal, and a thread-directed one goes to no other), so that
-        // process survives the kill (measured on Linux 6.18).
-        let Some(t) = self.leader_task() else { return };
-        let _ = if self.leader {
-            crate::signal::send_thread(&t, Signal::KILL, crate::signal::Sender::Runtime)
-        } else {
-            crate::signal::send_group(&t, Signal::KILL, crate::signal::Sender::Runtime)
-        };
+        // process survives the kill (measured on Linux 6.18). Called on leaders only,
+        // so the leader found here is this task.
+        debug_assert!(self.leader, "cgroup.kill signals leaders only");
+        if let Some(t) = self.leader_task() {
+            let _ = crate::signal::send_thread(&t, Signal::KILL, crate::signal::Sender::Runtime);
+        }
     }
 
     fn tid(&self) -> i32 {
