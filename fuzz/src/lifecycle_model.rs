@@ -1825,6 +1825,16 @@ impl Model {
                 if exiting_target {
                     return;
                 }
+                // A stopped group dequeues nothing: the stop signal stays queued until
+                // SIGCONT flushes it (orphaned or not; measured on Linux 6.18).
+                if self.groups[g].stopped {
+                    if thread {
+                        self.tasks[t].pending |= bit(sig);
+                    } else {
+                        self.groups[g].shared |= bit(sig);
+                    }
+                    return;
+                }
                 // `get_signal`: SIGTSTP/SIGTTIN/SIGTTOU to an orphaned group are dropped.
                 if sig != libc::SIGSTOP && self.pgrp_orphaned(self.groups[g].pgrp) {
                     return;
@@ -2114,8 +2124,10 @@ impl Model {
                         },
                     ));
                 }
-                St::Delayed => eligible = true,
-                St::Running => {
+                // `wait_consider_task`: a zombie leader whose threads live on is not
+                // reaped, but its group's stop and continue are reported through it
+                // ("allow access to stopped/continued state via zombie").
+                St::Delayed | St::Running => {
                     eligible = true;
                     let g = &self.groups[cg];
                     if o.contains(WaitOptions::STOPPED) && g.stop_report != 0 {

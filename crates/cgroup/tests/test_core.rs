@@ -473,6 +473,52 @@ fn dying_leaders_in_a_subtree_and_dropped_unreleased() {
     });
 }
 
+/// A member that keeps `CgroupMember::group_has_live_threads`' default (false): a
+/// task list that parks its exited leaders without saying whether their group lives
+/// on gets Linux's view of a process whose threads are all gone. Parked, the leader is
+/// neither listed nor killed; its release still takes the entry and the charge.
+#[test]
+fn a_parked_leader_of_a_member_without_live_thread_answer_is_not_listed() {
+    #[derive(Debug)]
+    struct Plain {
+        kills: std::sync::atomic::AtomicUsize,
+    }
+    impl uproc_cgroup::CgroupMember for Plain {
+        fn tgid(&self) -> i32 {
+            50
+        }
+        fn is_group_leader(&self) -> bool {
+            true
+        }
+        fn kill(&self) {
+            self.kills.fetch_add(1, SeqCst);
+        }
+    }
+    for_each_profile(|p| {
+        let h = hier(p);
+        let a = h.root().mkdir("a").unwrap();
+        let task = Arc::new(Plain {
+            kills: Default::default(),
+        });
+        let weak = Arc::downgrade(&task) as Weak<dyn uproc_cgroup::CgroupMember>;
+        let link = a.can_fork().unwrap().post_fork(weak.clone()).link;
+        assert_eq!(a.read("cgroup.procs").unwrap(), "50\n", "{p:?}: live");
+        link.task_dead_leader(weak);
+        assert_eq!(
+            a.read("cgroup.procs").unwrap(),
+            "",
+            "{p:?}: parked, not listed"
+        );
+        assert_eq!(a.pids_current(), 1, "{p:?}: charged until the release");
+        a.kill().unwrap();
+        assert_eq!(task.kills.load(SeqCst), 0, "{p:?}: not a kill target");
+        link.release();
+        assert_eq!(a.pids_current(), 0, "{p:?}");
+        assert_eq!(a.read("cgroup.procs").unwrap(), "");
+        a.rmdir().unwrap();
+    });
+}
+
 #[test]
 fn cgroup_procs_write_moves_the_whole_thread_group() {
     for_each_profile(|p| {

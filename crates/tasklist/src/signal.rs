@@ -13,13 +13,17 @@
 //!   discarded (`get_signal` with `is_current_pgrp_orphaned`); SIGSTOP still stops.
 //!   See [`crate::pgrp::pgrp_orphaned`] for the test and its locks.
 //! - A thread-directed signal (`tgkill`, a thread-scoped pidfd) to an exiting thread,
-//!   such as a leader that exited while its other threads run, is queued on that
-//!   thread's own set and does nothing else: no group exit, no group stop
-//!   (`complete_signal`: `wants_signal` is false for a `PF_EXITING` thread, and a
-//!   `PIDTYPE_PID` signal is never handed to another thread). What `prepare_signal`
-//!   does at the send still happens: SIGCONT continues a stopped group, a stop signal
-//!   drops a pending SIGCONT. A group-directed signal (`kill(tgid)`) picks a live
-//!   thread as before.
+//!   such as a leader that exited while its other threads run, does nothing and is
+//!   not left pending: no group exit, no group stop (`complete_signal`: `wants_signal`
+//!   is false for a `PF_EXITING` thread, and a `PIDTYPE_PID` signal is never handed
+//!   to another thread; Linux 6.18's `/proc` shows nothing pending). What
+//!   `prepare_signal` does at the send still happens: SIGCONT continues a stopped
+//!   group, a stop signal drops a pending SIGCONT. A group-directed signal
+//!   (`kill(tgid)`) picks a live thread as before.
+//! - A stopped group takes nothing but SIGKILL and SIGCONT (`wants_signal`): any other
+//!   signal with an action stays queued, a stop signal until SIGCONT flushes it (of an
+//!   orphaned process group too: the orphan rule applies at a dequeue), a fatal one
+//!   until SIGCONT lets it act.
 //!
 //! Group signals (`kill(-1)`, `kill(-pgid)`, [`signal_groups`]) are one step against
 //! forks, as Linux's walk under `tasklist_lock` is: every process that existed when the
@@ -173,8 +177,9 @@ fn target_pgrp_orphaned(sys: &System, t: &TaskInner) -> bool {
 ///
 /// `orphaned`: the group's process group is orphaned ([`crate::pgrp::pgrp_orphaned`],
 /// asked by the caller before this siglock, for SIGTSTP/SIGTTIN/SIGTTOU only): those
-/// are then discarded instead of stopping the group. A thread-directed signal (`thread`)
-/// to an exiting thread is only queued on it (see the module docs).
+/// are then discarded instead of stopping the group, unless it is stopped already (then
+/// queued, as every stop signal to a stopped group is). A thread-directed signal
+/// (`thread`) to an exiting thread does nothing (see the module docs).
 ///
 /// # References
 /// `prepare_signal`, `complete_signal`, `wants_signal` and `get_signal` in
@@ -267,12 +272,22 @@ fn decide(
                 if exiting_target {
                     return Outcome::Nothing;
                 }
-                if orphaned && sig != Signal::STOP {
-                    // `get_signal`: a job-control stop with the default action, for a
-                    // process of an orphaned process group, is discarded.
+                if st.stopped {
+                    // A stopped thread dequeues nothing (`wants_signal`): the stop
+                    // signal stays queued until SIGCONT flushes it (measured on Linux
+                    // 6.18: ShdPnd shows SIGSTOP and SIGTSTP sent to a stopped process,
+                    // of an orphaned process group too, and is empty after SIGCONT).
+                    if thread {
+                        t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
+                    } else {
+                        st.shared_pending.insert(sig);
+                    }
                     return Outcome::Nothing;
                 }
-                if st.stopped {
+                if orphaned && sig != Signal::STOP {
+                    // `get_signal`: a job-control stop with the default action, for a
+                    // process of an orphaned process group, is discarded when it is
+                    // dequeued (a running thread dequeues it at once).
                     Outcome::Nothing
                 } else {
                     st.set_stopped(true);

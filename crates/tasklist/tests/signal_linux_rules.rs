@@ -1,13 +1,14 @@
-//! Two rules of Linux's signal delivery, under every profile:
+//! Three rules of Linux's signal delivery, under every profile:
 //!
 //! - SIGTSTP, SIGTTIN and SIGTTOU (default action) to a process in an orphaned process
 //!   group are discarded (`get_signal`: `is_current_pgrp_orphaned`, i.e.
 //!   `will_become_orphaned_pgrp(pgrp, NULL)` in `kernel/exit.c`); SIGSTOP still stops.
 //! - A thread-directed signal (`tgkill`, `pidfd_send_signal(PIDFD_SIGNAL_THREAD)`) to an
-//!   exiting thread, such as a leader that exited while its threads run, is queued on
-//!   that thread and does nothing else (`complete_signal`: `wants_signal` is false for a
+//!   exiting thread, such as a leader that exited while its threads run, does nothing
+//!   and is not left pending (`complete_signal`: `wants_signal` is false for a
 //!   `PF_EXITING` thread, and a `PIDTYPE_PID` signal is not passed on to another
 //!   thread). SIGCONT still continues the group (`prepare_signal` acts at send time).
+//! - A stop signal to a stopped process stays queued until SIGCONT flushes it.
 
 #[macro_use]
 mod common;
@@ -464,7 +465,66 @@ fn kill_pgrp_reaches_a_process_whose_leader_exited() {
     assert_at_rest(&sys);
 }
 
+/// A stop signal to a process that is stopped already stays queued until SIGCONT
+/// flushes it, SIGSTOP and SIGTSTP alike, of an orphaned process group too (the orphan
+/// rule applies where a running thread would dequeue it). Measured on Linux 6.18:
+/// `ShdPnd` of a stopped process shows them (`0x80000` after SIGTSTP, `0xc0000` after
+/// SIGSTOP too) and is empty after SIGCONT; a running one shows none (found by
+/// `tests/kernel_lifecycle.rs`).
+fn stop_signals_to_a_stopped_process_stay_queued_until_sigcont() {
+    let sys = system();
+    let init = sys.init();
+    let a = fork(&init);
+    // In a group of its own under a parent of the same session: not orphaned.
+    let c = fork(&a);
+    a.setpgid(a.pid_of(&c), 0).unwrap();
+    // A session leader under a parent of another session: orphaned.
+    let orphaned = fork(&a);
+    orphaned.setsid().unwrap();
+    for (who, sender) in [("not orphaned", &a), ("orphaned", &a)] {
+        let target = if who == "orphaned" { &orphaned } else { &c };
+        let pid = sender.pid_of(target);
+        sender.kill(pid, Signal::STOP).unwrap();
+        assert_eq!(stop_report(sender, target), Some(Signal::STOP), "{who}");
+        assert!(
+            target.pending_signals().is_empty(),
+            "{who}: the first stop acted"
+        );
+        sender.kill(pid, Signal::TSTP).unwrap();
+        assert_eq!(target.pending_signals(), vec![Signal::TSTP], "{who}");
+        sender.kill(pid, Signal::STOP).unwrap();
+        assert_eq!(
+            target.pending_signals(),
+            vec![Signal::STOP, Signal::TSTP],
+            "{who}: queued, not acted on"
+        );
+        assert_eq!(stop_report(sender, target), None, "{who}: no second report");
+        sender.kill(pid, Signal::CONT).unwrap();
+        assert_eq!(target.state(), TaskState::Running, "{who}");
+        assert!(
+            target.pending_signals().is_empty(),
+            "{who}: SIGCONT flushed them"
+        );
+        assert!(continued(sender, target), "{who}");
+        // Running: a stop signal acts (or, orphaned, SIGTSTP is discarded) at once.
+        sender.kill(pid, Signal::TSTP).unwrap();
+        assert!(target.pending_signals().is_empty(), "{who}");
+        let want = if who == "orphaned" {
+            TaskState::Running
+        } else {
+            TaskState::Stopped
+        };
+        assert_eq!(target.state(), want, "{who}");
+        sender.kill(pid, Signal::KILL).unwrap();
+        reap(sender, target);
+    }
+    a.exit(0);
+    reap(&init, &a);
+    assert_at_rest(&sys);
+}
+
 every_profile!(
+    stop_signals_to_a_stopped_process_stay_queued_until_sigcont,
     kill_pgrp_reaches_a_process_whose_leader_exited,
     a_reparent_that_orphans_a_stopped_group_sends_it_sighup_and_sigcont,
     an_exit_that_orphans_its_stopped_group_sends_it_sighup_and_sigcont,

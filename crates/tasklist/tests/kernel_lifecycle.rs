@@ -1,0 +1,1052 @@
+//! Differential test of the process life cycle against the real kernel: random
+//! sequences of fork, exit, kill, waitid, setpgid, setsid and the child-subreaper bit,
+//! run by real processes in a fresh pid namespace and by uproc under every profile in
+//! lockstep, compared after every step.
+//!
+//! The test re-executes its own binary as pid 1 of a new pid namespace (`unshare -Urpf
+//! --mount-proc`): the *driver*, that namespace's init, which runs before the test
+//! harness's `main` so that it is single-threaded. Its uproc counterpart is the init
+//! of a nested namespace too (forked with `CLONE_NEWPID` from the runtime init, in a
+//! session of its own as the driver makes itself); neither reaps orphans unless a step
+//! says so. Every other process is a *controlled* process forked by the driver or by
+//! another controlled process: it blocks in `read` on its command FIFO, runs one
+//! command (fork, `_exit`, kill, waitid with `WNOHANG`, setpgid, setsid, prctl) and
+//! writes the result to its reply FIFO. SIGCHLD is blocked everywhere, so that it stays
+//! pending as uproc's default disposition keeps it.
+//!
+//! After each step the driver waits until the kernel's view settles (signal delivery,
+//! group stops and exits run in the target's own context), then compares, for every
+//! process it ever made: the state (`R`/`S` as running, `T`, `Z`, gone), the parent,
+//! the process group and session (through the id both worlds gave the same process)
+//! and the pending signals (`SigPnd | ShdPnd`), and the step's own result (pid or
+//! errno, and waitid's `si_pid`/`si_code`/`si_status`). Numbers are compared through a
+//! map from each world's numbers to the ids of the processes, not directly.
+//!
+//! Where `unshare` is missing or not permitted the test prints why and passes.
+//! `UPROC_KERNEL_SEEDS` (default 6) and `UPROC_KERNEL_STEPS` (default 120) size it.
+//! Found so far: a stop signal to a stopped process stays queued until SIGCONT
+//! (`ShdPnd`), which uproc dropped.
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use uproc_abi::{CloneFlags, Errno, Profile, Signal, WaitOptions};
+use uproc_tasklist::{
+    ChildCode, CloneArgs, System, SystemConfig, Task, TaskState, WaitId, WaitInfo,
+};
+
+const ROLE_ENV: &str = "UPROC_TASKLIST_KERNEL_DRIVER";
+const DIR_ENV: &str = "UPROC_TASKLIST_KERNEL_DIR";
+const SKIP: &str = "UPROC_KERNEL_SKIP";
+const DONE: &str = "UPROC_KERNEL_DONE";
+const DIVERGE: &str = "UPROC_KERNEL_DIVERGE";
+/// A number no process has in either world during a run.
+const NO_SUCH_PID: i32 = 29_999;
+/// Live processes at most (the driver excluded).
+const MAX_LIVE: usize = 9;
+
+/// The driver runs before the test harness's `main`, on the process's one thread: the
+/// namespace's init must be single-threaded as uproc's runtime init is (a waiting
+/// thread sees its own children first, then its other threads', and orphans go to
+/// the main thread's list). An `.init_array` entry runs before `main`; without the
+/// driver's environment variable it returns at once.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static DRIVER_BEFORE_MAIN: extern "C" fn() = driver_before_main;
+
+extern "C" fn driver_before_main() {
+    if std::env::var_os(ROLE_ENV).is_none() {
+        return;
+    }
+    let ok = std::panic::catch_unwind(driver).is_ok();
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    // SAFETY: ends the process (and the namespace) without running the harness.
+    unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+}
+
+#[test]
+fn life_cycle_matches_the_kernel() {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = std::env::temp_dir().join(format!("uproc-kernel-lifecycle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory for the FIFOs");
+    let out = Command::new("unshare")
+        .args(["-Urpf", "--mount-proc"])
+        .arg(&exe)
+        .env(ROLE_ENV, "1")
+        .env(DIR_ENV, &dir)
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            println!("SKIP kernel life cycle: cannot run unshare(1): {e}");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if let Some(l) = stdout.lines().find(|l| l.contains(SKIP)) {
+        println!("SKIP kernel life cycle: {l}");
+        return;
+    }
+    if let Some(l) = stdout.lines().find(|l| l.contains(DIVERGE)) {
+        panic!("uproc diverges from the kernel: {l}\n--- driver output ---\n{stdout}\n{stderr}");
+    }
+    let Some(done) = stdout.lines().find(|l| l.contains(DONE)) else {
+        if !out.status.success() && stderr.contains("unshare") {
+            println!(
+                "SKIP kernel life cycle: unshare -Urpf --mount-proc not permitted here: {}",
+                stderr.trim()
+            );
+            return;
+        }
+        panic!(
+            "the driver printed no result (status {}):\n{stdout}\n{stderr}",
+            out.status
+        );
+    };
+    assert!(out.status.success(), "driver failed: {stdout}\n{stderr}");
+    println!("kernel life cycle: {done}");
+}
+
+// ---- the controlled processes (no allocation after fork) --------------------------
+
+/// Where the FIFOs live, as bytes, for building paths without allocating.
+#[derive(Clone, Copy)]
+struct Dir {
+    bytes: [u8; 200],
+    len: usize,
+}
+
+impl Dir {
+    fn new(path: &str) -> Dir {
+        let mut bytes = [0u8; 200];
+        assert!(path.len() < 150, "FIFO directory path too long: {path}");
+        bytes[..path.len()].copy_from_slice(path.as_bytes());
+        Dir {
+            bytes,
+            len: path.len(),
+        }
+    }
+
+    /// `DIR/<kind><id>` as a NUL-terminated path in a stack buffer.
+    fn fifo(&self, kind: u8, id: usize) -> [u8; 200] {
+        let mut p = self.bytes;
+        let mut n = self.len;
+        p[n] = b'/';
+        p[n + 1] = kind;
+        n += 2;
+        n += write_num(&mut p[n..], id as i64);
+        p[n] = 0;
+        p
+    }
+}
+
+/// Writes `v` in decimal; returns the length.
+fn write_num(out: &mut [u8], v: i64) -> usize {
+    let mut digits = [0u8; 24];
+    let mut n = 0;
+    let neg = v < 0;
+    let mut u = v.unsigned_abs();
+    loop {
+        digits[n] = b'0' + (u % 10) as u8;
+        n += 1;
+        u /= 10;
+        if u == 0 {
+            break;
+        }
+    }
+    let mut len = 0;
+    if neg {
+        out[0] = b'-';
+        len = 1;
+    }
+    for i in (0..n).rev() {
+        out[len] = digits[i];
+        len += 1;
+    }
+    len
+}
+
+/// Parses up to 4 space-separated integers.
+fn parse_nums(line: &[u8]) -> [i64; 4] {
+    let mut out = [0i64; 4];
+    let mut k = 0;
+    let mut cur: i64 = 0;
+    let mut neg = false;
+    let mut in_num = false;
+    for &b in line.iter().chain(std::iter::once(&b' ')) {
+        match b {
+            b'-' => {
+                neg = true;
+                in_num = true;
+            }
+            b'0'..=b'9' => {
+                cur = cur * 10 + i64::from(b - b'0');
+                in_num = true;
+            }
+            _ => {
+                if in_num && k < 4 {
+                    out[k] = if neg { -cur } else { cur };
+                    k += 1;
+                }
+                cur = 0;
+                neg = false;
+                in_num = false;
+            }
+        }
+    }
+    out
+}
+
+fn errno() -> i64 {
+    // SAFETY: reads this thread's errno.
+    i64::from(unsafe { *libc::__errno_location() })
+}
+
+/// Makes the FIFOs of process `id` (before the fork that creates it).
+fn make_fifos(dir: &Dir, id: usize) -> bool {
+    for kind in [b'c', b'r'] {
+        let p = dir.fifo(kind, id);
+        // SAFETY: `p` is NUL-terminated.
+        if unsafe { libc::mkfifo(p.as_ptr().cast(), 0o600) } != 0 {
+            return false;
+        }
+    }
+    true
+}
+
+/// Opens a FIFO of process `id` read-write (never blocks).
+fn open_fifo(dir: &Dir, kind: u8, id: usize) -> i32 {
+    let p = dir.fifo(kind, id);
+    // SAFETY: `p` is NUL-terminated.
+    unsafe { libc::open(p.as_ptr().cast(), libc::O_RDWR) }
+}
+
+/// One command, run by the process itself (a controlled process or the driver):
+/// returns the reply's numbers. `op`: 1 fork(new id), 3 kill, 4 waitid, 5 setpgid,
+/// 6 setsid, 7 subreaper. Exit (2) never returns.
+fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
+    let [op, a, b, c] = args;
+    // SAFETY: plain system calls on values and on buffers on this stack; the forked
+    // child only closes descriptors and enters `controlled` (no allocation).
+    unsafe {
+        match op {
+            1 => {
+                let id = a as usize;
+                if !make_fifos(dir, id) {
+                    return [-errno(), 0, 0, 0];
+                }
+                let pid = libc::fork();
+                if pid < 0 {
+                    return [-errno(), 0, 0, 0];
+                }
+                if pid == 0 {
+                    for &fd in keep {
+                        libc::close(fd);
+                    }
+                    controlled(dir, id);
+                }
+                [i64::from(pid), 0, 0, 0]
+            }
+            2 => libc::_exit(a as i32),
+            3 => {
+                let r = libc::kill(a as i32, b as i32);
+                [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
+            }
+            4 => {
+                let mut si: libc::siginfo_t = std::mem::zeroed();
+                let r = libc::waitid(a as libc::idtype_t, b as libc::id_t, &mut si, c as i32);
+                if r != 0 {
+                    return [-errno(), 0, 0, 0];
+                }
+                [
+                    0,
+                    i64::from(si.si_pid()),
+                    i64::from(si.si_code),
+                    i64::from(si.si_status()),
+                ]
+            }
+            5 => {
+                let r = libc::setpgid(a as i32, b as i32);
+                [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
+            }
+            6 => {
+                let r = libc::setsid();
+                [if r < 0 { -errno() } else { i64::from(r) }, 0, 0, 0]
+            }
+            7 => {
+                let r = libc::prctl(libc::PR_SET_CHILD_SUBREAPER, a as libc::c_ulong, 0, 0, 0);
+                [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
+            }
+            _ => [-i64::from(libc::ENOSYS), 0, 0, 0],
+        }
+    }
+}
+
+/// A controlled process's loop: one command per line on its FIFO, one reply per line.
+fn controlled(dir: &Dir, id: usize) -> ! {
+    let cmd = open_fifo(dir, b'c', id);
+    let resp = open_fifo(dir, b'r', id);
+    // SAFETY: plain system calls on stack buffers.
+    unsafe {
+        if cmd < 0 || resp < 0 {
+            libc::_exit(111);
+        }
+        let mut buf = [0u8; 128];
+        loop {
+            let n = libc::read(cmd, buf.as_mut_ptr().cast(), buf.len());
+            if n <= 0 {
+                if n < 0 && errno() == i64::from(libc::EINTR) {
+                    continue;
+                }
+                libc::_exit(112);
+            }
+            let reply = run_command(dir, parse_nums(&buf[..n as usize]), &[cmd, resp]);
+            let mut out = [0u8; 128];
+            let mut len = 0;
+            for (i, v) in reply.iter().enumerate() {
+                if i > 0 {
+                    out[len] = b' ';
+                    len += 1;
+                }
+                len += write_num(&mut out[len..], *v);
+            }
+            out[len] = b'\n';
+            len += 1;
+            libc::write(resp, out.as_ptr().cast(), len);
+        }
+    }
+}
+
+// ---- the driver ---------------------------------------------------------------------
+
+/// What one process looks like from outside, in either world, numbers as ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Seen {
+    state: TaskState,
+    parent: Option<usize>,
+    pgrp: Option<usize>,
+    session: Option<usize>,
+    pending: u64,
+}
+
+/// One step.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Fork {
+        actor: usize,
+    },
+    Exit {
+        actor: usize,
+        code: i32,
+    },
+    /// `kill(target)`: a process (`Proc`), a process group of a process (`Pgrp`), the
+    /// caller's group (0), everyone (-1), or nobody.
+    Kill {
+        actor: usize,
+        target: Target,
+        sig: i32,
+    },
+    Wait {
+        actor: usize,
+        id: WaitSel,
+        opts: i32,
+    },
+    Setpgid {
+        actor: usize,
+        pid: Option<usize>,
+        pgid: Option<usize>,
+    },
+    Setsid {
+        actor: usize,
+    },
+    Subreaper {
+        actor: usize,
+        on: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Proc(usize),
+    Pgrp(usize),
+    OwnGroup,
+    All,
+    Nobody,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum WaitSel {
+    All,
+    Pid(usize),
+    Pgid(usize),
+    OwnPgid,
+    Nobody,
+}
+
+/// The kernel side of one process the driver made.
+struct KProc {
+    pid: i32,
+    cmd: i32,
+    resp: i32,
+}
+
+struct Kernel {
+    dir: Dir,
+    procs: Vec<KProc>,
+    by_pid: HashMap<i32, usize>,
+}
+
+impl Kernel {
+    fn fds(&self) -> Vec<i32> {
+        self.procs
+            .iter()
+            .skip(1)
+            .flat_map(|p| [p.cmd, p.resp])
+            .collect()
+    }
+
+    /// Runs `args` as process `id` and returns its reply.
+    fn command(&mut self, id: usize, args: [i64; 4]) -> [i64; 4] {
+        if id == 0 {
+            let keep = self.fds();
+            return run_command(&self.dir, args, &keep);
+        }
+        let p = &self.procs[id];
+        drain(p.resp);
+        let line = format!("{} {} {} {}\n", args[0], args[1], args[2], args[3]);
+        // SAFETY: a write of a short buffer to a FIFO the process reads.
+        let w = unsafe { libc::write(p.cmd, line.as_ptr().cast(), line.len()) };
+        assert_eq!(w, line.len() as isize, "command to process {id}");
+        if args[0] == 2 {
+            return [0; 4];
+        }
+        // A kill that stops or ends its own sender never replies (a stopped one
+        // replies once continued: `drain` drops that late reply before the next
+        // command).
+        let mut pfd = libc::pollfd {
+            fd: p.resp,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll on one descriptor of ours.
+        if unsafe { libc::poll(&mut pfd, 1, 500) } != 1 {
+            assert_eq!(args[0], 3, "no reply from process {id} to {args:?}");
+            return [0; 4];
+        }
+        let mut buf = [0u8; 128];
+        // SAFETY: a read into a stack buffer from the process's reply FIFO.
+        let n = unsafe { libc::read(p.resp, buf.as_mut_ptr().cast(), buf.len()) };
+        assert!(n > 0, "no reply from process {id}");
+        parse_nums(&buf[..n as usize])
+    }
+
+    /// After a fork that returned `pid` for new process `id`: its FIFOs.
+    fn adopt(&mut self, id: usize, pid: i32) {
+        let cmd = open_fifo(&self.dir, b'c', id);
+        let resp = open_fifo(&self.dir, b'r', id);
+        assert!(cmd >= 0 && resp >= 0, "FIFOs of process {id}");
+        self.procs.push(KProc { pid, cmd, resp });
+        self.by_pid.insert(pid, id);
+    }
+
+    fn pid(&self, id: usize) -> i32 {
+        self.procs[id].pid
+    }
+
+    /// `/proc` for process `id`: state, ppid, pgrp, session, pending; `None` once gone.
+    fn raw(&self, id: usize) -> Option<(u8, i32, i32, i32, u64)> {
+        let pid = self.procs[id].pid;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let mut f = rest.split_whitespace();
+        let state = f.next()?.as_bytes()[0];
+        let ppid: i32 = f.next()?.parse().ok()?;
+        let pgrp: i32 = f.next()?.parse().ok()?;
+        let sid: i32 = f.next()?.parse().ok()?;
+        let mut pending = 0;
+        if state != b'Z' {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            for l in status.lines() {
+                if let Some(v) = l
+                    .strip_prefix("SigPnd:")
+                    .or_else(|| l.strip_prefix("ShdPnd:"))
+                {
+                    pending |= u64::from_str_radix(v.trim(), 16).ok()?;
+                }
+            }
+        }
+        Some((state, ppid, pgrp, sid, pending))
+    }
+
+    fn seen(&self, id: usize) -> Seen {
+        let map = |n: i32| self.by_pid.get(&n).copied();
+        match self.raw(id) {
+            None => Seen {
+                state: TaskState::Dead,
+                parent: None,
+                pgrp: None,
+                session: None,
+                pending: 0,
+            },
+            Some((st, ppid, pgrp, sid, pending)) => {
+                let state = match st {
+                    b'T' | b't' => TaskState::Stopped,
+                    b'Z' => TaskState::Zombie,
+                    b'X' => TaskState::Dead,
+                    _ => TaskState::Running,
+                };
+                let live = !matches!(state, TaskState::Zombie | TaskState::Dead);
+                Seen {
+                    state,
+                    parent: map(ppid),
+                    pgrp: if live { map(pgrp) } else { None },
+                    session: if live { map(sid) } else { None },
+                    pending,
+                }
+            }
+        }
+    }
+
+    /// Waits until the kernel's view settles: no controlled process runnable (`R`:
+    /// at rest each sleeps in `read`, is stopped or is a zombie), dying, or about to
+    /// act on a signal, and the same view three times in a row, 2 ms apart (at most
+    /// 10 s: a loaded machine may leave a signalled process unscheduled for a while).
+    fn settle(&self) -> Vec<Seen> {
+        let start = Instant::now();
+        let mut last = self.snapshot();
+        let mut same = 0;
+        while same < 3 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(2));
+            let (now, busy) = self.snapshot_busy();
+            if now == last && !busy {
+                same += 1;
+            } else {
+                same = 0;
+                last = now;
+            }
+        }
+        last
+    }
+
+    fn snapshot(&self) -> Vec<Seen> {
+        self.snapshot_busy().0
+    }
+
+    /// The view, and whether some controlled process is still on its way somewhere.
+    fn snapshot_busy(&self) -> (Vec<Seen>, bool) {
+        let mut busy = false;
+        let seen = (0..self.procs.len())
+            .map(|i| {
+                if i > 0 {
+                    if let Some((st, _, _, _, pending)) = self.raw(i) {
+                        // Runnable, dying (SIGKILL pending), or not stopped with a
+                        // signal other than the blocked SIGCHLD pending (it has yet
+                        // to act on it).
+                        let chld = 1u64 << (libc::SIGCHLD - 1);
+                        busy |= matches!(st, b'R' | b'D')
+                            || pending & (1 << (libc::SIGKILL - 1)) != 0
+                            || (!matches!(st, b'T' | b't' | b'Z') && pending & !chld != 0);
+                    }
+                }
+                self.seen(i)
+            })
+            .collect();
+        (seen, busy)
+    }
+}
+
+/// Drops whatever is waiting in a reply FIFO (a late reply).
+fn drain(fd: i32) {
+    let mut buf = [0u8; 128];
+    loop {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll and read on one descriptor of ours, into a stack buffer.
+        unsafe {
+            if libc::poll(&mut pfd, 1, 0) != 1 {
+                return;
+            }
+            libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        }
+    }
+}
+
+/// One uproc world (one profile).
+struct Uproc {
+    profile: Profile,
+    _sys: std::sync::Arc<System>,
+    tasks: Vec<Task>,
+    by_pid: HashMap<i32, usize>,
+}
+
+impl Uproc {
+    fn new(profile: Profile) -> Uproc {
+        let sys = System::new(SystemConfig {
+            profile,
+            reap_orphans: false,
+            ..SystemConfig::default()
+        })
+        .expect("a runtime");
+        // The driver is the init of a nested namespace, not the global init (whose
+        // children do not keep a process group from being orphaned): so is this one,
+        // in a session of its own as the driver makes itself.
+        let args = CloneArgs {
+            flags: CloneFlags::NEWPID,
+            ..CloneArgs::default()
+        };
+        let init = sys.init().fork(&args).expect("a namespace init");
+        assert_eq!(init.pid(), 1);
+        init.setsid().expect("the namespace init's own session");
+        let mut by_pid = HashMap::new();
+        by_pid.insert(init.pid(), 0);
+        Uproc {
+            profile,
+            _sys: sys,
+            tasks: vec![init],
+            by_pid,
+        }
+    }
+
+    fn pid(&self, id: usize) -> i32 {
+        self.tasks[id].pid()
+    }
+
+    fn seen(&self, id: usize) -> Seen {
+        let t = &self.tasks[id];
+        let map = |n: i32| self.by_pid.get(&n).copied();
+        let state = t.state();
+        let live = !matches!(state, TaskState::Zombie | TaskState::Dead);
+        if state == TaskState::Dead {
+            return Seen {
+                state,
+                parent: None,
+                pgrp: None,
+                session: None,
+                pending: 0,
+            };
+        }
+        Seen {
+            state,
+            parent: map(t.ppid()),
+            pgrp: if live { map(t.getpgid()) } else { None },
+            session: if live { map(t.getsid()) } else { None },
+            pending: if live {
+                t.pending_signals().iter().fold(0, |m, s| m | s.mask())
+            } else {
+                0
+            },
+        }
+    }
+}
+
+/// xorshift64*: the steps of one seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const SIGNALS: [i32; 9] = [
+    0,
+    libc::SIGTERM,
+    libc::SIGKILL,
+    libc::SIGSTOP,
+    libc::SIGCONT,
+    libc::SIGUSR1,
+    libc::SIGHUP,
+    libc::SIGTSTP,
+    libc::SIGCHLD,
+];
+
+fn gen_op(rng: &mut Rng, seen: &[Seen]) -> Op {
+    let runnable: Vec<usize> = (0..seen.len())
+        .filter(|&i| seen[i].state == TaskState::Running)
+        .collect();
+    let live = seen
+        .iter()
+        .skip(1)
+        .filter(|s| !matches!(s.state, TaskState::Dead | TaskState::Zombie))
+        .count();
+    let actor = runnable[rng.below(runnable.len())];
+    let any = rng.below(seen.len());
+    loop {
+        return match rng.below(20) {
+            0..=4 if live < MAX_LIVE => Op::Fork { actor },
+            5 | 6 if actor != 0 => Op::Exit {
+                actor,
+                code: rng.below(4) as i32,
+            },
+            7..=10 => Op::Kill {
+                actor,
+                target: match rng.below(10) {
+                    0..=5 => Target::Proc(any),
+                    6 | 7 => Target::Pgrp(any),
+                    8 => Target::OwnGroup,
+                    _ if rng.below(4) == 0 => Target::All,
+                    _ => Target::Nobody,
+                },
+                sig: SIGNALS[rng.below(SIGNALS.len())],
+            },
+            11..=14 => Op::Wait {
+                actor,
+                id: match rng.below(8) {
+                    0..=2 => WaitSel::All,
+                    3..=5 => WaitSel::Pid(any),
+                    6 => WaitSel::Pgid(any),
+                    _ if rng.below(2) == 0 => WaitSel::OwnPgid,
+                    _ => WaitSel::Nobody,
+                },
+                opts: {
+                    let mut o = libc::WNOHANG;
+                    for bit in [
+                        libc::WEXITED,
+                        libc::WSTOPPED,
+                        libc::WCONTINUED,
+                        libc::WNOWAIT,
+                    ] {
+                        if rng.below(2) == 0 {
+                            o |= bit;
+                        }
+                    }
+                    if rng.below(6) != 0
+                        && o & (libc::WEXITED | libc::WSTOPPED | libc::WCONTINUED) == 0
+                    {
+                        o |= libc::WEXITED;
+                    }
+                    o
+                },
+            },
+            15 | 16 => Op::Setpgid {
+                actor,
+                pid: (rng.below(3) != 0).then_some(any),
+                pgid: (rng.below(3) != 0).then(|| rng.below(seen.len())),
+            },
+            17 => Op::Setsid { actor },
+            18 => Op::Subreaper {
+                actor,
+                on: rng.below(2) == 0,
+            },
+            _ => continue,
+        };
+    }
+}
+
+/// A step's result in either world, numbers as ids: Ok(value) or the errno.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    Forked,
+    Value(i64),
+    /// waitid: nothing ready, or (id, si_code, si_status).
+    Waited(Option<(Option<usize>, i32, i32)>),
+    Failed(i32),
+}
+
+fn errno_of(e: Errno) -> Outcome {
+    Outcome::Failed(e.raw())
+}
+
+fn code_of(info: &WaitInfo) -> (i32, i32) {
+    match info.code {
+        ChildCode::Exited => (libc::CLD_EXITED, info.status.exited().unwrap_or(-1)),
+        ChildCode::Killed => (
+            libc::CLD_KILLED,
+            info.status.signaled().map_or(-1, Signal::raw),
+        ),
+        ChildCode::Dumped => (
+            libc::CLD_DUMPED,
+            info.status.signaled().map_or(-1, Signal::raw),
+        ),
+        ChildCode::Stopped => (
+            libc::CLD_STOPPED,
+            info.status.stopped().map_or(-1, Signal::raw),
+        ),
+        ChildCode::Continued => (libc::CLD_CONTINUED, libc::SIGCONT),
+    }
+}
+
+fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
+    let pidsel = |k: &Kernel, sel: Option<usize>| sel.map_or(0, |i| k.pid(i));
+    match op {
+        Op::Fork { actor } => {
+            let r = k.command(actor, [1, new_id as i64, 0, 0])[0];
+            if r < 0 {
+                return Outcome::Failed(-r as i32);
+            }
+            k.adopt(new_id, r as i32);
+            Outcome::Forked
+        }
+        Op::Exit { actor, code } => {
+            k.command(actor, [2, i64::from(code), 0, 0]);
+            Outcome::Done
+        }
+        Op::Kill { actor, target, sig } => {
+            let pid = match target {
+                Target::Proc(i) => k.pid(i),
+                Target::Pgrp(i) => -k.pid(i),
+                Target::OwnGroup => 0,
+                Target::All => -1,
+                Target::Nobody => NO_SUCH_PID,
+            };
+            let r = k.command(actor, [3, i64::from(pid), i64::from(sig), 0])[0];
+            if r < 0 {
+                Outcome::Failed(-r as i32)
+            } else {
+                Outcome::Done
+            }
+        }
+        Op::Wait { actor, id, opts } => {
+            let (idtype, n) = match id {
+                WaitSel::All => (libc::P_ALL, 0),
+                WaitSel::Pid(i) => (libc::P_PID, k.pid(i)),
+                WaitSel::Pgid(i) => (libc::P_PGID, k.pid(i)),
+                WaitSel::OwnPgid => (libc::P_PGID, 0),
+                WaitSel::Nobody => (libc::P_PID, NO_SUCH_PID),
+            };
+            let r = k.command(actor, [4, i64::from(idtype), i64::from(n), i64::from(opts)]);
+            if r[0] < 0 {
+                return Outcome::Failed(-r[0] as i32);
+            }
+            if r[1] == 0 {
+                return Outcome::Waited(None);
+            }
+            Outcome::Waited(Some((
+                k.by_pid.get(&(r[1] as i32)).copied(),
+                r[2] as i32,
+                r[3] as i32,
+            )))
+        }
+        Op::Setpgid { actor, pid, pgid } => {
+            let (a, b) = (pidsel(k, pid), pidsel(k, pgid));
+            let r = k.command(actor, [5, i64::from(a), i64::from(b), 0])[0];
+            if r < 0 {
+                Outcome::Failed(-r as i32)
+            } else {
+                Outcome::Done
+            }
+        }
+        Op::Setsid { actor } => {
+            let r = k.command(actor, [6, 0, 0, 0])[0];
+            if r < 0 {
+                Outcome::Failed(-r as i32)
+            } else {
+                Outcome::Value(k.by_pid.get(&(r as i32)).map_or(-1, |&i| i as i64))
+            }
+        }
+        Op::Subreaper { actor, on } => {
+            let r = k.command(actor, [7, i64::from(on), 0, 0])[0];
+            if r < 0 {
+                Outcome::Failed(-r as i32)
+            } else {
+                Outcome::Done
+            }
+        }
+    }
+}
+
+fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
+    let sig = |n: i32| Signal::new(n).expect("a valid signal");
+    match op {
+        Op::Fork { actor } => match u.tasks[actor].fork(&CloneArgs::default()) {
+            Ok(t) => {
+                assert_eq!(u.tasks.len(), new_id);
+                u.by_pid.insert(t.pid(), new_id);
+                u.tasks.push(t);
+                Outcome::Forked
+            }
+            Err(e) => errno_of(e),
+        },
+        Op::Exit { actor, code } => {
+            u.tasks[actor].exit(code);
+            Outcome::Done
+        }
+        Op::Kill {
+            actor,
+            target,
+            sig: s,
+        } => {
+            let pid = match target {
+                Target::Proc(i) => u.pid(i),
+                Target::Pgrp(i) => -u.pid(i),
+                Target::OwnGroup => 0,
+                Target::All => -1,
+                Target::Nobody => NO_SUCH_PID,
+            };
+            u.tasks[actor]
+                .kill(pid, sig(s))
+                .map_or_else(errno_of, |()| Outcome::Done)
+        }
+        Op::Wait { actor, id, opts } => {
+            let which = match id {
+                WaitSel::All => WaitId::All,
+                WaitSel::Pid(i) => WaitId::Pid(u.pid(i)),
+                WaitSel::Pgid(i) => WaitId::Pgid(u.pid(i)),
+                WaitSel::OwnPgid => WaitId::Pgid(0),
+                WaitSel::Nobody => WaitId::Pid(NO_SUCH_PID),
+            };
+            let o = WaitOptions::from_bits_retain(opts as u32);
+            match u.tasks[actor].wait(which, o) {
+                Ok(None) => Outcome::Waited(None),
+                Ok(Some(info)) => {
+                    let (code, status) = code_of(&info);
+                    Outcome::Waited(Some((u.by_pid.get(&info.pid).copied(), code, status)))
+                }
+                Err(e) => errno_of(e),
+            }
+        }
+        Op::Setpgid { actor, pid, pgid } => {
+            let (a, b) = (pid.map_or(0, |i| u.pid(i)), pgid.map_or(0, |i| u.pid(i)));
+            u.tasks[actor]
+                .setpgid(a, b)
+                .map_or_else(errno_of, |()| Outcome::Done)
+        }
+        Op::Setsid { actor } => match u.tasks[actor].setsid() {
+            Ok(sid) => Outcome::Value(u.by_pid.get(&sid).map_or(-1, |&i| i as i64)),
+            Err(e) => errno_of(e),
+        },
+        Op::Subreaper { actor, on } => {
+            u.tasks[actor].set_child_subreaper(on);
+            Outcome::Done
+        }
+    }
+}
+
+/// Runs in the new namespace as its pid 1.
+fn driver() {
+    // SAFETY: getpid has no preconditions.
+    if unsafe { libc::getpid() } != 1 {
+        println!("{SKIP}: not pid 1 of a new namespace");
+        return;
+    }
+    let dir = std::env::var(DIR_ENV).expect("the FIFO directory");
+    // SAFETY: setsid and sigprocmask on this process, a zeroed set filled by sigaddset.
+    unsafe {
+        libc::setsid();
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    let seeds: u64 = std::env::var("UPROC_KERNEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6);
+    let steps: usize = std::env::var("UPROC_KERNEL_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120);
+    let mut compared = 0usize;
+    for seed in 1..=seeds {
+        let sub = format!("{dir}/s{seed}");
+        std::fs::create_dir_all(&sub).expect("seed directory");
+        compared += run_seed(seed, &sub, steps);
+    }
+    println!(
+        "{DONE} {compared} steps compared with Linux {} under {} profiles, {seeds} seeds",
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim(),
+        Profile::ALL.len()
+    );
+}
+
+fn run_seed(seed: u64, dir: &str, steps: usize) -> usize {
+    let mut k = Kernel {
+        dir: Dir::new(dir),
+        procs: vec![KProc {
+            pid: 1,
+            cmd: -1,
+            resp: -1,
+        }],
+        by_pid: HashMap::from([(1, 0)]),
+    };
+    let mut worlds: Vec<Uproc> = Profile::ALL.iter().map(|&p| Uproc::new(p)).collect();
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut log: Vec<String> = Vec::new();
+    let mut done = 0;
+    let mut seen = k.settle();
+    for step in 0..steps {
+        let op = gen_op(&mut rng, &seen);
+        let new_id = k.procs.len();
+        let want = kernel_step(&mut k, op, new_id);
+        seen = k.settle();
+        log.push(format!("{step}: {op:?} -> {want:?}"));
+        for u in &mut worlds {
+            let got = uproc_step(u, op, new_id);
+            if got != want {
+                diverge(
+                    seed,
+                    step,
+                    u.profile,
+                    &log,
+                    &format!("result {got:?}, kernel {want:?}"),
+                );
+            }
+            for (i, s) in seen.iter().enumerate() {
+                let mine = u.seen(i);
+                if mine != *s {
+                    diverge(
+                        seed,
+                        step,
+                        u.profile,
+                        &log,
+                        &format!("process {i}: uproc {mine:?}, kernel {s:?}"),
+                    );
+                }
+            }
+        }
+        done += 1;
+    }
+    // Tear down: everyone but the driver killed and reaped.
+    // SAFETY: kill and waitpid on this namespace's processes.
+    unsafe {
+        libc::kill(-1, libc::SIGKILL);
+        while libc::waitpid(-1, std::ptr::null_mut(), libc::__WALL) > 0 {}
+    }
+    for p in k.procs.iter().skip(1) {
+        // SAFETY: closing the driver's own FIFO ends.
+        unsafe {
+            libc::close(p.cmd);
+            libc::close(p.resp);
+        }
+    }
+    // The teardown's SIGCHLDs, dequeued: the next seed's init starts with none pending,
+    // as a new runtime's does.
+    // SAFETY: sigtimedwait with a zero timeout on a set built by sigaddset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        while libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) > 0 {}
+    }
+    done
+}
+
+fn diverge(seed: u64, step: usize, profile: Profile, log: &[String], what: &str) -> ! {
+    println!("{DIVERGE} seed {seed} step {step} {profile}: {what}");
+    for l in log {
+        println!("  {l}");
+    }
+    // SAFETY: ends the namespace (every process in it dies with its init).
+    unsafe { libc::_exit(1) }
+}
