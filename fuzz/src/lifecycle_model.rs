@@ -1866,12 +1866,28 @@ impl Model {
         }
     }
 
+    /// What a continued group dies of: `dequeue_signal` takes a thread's own set before
+    /// the group's (threads leader first), and `next_signal` the synchronous signals
+    /// (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS) before the lowest-numbered.
     fn pending_fatal(&self, g: usize) -> Option<i32> {
-        let mut bits = self.groups[g].shared;
-        for th in self.live_threads(g) {
-            bits |= self.tasks[th].pending;
-        }
-        (1..=64).find(|&n| bits & bit(n) != 0 && is_fatal(n))
+        let sync = [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGILL,
+            libc::SIGTRAP,
+            libc::SIGFPE,
+            libc::SIGSYS,
+        ]
+        .iter()
+        .fold(0, |m, &s| m | bit(s));
+        let first = |bits: u64| {
+            let pick = |set: u64| (1..=64).find(|&n| set & bit(n) != 0 && is_fatal(n));
+            pick(bits & sync).or_else(|| pick(bits))
+        };
+        self.live_threads(g)
+            .into_iter()
+            .find_map(|th| first(self.tasks[th].pending))
+            .or_else(|| first(self.groups[g].shared))
     }
 
     fn complete_fatal(&mut self, g: usize, status: i32) {

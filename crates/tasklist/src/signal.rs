@@ -453,23 +453,44 @@ fn task_key(t: &Arc<TaskInner>) -> usize {
     Arc::as_ptr(t) as usize
 }
 
-/// The lowest-numbered signal with a fatal default action queued for the group or one
-/// of its live threads (what the first woken thread's `get_signal` dequeues and dies
-/// of). The caller holds the siglock.
+/// `SYNCHRONOUS_MASK`: the signals `next_signal` dequeues before any other of a set
+/// (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS), whoever sent them.
+const SYNCHRONOUS_MASK: u64 = Signal::SEGV.mask()
+    | Signal::BUS.mask()
+    | Signal::ILL.mask()
+    | Signal::TRAP.mask()
+    | Signal::FPE.mask()
+    | Signal::SYS.mask();
+
+/// The first signal of `bits` a woken thread dies of, in `next_signal`'s order: the
+/// synchronous ones first, then the lowest-numbered; signals whose default action is
+/// not fatal are taken and passed over (SIGCHLD runs the handler uproc assumes).
+fn first_fatal(bits: u64) -> Option<Signal> {
+    let pick = |set: u64| {
+        (1..=SIGRTMAX)
+            .filter(|n| set & (1u64 << (n - 1)) != 0)
+            .filter_map(|n| Signal::new(n).ok())
+            .find(|s| {
+                matches!(
+                    s.default_action(),
+                    DefaultAction::Term | DefaultAction::Core
+                )
+            })
+    };
+    pick(bits & SYNCHRONOUS_MASK).or_else(|| pick(bits))
+}
+
+/// The fatal signal a continued group dies of: what the first woken thread's
+/// `get_signal` dequeues. `dequeue_signal` takes the thread's own set before the
+/// group's, so a live thread's private fatal signal comes first (threads in the
+/// group's order, leader first, as SIGCONT wakes them), then the group's shared one
+/// (measured on Linux 6.18: a stopped process with SIGHUP queued by `kill` and SIGUSR1
+/// by `tgkill` dies of SIGUSR1 when continued; with SIGHUP and SIGSEGV both queued by
+/// `kill`, of SIGSEGV). The caller holds the siglock.
 fn pending_fatal(st: &GroupState) -> Option<Signal> {
-    let mut bits = st.shared_pending.bits();
-    for th in ThreadGroup::live_threads(st) {
-        bits |= th.pending.load(Ordering::Acquire);
-    }
-    (1..=SIGRTMAX)
-        .filter(|n| bits & (1u64 << (n - 1)) != 0)
-        .filter_map(|n| Signal::new(n).ok())
-        .find(|s| {
-            matches!(
-                s.default_action(),
-                DefaultAction::Term | DefaultAction::Core
-            )
-        })
+    ThreadGroup::live_threads(st)
+        .find_map(|th| first_fatal(th.pending.load(Ordering::Acquire)))
+        .or_else(|| first_fatal(st.shared_pending.bits()))
 }
 
 /// A fatal signal hit the group (`complete_signal` with `sig_fatal`): SIGKILL every

@@ -253,6 +253,36 @@ fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
                 [i64::from(pid), 0, 0, 0]
             }
             2 => libc::_exit(a as i32),
+            8 => {
+                let id = a as usize;
+                if !make_fifos(dir, id) {
+                    return [-errno(), 0, 0, 0];
+                }
+                NEW_TID.store(0, std::sync::atomic::Ordering::SeqCst);
+                let arg = Box::into_raw(Box::new((*dir, id)));
+                let mut th: libc::pthread_t = std::mem::zeroed();
+                let r = libc::pthread_create(&mut th, std::ptr::null(), thread_main, arg.cast());
+                if r != 0 {
+                    drop(Box::from_raw(arg));
+                    return [-i64::from(r), 0, 0, 0];
+                }
+                libc::pthread_detach(th);
+                loop {
+                    let tid = NEW_TID.load(std::sync::atomic::Ordering::SeqCst);
+                    if tid != 0 {
+                        return [i64::from(tid), 0, 0, 0];
+                    }
+                    libc::sched_yield();
+                }
+            }
+            9 => {
+                libc::syscall(libc::SYS_exit, a as i32);
+                unreachable!("SYS_exit returned");
+            }
+            10 => {
+                let r = libc::syscall(libc::SYS_tgkill, a as i32, b as i32, c as i32);
+                [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
+            }
             3 => {
                 let r = libc::kill(a as i32, b as i32);
                 [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
@@ -285,6 +315,19 @@ fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
             _ => [-i64::from(libc::ENOSYS), 0, 0, 0],
         }
     }
+}
+
+/// The tid of the thread a `pthread_create` just made (it stores it first thing).
+static NEW_TID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// A controlled thread: reports its tid, then serves its own FIFOs.
+extern "C" fn thread_main(arg: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: `arg` is the `Box` the creating thread leaked for this one.
+    let (dir, id) = *unsafe { Box::from_raw(arg.cast::<(Dir, usize)>()) };
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    NEW_TID.store(tid, std::sync::atomic::Ordering::SeqCst);
+    controlled(&dir, id)
 }
 
 /// A controlled process's loop: one command per line on its FIFO, one reply per line.
@@ -340,6 +383,20 @@ enum Op {
     Fork {
         actor: usize,
     },
+    /// A thread of the actor's process (`pthread_create`; `CLONE_THREAD`).
+    Thread {
+        actor: usize,
+    },
+    /// The actor thread alone (`SYS_exit`); `Exit` is `exit_group` (`_exit`).
+    ThreadExit {
+        actor: usize,
+        code: i32,
+    },
+    Tgkill {
+        actor: usize,
+        target: usize,
+        sig: i32,
+    },
     Exit {
         actor: usize,
         code: i32,
@@ -391,6 +448,8 @@ enum WaitSel {
 /// The kernel side of one process the driver made.
 struct KProc {
     pid: i32,
+    /// The thread group's id (its leader's pid).
+    tgid: i32,
     cmd: i32,
     resp: i32,
 }
@@ -422,10 +481,10 @@ impl Kernel {
         // SAFETY: a write of a short buffer to a FIFO the process reads.
         let w = unsafe { libc::write(p.cmd, line.as_ptr().cast(), line.len()) };
         assert_eq!(w, line.len() as isize, "command to process {id}");
-        if args[0] == 2 {
+        if args[0] == 2 || args[0] == 9 {
             return [0; 4];
         }
-        // A kill that stops or ends its own sender never replies (a stopped one
+        // A kill or tgkill that stops or ends its own sender never replies (a stopped one
         // replies once continued: `drain` drops that late reply before the next
         // command).
         let mut pfd = libc::pollfd {
@@ -435,7 +494,10 @@ impl Kernel {
         };
         // SAFETY: poll on one descriptor of ours.
         if unsafe { libc::poll(&mut pfd, 1, 500) } != 1 {
-            assert_eq!(args[0], 3, "no reply from process {id} to {args:?}");
+            assert!(
+                matches!(args[0], 3 | 10),
+                "no reply from process {id} to {args:?}"
+            );
             return [0; 4];
         }
         let mut buf = [0u8; 128];
@@ -445,12 +507,18 @@ impl Kernel {
         parse_nums(&buf[..n as usize])
     }
 
-    /// After a fork that returned `pid` for new process `id`: its FIFOs.
-    fn adopt(&mut self, id: usize, pid: i32) {
+    /// After a fork or a thread creation that returned `pid` for new task `id`: its
+    /// FIFOs.
+    fn adopt(&mut self, id: usize, pid: i32, tgid: i32) {
         let cmd = open_fifo(&self.dir, b'c', id);
         let resp = open_fifo(&self.dir, b'r', id);
         assert!(cmd >= 0 && resp >= 0, "FIFOs of process {id}");
-        self.procs.push(KProc { pid, cmd, resp });
+        self.procs.push(KProc {
+            pid,
+            tgid,
+            cmd,
+            resp,
+        });
         self.by_pid.insert(pid, id);
     }
 
@@ -674,7 +742,9 @@ const SIGNALS: [i32; 9] = [
     libc::SIGCHLD,
 ];
 
-fn gen_op(rng: &mut Rng, seen: &[Seen]) -> Op {
+/// The next step, for a state both worlds agree on. `leaders[i]`: task `i` leads its
+/// thread group.
+fn gen_op(rng: &mut Rng, seen: &[Seen], leaders: &[bool]) -> Op {
     let runnable: Vec<usize> = (0..seen.len())
         .filter(|&i| seen[i].state == TaskState::Running)
         .collect();
@@ -686,11 +756,26 @@ fn gen_op(rng: &mut Rng, seen: &[Seen]) -> Op {
     let actor = runnable[rng.below(runnable.len())];
     let any = rng.below(seen.len());
     loop {
-        return match rng.below(20) {
-            0..=4 if live < MAX_LIVE => Op::Fork { actor },
+        return match rng.below(27) {
+            // Only leaders fork: when a process with several threads dies, each thread
+            // hands its own children to the reaper as it exits, in an order the
+            // kernel's scheduling decides, and a later wait would report whichever
+            // came first.
+            0..=4 if live < MAX_LIVE && leaders[actor] => Op::Fork { actor },
             5 | 6 if actor != 0 => Op::Exit {
                 actor,
                 code: rng.below(4) as i32,
+            },
+            // The driver stays single-threaded (the namespace's init, which forks).
+            20..=22 if live < MAX_LIVE && actor != 0 => Op::Thread { actor },
+            23 if actor != 0 => Op::ThreadExit {
+                actor,
+                code: rng.below(4) as i32,
+            },
+            24..=26 => Op::Tgkill {
+                actor,
+                target: any,
+                sig: SIGNALS[rng.below(SIGNALS.len())],
             },
             7..=10 => Op::Kill {
                 actor,
@@ -789,8 +874,30 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
             if r < 0 {
                 return Outcome::Failed(-r as i32);
             }
-            k.adopt(new_id, r as i32);
+            k.adopt(new_id, r as i32, r as i32);
             Outcome::Forked
+        }
+        Op::Thread { actor } => {
+            let r = k.command(actor, [8, new_id as i64, 0, 0])[0];
+            if r < 0 {
+                return Outcome::Failed(-r as i32);
+            }
+            let tgid = k.procs[actor].tgid;
+            k.adopt(new_id, r as i32, tgid);
+            Outcome::Forked
+        }
+        Op::ThreadExit { actor, code } => {
+            k.command(actor, [9, i64::from(code), 0, 0]);
+            Outcome::Done
+        }
+        Op::Tgkill { actor, target, sig } => {
+            let (tgid, tid) = (k.procs[target].tgid, k.pid(target));
+            let r = k.command(actor, [10, i64::from(tgid), i64::from(tid), i64::from(sig)])[0];
+            if r < 0 {
+                Outcome::Failed(-r as i32)
+            } else {
+                Outcome::Done
+            }
         }
         Op::Exit { actor, code } => {
             k.command(actor, [2, i64::from(code), 0, 0]);
@@ -872,9 +979,38 @@ fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
             }
             Err(e) => errno_of(e),
         },
+        Op::Thread { actor } => {
+            let args = CloneArgs {
+                flags: CloneFlags::THREAD | CloneFlags::SIGHAND | CloneFlags::VM,
+                ..CloneArgs::default()
+            };
+            match u.tasks[actor].fork(&args) {
+                Ok(t) => {
+                    assert_eq!(u.tasks.len(), new_id);
+                    u.by_pid.insert(t.pid(), new_id);
+                    u.tasks.push(t);
+                    Outcome::Forked
+                }
+                Err(e) => errno_of(e),
+            }
+        }
         Op::Exit { actor, code } => {
+            u.tasks[actor].exit_group(code);
+            Outcome::Done
+        }
+        Op::ThreadExit { actor, code } => {
             u.tasks[actor].exit(code);
             Outcome::Done
+        }
+        Op::Tgkill {
+            actor,
+            target,
+            sig: s,
+        } => {
+            let t = &u.tasks[target];
+            u.tasks[actor]
+                .tgkill(t.tgid(), t.pid(), sig(s))
+                .map_or_else(errno_of, |()| Outcome::Done)
         }
         Op::Kill {
             actor,
@@ -952,13 +1088,14 @@ fn driver() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(120);
     let mut compared = 0usize;
+    let mut stats = Stats::default();
     for seed in 1..=seeds {
         let sub = format!("{dir}/s{seed}");
         std::fs::create_dir_all(&sub).expect("seed directory");
-        compared += run_seed(seed, &sub, steps);
+        compared += run_seed(seed, &sub, steps, &mut stats);
     }
     println!(
-        "{DONE} {compared} steps compared with Linux {} under {} profiles, {seeds} seeds",
+        "{DONE} {compared} steps ({stats}) compared with Linux {} under {} profiles, {seeds} seeds",
         std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .unwrap_or_default()
             .trim(),
@@ -966,11 +1103,50 @@ fn driver() {
     );
 }
 
-fn run_seed(seed: u64, dir: &str, steps: usize) -> usize {
+/// What the steps did, for the summary line (so that a run shows it reached threads,
+/// stops and zombie leaders).
+#[derive(Default)]
+struct Stats {
+    ops: std::collections::BTreeMap<&'static str, usize>,
+    reports: usize,
+    stopped: usize,
+    zombie_leaders: usize,
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (k, n) in &self.ops {
+            write!(f, "{k} {n}, ")?;
+        }
+        write!(
+            f,
+            "wait reports {}, stopped processes seen {}, zombie leaders with live threads seen {}",
+            self.reports, self.stopped, self.zombie_leaders
+        )
+    }
+}
+
+fn op_name(op: &Op) -> &'static str {
+    match op {
+        Op::Fork { .. } => "fork",
+        Op::Thread { .. } => "thread",
+        Op::Exit { .. } => "exit_group",
+        Op::ThreadExit { .. } => "exit",
+        Op::Kill { .. } => "kill",
+        Op::Tgkill { .. } => "tgkill",
+        Op::Wait { .. } => "waitid",
+        Op::Setpgid { .. } => "setpgid",
+        Op::Setsid { .. } => "setsid",
+        Op::Subreaper { .. } => "subreaper",
+    }
+}
+
+fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
     let mut k = Kernel {
         dir: Dir::new(dir),
         procs: vec![KProc {
             pid: 1,
+            tgid: 1,
             cmd: -1,
             resp: -1,
         }],
@@ -982,14 +1158,52 @@ fn run_seed(seed: u64, dir: &str, steps: usize) -> usize {
     let mut done = 0;
     let mut seen = k.settle();
     for step in 0..steps {
-        let op = gen_op(&mut rng, &seen);
+        let leaders: Vec<bool> = k.procs.iter().map(|p| p.pid == p.tgid).collect();
+        let op = gen_op(&mut rng, &seen, &leaders);
         let new_id = k.procs.len();
         let want = kernel_step(&mut k, op, new_id);
         seen = k.settle();
+        *stats.ops.entry(op_name(&op)).or_default() += 1;
+        stats.reports += usize::from(matches!(want, Outcome::Waited(Some(_))));
+        stats.stopped += seen
+            .iter()
+            .filter(|s| s.state == TaskState::Stopped)
+            .count();
+        stats.zombie_leaders += (1..seen.len())
+            .filter(|&i| {
+                seen[i].state == TaskState::Zombie
+                    && k.procs[i].tgid == k.procs[i].pid
+                    && (1..seen.len()).any(|j| {
+                        j != i
+                            && k.procs[j].tgid == k.procs[i].pid
+                            && !matches!(seen[j].state, TaskState::Dead | TaskState::Zombie)
+                    })
+            })
+            .count();
         log.push(format!("{step}: {op:?} -> {want:?}"));
-        for u in &mut worlds {
-            let got = uproc_step(u, op, new_id);
-            if got != want {
+        let got: Vec<Outcome> = worlds
+            .iter_mut()
+            .map(|u| uproc_step(u, op, new_id))
+            .collect();
+        let mut reconciled = false;
+        if let Op::Wait { actor, opts, .. } = op {
+            match reconcile_waits(&mut k, &mut worlds, actor, opts, &want, &got) {
+                Ok(None) => {}
+                Ok(Some(note)) => {
+                    log.push(format!("   {note}"));
+                    seen = k.settle();
+                    reconciled = true;
+                }
+                Err(what) => diverge(seed, step, Profile::default(), &log, &what),
+            }
+        }
+        for (u, got) in worlds.iter_mut().zip(&got) {
+            let agree = if reconciled {
+                same_kind(got, &want)
+            } else {
+                *got == want
+            };
+            if !agree {
                 diverge(
                     seed,
                     step,
@@ -1040,6 +1254,112 @@ fn run_seed(seed: u64, dir: &str, steps: usize) -> usize {
         while libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) > 0 {}
     }
     done
+}
+
+/// Whether two wait outcomes agree but for which ready child they name (the caller
+/// checked that each named child was ready in every world: `reconcile_waits`).
+fn same_kind(a: &Outcome, b: &Outcome) -> bool {
+    match (a, b) {
+        (Outcome::Waited(Some(_)), Outcome::Waited(Some(_))) => true,
+        _ => a == b,
+    }
+}
+
+/// Several children ready at once: Linux reports the first on the waiter's children
+/// list, and the order of that list follows the order in which the processes that
+/// handed children on to the waiter died, which a group kill leaves to the kernel's
+/// scheduler. When the worlds named different children, each must have been ready in
+/// every world (a `WNOWAIT` wait by pid reports it the same); a consuming wait is then
+/// completed in every world for every child named, so that they agree again. Returns
+/// what was done, `None` when no two worlds named different children; an error when a
+/// child some world named was not ready (or not the same) in another.
+fn reconcile_waits(
+    k: &mut Kernel,
+    worlds: &mut [Uproc],
+    actor: usize,
+    opts: i32,
+    want: &Outcome,
+    got: &[Outcome],
+) -> Result<Option<String>, String> {
+    let named = |o: &Outcome| match o {
+        Outcome::Waited(Some((Some(id), code, status))) => Some((*id, *code, *status)),
+        _ => None,
+    };
+    let Some(kernel) = named(want) else {
+        return Ok(None);
+    };
+    let mut all = vec![kernel];
+    for g in got {
+        let Some(g) = named(g) else {
+            return Ok(None);
+        };
+        if !all.iter().any(|a| a.0 == g.0) {
+            all.push(g);
+        }
+    }
+    if all.len() == 1 {
+        return Ok(None);
+    }
+    let probe = opts | libc::WNOWAIT;
+    let consuming = opts & libc::WNOWAIT == 0;
+    for &(id, code, status) in &all {
+        if id != kernel.0 {
+            let r = k.command(
+                actor,
+                [
+                    4,
+                    i64::from(libc::P_PID),
+                    i64::from(k.pid(id)),
+                    i64::from(probe),
+                ],
+            );
+            if r[0] != 0 || (r[1] as i32, r[2] as i32, r[3] as i32) != (k.pid(id), code, status) {
+                return Err(format!(
+                    "uproc reported child {id} ({code}, {status}), the kernel does not: {r:?}"
+                ));
+            }
+            if consuming {
+                k.command(
+                    actor,
+                    [
+                        4,
+                        i64::from(libc::P_PID),
+                        i64::from(k.pid(id)),
+                        i64::from(opts),
+                    ],
+                );
+            }
+        }
+        for (u, g) in worlds.iter_mut().zip(got) {
+            if named(g).map(|n| n.0) == Some(id) {
+                continue;
+            }
+            let which = WaitId::Pid(u.pid(id));
+            let o = WaitOptions::from_bits_retain(probe as u32);
+            match u.tasks[actor].wait(which, o) {
+                Ok(Some(info)) if code_of(&info) == (code, status) => {}
+                other => {
+                    return Err(format!(
+                        "{}: child {id} ({code}, {status}) was reported elsewhere, here {other:?}",
+                        u.profile
+                    ));
+                }
+            }
+            if consuming {
+                let o = WaitOptions::from_bits_retain(opts as u32);
+                let _ = u.tasks[actor].wait(which, o);
+            }
+        }
+    }
+    Ok(Some(format!(
+        "several children ready, each world named one of {:?}: all of them {}",
+        all.iter().map(|a| a.0).collect::<Vec<_>>(),
+        if consuming {
+            "consumed everywhere"
+        } else {
+            "left (WNOWAIT)"
+        }
+    )))
 }
 
 fn diverge(seed: u64, step: usize, profile: Profile, log: &[String], what: &str) -> ! {

@@ -8,7 +8,8 @@
 //!   and is not left pending (`complete_signal`: `wants_signal` is false for a
 //!   `PF_EXITING` thread, and a `PIDTYPE_PID` signal is not passed on to another
 //!   thread). SIGCONT still continues the group (`prepare_signal` acts at send time).
-//! - A stop signal to a stopped process stays queued until SIGCONT flushes it.
+//! - A stop signal to a stopped process stays queued until SIGCONT flushes it; a fatal
+//!   one acts when SIGCONT wakes the process, the thread's own before the group's.
 
 #[macro_use]
 mod common;
@@ -523,7 +524,46 @@ fn stop_signals_to_a_stopped_process_stay_queued_until_sigcont() {
     assert_at_rest(&sys);
 }
 
+/// What a stopped process with several fatal signals queued dies of when continued:
+/// the woken thread's `dequeue_signal` takes its own set before the group's, and
+/// `next_signal` the synchronous signals (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE,
+/// SIGSYS) before the lowest-numbered. Measured on Linux 6.18 (the same five cases):
+/// HUP+SEGV by kill dies of SEGV, TERM+USR1 of USR1, HUP by kill + USR1 by tgkill of
+/// USR1, SEGV by kill + USR1 by tgkill of USR1, INT+SYS of SYS (found by
+/// `tests/kernel_lifecycle.rs`: uproc took the lowest-numbered of all).
+fn a_continued_process_dies_of_what_its_thread_dequeues_first() {
+    let sys = system();
+    let init = sys.init();
+    let cases: [(&[Signal], &[Signal], Signal); 5] = [
+        (&[Signal::HUP, Signal::SEGV], &[], Signal::SEGV),
+        (&[Signal::USR1, Signal::TERM], &[], Signal::USR1),
+        (&[Signal::HUP], &[Signal::USR1], Signal::USR1),
+        (&[Signal::SEGV], &[Signal::USR1], Signal::USR1),
+        (&[Signal::INT, Signal::SYS], &[], Signal::SYS),
+    ];
+    for (by_kill, by_tgkill, dies_of) in cases {
+        let c = fork(&init);
+        let pid = init.pid_of(&c);
+        init.kill(pid, Signal::STOP).unwrap();
+        for &sig in by_kill {
+            init.kill(pid, sig).unwrap();
+        }
+        for &sig in by_tgkill {
+            init.tgkill(pid, pid, sig).unwrap();
+        }
+        assert_eq!(c.state(), TaskState::Stopped, "{by_kill:?} {by_tgkill:?}");
+        init.kill(pid, Signal::CONT).unwrap();
+        assert_eq!(
+            reap(&init, &c).status.signaled(),
+            Some(dies_of),
+            "kill {by_kill:?}, tgkill {by_tgkill:?}"
+        );
+    }
+    assert_at_rest(&sys);
+}
+
 every_profile!(
+    a_continued_process_dies_of_what_its_thread_dequeues_first,
     stop_signals_to_a_stopped_process_stay_queued_until_sigcont,
     kill_pgrp_reaches_a_process_whose_leader_exited,
     a_reparent_that_orphans_a_stopped_group_sends_it_sighup_and_sigcont,
