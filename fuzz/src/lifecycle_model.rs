@@ -993,6 +993,8 @@ impl Model {
                 has_child_subreaper: self.groups[pg].has_child_subreaper
                     || self.groups[pg].is_subreaper,
                 autoreap,
+                // `copy_sighand`: the caller's dispositions.
+                sigchld: self.groups[ag].sigchld,
                 ..MGroup::new(idx, pgrp, session, inner_nr == 1)
             };
             self.groups.push(g);
@@ -1866,8 +1868,8 @@ impl Model {
         }
     }
 
-    /// What a continued group dies of: `dequeue_signal` takes a thread's own set before
-    /// the group's (threads leader first), and `next_signal` the synchronous signals
+    /// What a continued group dies of: `dequeue_signal` takes the first woken thread's
+    /// own set before the group's (threads leader first), and `next_signal` the synchronous signals
     /// (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS) before the lowest-numbered.
     fn pending_fatal(&self, g: usize) -> Option<i32> {
         let sync = [
@@ -1884,10 +1886,17 @@ impl Model {
             let pick = |set: u64| (1..=64).find(|&n| set & bit(n) != 0 && is_fatal(n));
             pick(bits & sync).or_else(|| pick(bits))
         };
-        self.live_threads(g)
-            .into_iter()
-            .find_map(|th| first(self.tasks[th].pending))
+        // The first live thread (leader first) runs first: its own set, then the
+        // group's, then the other threads' own.
+        let live = self.live_threads(g);
+        live.first()
+            .and_then(|&th| first(self.tasks[th].pending))
             .or_else(|| first(self.groups[g].shared))
+            .or_else(|| {
+                live.iter()
+                    .skip(1)
+                    .find_map(|&th| first(self.tasks[th].pending))
+            })
     }
 
     fn complete_fatal(&mut self, g: usize, status: i32) {
@@ -2788,6 +2797,16 @@ pub(crate) fn run(profile: Profile, reap_orphans: bool, ops: &[Op]) -> Result<St
                 real[a].set_sigchld(d);
                 let g = m.tasks[a].group;
                 m.groups[g].sigchld = d;
+                // `do_sigaction`: `SIG_IGN` discards a pending SIGCHLD everywhere.
+                if d == SigChld::Ignore {
+                    m.groups[g].shared &= !bit(libc::SIGCHLD);
+                    let all: Vec<usize> = std::iter::once(m.groups[g].leader)
+                        .chain(m.groups[g].threads.iter().copied())
+                        .collect();
+                    for t in all {
+                        m.tasks[t].pending &= !bit(libc::SIGCHLD);
+                    }
+                }
             }
             Op::Subreaper { actor, on } => {
                 let a = pick(*actor);

@@ -462,7 +462,7 @@ fn attach(
         let mut ch = p.group().children.lock();
         let my_group = me.group();
         // One siglock round for everything read from the caller's group.
-        let (now_parent, ids, dying, my_sub) = {
+        let (now_parent, ids, dying, my_sub, sigchld) = {
             let mut st = my_group.sig.lock();
             // The list is the caller's group's: it has children from here on (or
             // fails below), see `GroupState::had_children`.
@@ -476,6 +476,9 @@ fn attach(
                 crate::pgrp::ids_for_child(&mut st, my_group),
                 group_dying(me, &st),
                 st.has_child_subreaper || st.is_subreaper,
+                // `copy_sighand`: the child starts with the caller's dispositions,
+                // SIGCHLD's `SIG_IGN` and `SA_NOCLDWAIT` included.
+                st.sigchld,
             )
         };
         if parent_flag
@@ -513,7 +516,7 @@ fn attach(
         // lock is taken on them.
         let real_parent = Arc::downgrade(rp);
         let child = build_leader(|leader| {
-            let st = GroupState::for_child(leader, real_parent, ids, has_sub, init);
+            let st = GroupState::for_child(leader, real_parent, ids, has_sub, init, sigchld);
             let group = ThreadGroup::new(st);
             group.autoreap.store(autoreap, Ordering::Relaxed);
             proto.into_task(GroupHome::Own(group), true)

@@ -481,16 +481,22 @@ fn first_fatal(bits: u64) -> Option<Signal> {
 }
 
 /// The fatal signal a continued group dies of: what the first woken thread's
-/// `get_signal` dequeues. `dequeue_signal` takes the thread's own set before the
-/// group's, so a live thread's private fatal signal comes first (threads in the
-/// group's order, leader first, as SIGCONT wakes them), then the group's shared one
+/// `get_signal` dequeues. `dequeue_signal` takes that thread's own set before the
+/// group's, so its private fatal signal comes first, then the group's shared one
 /// (measured on Linux 6.18: a stopped process with SIGHUP queued by `kill` and SIGUSR1
 /// by `tgkill` dies of SIGUSR1 when continued; with SIGHUP and SIGSEGV both queued by
-/// `kill`, of SIGSEGV). The caller holds the siglock.
+/// `kill`, of SIGSEGV). Which thread of several runs first is the scheduler's choice
+/// (with the SIGUSR1 on a second thread Linux was seen dying of either signal):
+/// uproc takes the first live one in the group's order, leader first, as SIGCONT
+/// wakes them, then another thread's own set. The caller holds the siglock.
 fn pending_fatal(st: &GroupState) -> Option<Signal> {
-    ThreadGroup::live_threads(st)
-        .find_map(|th| first_fatal(th.pending.load(Ordering::Acquire)))
+    let mut threads = ThreadGroup::live_threads(st);
+    let first = threads
+        .next()
+        .and_then(|th| first_fatal(th.pending.load(Ordering::Acquire)));
+    first
         .or_else(|| first_fatal(st.shared_pending.bits()))
+        .or_else(|| threads.find_map(|th| first_fatal(th.pending.load(Ordering::Acquire))))
 }
 
 /// A fatal signal hit the group (`complete_signal` with `sig_fatal`): SIGKILL every

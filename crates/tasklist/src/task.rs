@@ -708,12 +708,14 @@ impl GroupState {
         ids: Arc<ProcessIds>,
         has_child_subreaper: bool,
         unkillable: bool,
+        sigchld: SigChld,
     ) -> GroupState {
         GroupState {
             shared_pending: SharedPending::new(leader),
             real_parent,
             ids: Some(ids),
             has_child_subreaper,
+            sigchld,
             ..GroupState::new_process(unkillable)
         }
     }
@@ -1456,12 +1458,25 @@ impl Task {
     }
 
     /// The SIGCHLD disposition of this process: `Ignore` and `NoCldWait` make its
-    /// children autoreap; `Ignore` also drops the SIGCHLD itself.
+    /// children autoreap; `Ignore` also drops the SIGCHLD itself, and discards one
+    /// already pending, in the group's set and every thread's (`do_sigaction`: a
+    /// signal set to `SIG_IGN` is flushed). Children forked from here on start with
+    /// this disposition (`copy_sighand`).
+    ///
+    /// # References
+    /// [sigaction(2)](https://man7.org/linux/man-pages/man2/sigaction.2.html), `do_sigaction`
+    /// in `kernel/signal.c`.
     pub fn set_sigchld(&self, d: SigChld) {
         let mut st = self.0.group().sig.lock();
         st.sigchld = d;
         if d != SigChld::Default {
             st.shared_pending.set_chld_noop(false);
+        }
+        if d == SigChld::Ignore {
+            st.shared_pending.remove(Signal::CHLD);
+            for th in ThreadGroup::attached_threads(&st) {
+                th.pending.fetch_and(!Signal::CHLD.mask(), Ordering::AcqRel);
+            }
         }
     }
 

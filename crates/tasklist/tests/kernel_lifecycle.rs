@@ -1,6 +1,7 @@
 //! Differential test of the process life cycle against the real kernel: random
-//! sequences of fork, exit, kill, waitid, setpgid, setsid and the child-subreaper bit,
-//! run by real processes in a fresh pid namespace and by uproc under every profile in
+//! sequences of fork, thread creation, `exit_group` and thread exits, kill and tgkill,
+//! waitid, setpgid, setsid, the child-subreaper bit and the SIGCHLD disposition, run
+//! by real processes in a fresh pid namespace and by uproc under every profile in
 //! lockstep, compared after every step.
 //!
 //! The test re-executes its own binary as pid 1 of a new pid namespace (`unshare -Urpf
@@ -9,10 +10,20 @@
 //! of a nested namespace too (forked with `CLONE_NEWPID` from the runtime init, in a
 //! session of its own as the driver makes itself); neither reaps orphans unless a step
 //! says so. Every other process is a *controlled* process forked by the driver or by
-//! another controlled process: it blocks in `read` on its command FIFO, runs one
-//! command (fork, `_exit`, kill, waitid with `WNOHANG`, setpgid, setsid, prctl) and
-//! writes the result to its reply FIFO. SIGCHLD is blocked everywhere, so that it stays
-//! pending as uproc's default disposition keeps it.
+//! another controlled process, and every thread of one (`pthread_create`), blocks in
+//! `read` on its own command FIFO, runs one command (fork, thread creation, `_exit`,
+//! `SYS_exit`, kill, tgkill, waitid with `WNOHANG`, setpgid, setsid, prctl, sigaction)
+//! and writes the result to its reply FIFO. SIGCHLD is blocked everywhere, so that it
+//! stays pending as uproc's default disposition keeps it (uproc's `SigChld::Default`
+//! is a handler here, `Ignore` is `SIG_IGN`, whose SIGCHLDs queued only because the
+//! signal is blocked are left out of the comparison).
+//!
+//! Two orders are the kernel scheduler's, not a rule: which thread of a dying process
+//! hands its children on first, and which of several processes killed at once dies
+//! first, decide the order of the reaper's children list. So only leaders fork, and
+//! when the worlds' waits name different ready children, each named child must be
+//! ready in every world (a `WNOWAIT` wait by pid reports it the same) and is then
+//! reaped in every world.
 //!
 //! After each step the driver waits until the kernel's view settles (signal delivery,
 //! group stops and exits run in the target's own context), then compares, for every
@@ -24,8 +35,12 @@
 //!
 //! Where `unshare` is missing or not permitted the test prints why and passes.
 //! `UPROC_KERNEL_SEEDS` (default 6) and `UPROC_KERNEL_STEPS` (default 120) size it.
-//! Found so far: a stop signal to a stopped process stays queued until SIGCONT
-//! (`ShdPnd`), which uproc dropped.
+//! Found so far (each then measured by hand and pinned by a unit test): a stop signal
+//! to a stopped process stays queued until SIGCONT (uproc dropped it); a continued
+//! process dies of its thread's own fatal signal before the group's, and of a
+//! synchronous one before a lower-numbered one (uproc took the lowest-numbered of
+//! all); a child inherits its parent's SIGCHLD disposition, and `SIG_IGN` discards a
+//! pending SIGCHLD (uproc did neither).
 #![allow(unsafe_code)]
 
 use std::collections::HashMap;
@@ -34,7 +49,7 @@ use std::time::{Duration, Instant};
 
 use uproc_abi::{CloneFlags, Errno, Profile, Signal, WaitOptions};
 use uproc_tasklist::{
-    ChildCode, CloneArgs, System, SystemConfig, Task, TaskState, WaitId, WaitInfo,
+    ChildCode, CloneArgs, SigChld, System, SystemConfig, Task, TaskState, WaitId, WaitInfo,
 };
 
 const ROLE_ENV: &str = "UPROC_TASKLIST_KERNEL_DRIVER";
@@ -283,6 +298,30 @@ fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
                 let r = libc::syscall(libc::SYS_tgkill, a as i32, b as i32, c as i32);
                 [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
             }
+            11 => {
+                // uproc's `SigChld`: Default (a handler: SIGCHLD is queued, here while
+                // blocked), Ignore (`SIG_IGN`), NoCldWait (a handler with
+                // `SA_NOCLDWAIT`).
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = if a == 1 {
+                    libc::SIG_IGN
+                } else {
+                    chld_handler as extern "C" fn(libc::c_int) as libc::sighandler_t
+                };
+                if a == 2 {
+                    sa.sa_flags = libc::SA_NOCLDWAIT;
+                }
+                // Leaving `SIG_IGN`: what was queued under it (only because SIGCHLD is
+                // blocked here) goes first, as an unblocked `SIG_IGN` would have
+                // discarded it at the send: setting `SIG_IGN` again flushes it.
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut old);
+                if old.sa_sigaction == libc::SIG_IGN {
+                    libc::sigaction(libc::SIGCHLD, &old, std::ptr::null_mut());
+                }
+                let r = libc::sigaction(libc::SIGCHLD, &sa, std::ptr::null_mut());
+                [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
+            }
             3 => {
                 let r = libc::kill(a as i32, b as i32);
                 [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
@@ -316,6 +355,10 @@ fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
         }
     }
 }
+
+/// The SIGCHLD handler of uproc's `SigChld::Default` and `NoCldWait` (never runs:
+/// SIGCHLD is blocked).
+extern "C" fn chld_handler(_: libc::c_int) {}
 
 /// The tid of the thread a `pthread_create` just made (it stores it first thing).
 static NEW_TID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
@@ -421,6 +464,11 @@ enum Op {
     Setsid {
         actor: usize,
     },
+    /// The SIGCHLD disposition: 0 default (a handler), 1 `SIG_IGN`, 2 `SA_NOCLDWAIT`.
+    Sigchld {
+        actor: usize,
+        mode: u8,
+    },
     Subreaper {
         actor: usize,
         on: bool,
@@ -458,6 +506,8 @@ struct Kernel {
     dir: Dir,
     procs: Vec<KProc>,
     by_pid: HashMap<i32, usize>,
+    /// Thread groups (by tgid) whose SIGCHLD disposition is `SIG_IGN`.
+    ignoring: std::collections::HashSet<i32>,
 }
 
 impl Kernel {
@@ -524,6 +574,10 @@ impl Kernel {
 
     fn pid(&self, id: usize) -> i32 {
         self.procs[id].pid
+    }
+
+    fn ignores_chld(&self, id: usize) -> bool {
+        self.ignoring.contains(&self.procs[id].tgid)
     }
 
     /// `/proc` for process `id`: state, ppid, pgrp, session, pending; `None` once gone.
@@ -744,7 +798,8 @@ const SIGNALS: [i32; 9] = [
 
 /// The next step, for a state both worlds agree on. `leaders[i]`: task `i` leads its
 /// thread group.
-fn gen_op(rng: &mut Rng, seen: &[Seen], leaders: &[bool]) -> Op {
+/// `shared_stop[i]`: task `i`'s process has another live thread and is stopped.
+fn gen_op(rng: &mut Rng, seen: &[Seen], leaders: &[bool], shared_stop: &[bool]) -> Op {
     let runnable: Vec<usize> = (0..seen.len())
         .filter(|&i| seen[i].state == TaskState::Running)
         .collect();
@@ -756,7 +811,7 @@ fn gen_op(rng: &mut Rng, seen: &[Seen], leaders: &[bool]) -> Op {
     let actor = runnable[rng.below(runnable.len())];
     let any = rng.below(seen.len());
     loop {
-        return match rng.below(27) {
+        return match rng.below(28) {
             // Only leaders fork: when a process with several threads dies, each thread
             // hands its own children to the reaper as it exits, in an order the
             // kernel's scheduling decides, and a later wait would report whichever
@@ -772,11 +827,28 @@ fn gen_op(rng: &mut Rng, seen: &[Seen], leaders: &[bool]) -> Op {
                 actor,
                 code: rng.below(4) as i32,
             },
-            24..=26 => Op::Tgkill {
+            // Not the driver: its disposition must keep orphans as zombies, as uproc's
+            // runtime init does not reap them here.
+            27 if actor != 0 => Op::Sigchld {
                 actor,
-                target: any,
-                sig: SIGNALS[rng.below(SIGNALS.len())],
+                mode: rng.below(3) as u8,
             },
+            // A fatal signal queued on one thread of a stopped process with several:
+            // when SIGCONT wakes them, whichever thread runs first dies of its own
+            // set's signal or of the group's, the scheduler's choice (measured: either
+            // happens), so not that.
+            24..=26 => {
+                let sig = SIGNALS[rng.below(SIGNALS.len())];
+                let fatal = matches!(sig, libc::SIGTERM | libc::SIGUSR1 | libc::SIGHUP);
+                if fatal && shared_stop[any] {
+                    continue;
+                }
+                Op::Tgkill {
+                    actor,
+                    target: any,
+                    sig,
+                }
+            }
             7..=10 => Op::Kill {
                 actor,
                 target: match rng.below(10) {
@@ -874,6 +946,10 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
             if r < 0 {
                 return Outcome::Failed(-r as i32);
             }
+            // The child starts with its parent's dispositions.
+            if k.ignores_chld(actor) {
+                k.ignoring.insert(r as i32);
+            }
             k.adopt(new_id, r as i32, r as i32);
             Outcome::Forked
         }
@@ -954,6 +1030,20 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
                 Outcome::Failed(-r as i32)
             } else {
                 Outcome::Value(k.by_pid.get(&(r as i32)).map_or(-1, |&i| i as i64))
+            }
+        }
+        Op::Sigchld { actor, mode } => {
+            let r = k.command(actor, [11, i64::from(mode), 0, 0])[0];
+            let tgid = k.procs[actor].tgid;
+            if mode == 1 {
+                k.ignoring.insert(tgid);
+            } else {
+                k.ignoring.remove(&tgid);
+            }
+            if r < 0 {
+                Outcome::Failed(-r as i32)
+            } else {
+                Outcome::Done
             }
         }
         Op::Subreaper { actor, on } => {
@@ -1060,6 +1150,11 @@ fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
             u.tasks[actor].set_child_subreaper(on);
             Outcome::Done
         }
+        Op::Sigchld { actor, mode } => {
+            let d = [SigChld::Default, SigChld::Ignore, SigChld::NoCldWait][usize::from(mode)];
+            u.tasks[actor].set_sigchld(d);
+            Outcome::Done
+        }
     }
 }
 
@@ -1111,6 +1206,8 @@ struct Stats {
     reports: usize,
     stopped: usize,
     zombie_leaders: usize,
+    /// Steps whose outcome the kernel's scheduling decided (see `reconcile_*`).
+    reconciled: usize,
 }
 
 impl std::fmt::Display for Stats {
@@ -1120,8 +1217,9 @@ impl std::fmt::Display for Stats {
         }
         write!(
             f,
-            "wait reports {}, stopped processes seen {}, zombie leaders with live threads seen {}",
-            self.reports, self.stopped, self.zombie_leaders
+            "wait reports {}, stopped processes seen {}, zombie leaders with live threads seen {}, \
+             steps whose order the kernel's scheduler decided {}",
+            self.reports, self.stopped, self.zombie_leaders, self.reconciled
         )
     }
 }
@@ -1137,6 +1235,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::Wait { .. } => "waitid",
         Op::Setpgid { .. } => "setpgid",
         Op::Setsid { .. } => "setsid",
+        Op::Sigchld { .. } => "sigchld",
         Op::Subreaper { .. } => "subreaper",
     }
 }
@@ -1151,6 +1250,7 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
             resp: -1,
         }],
         by_pid: HashMap::from([(1, 0)]),
+        ignoring: Default::default(),
     };
     let mut worlds: Vec<Uproc> = Profile::ALL.iter().map(|&p| Uproc::new(p)).collect();
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -1159,8 +1259,19 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
     let mut seen = k.settle();
     for step in 0..steps {
         let leaders: Vec<bool> = k.procs.iter().map(|p| p.pid == p.tgid).collect();
-        let op = gen_op(&mut rng, &seen, &leaders);
+        let live = |j: usize| matches!(seen[j].state, TaskState::Running | TaskState::Stopped);
+        let shared_stop: Vec<bool> = (0..seen.len())
+            .map(|i| {
+                seen[i].state == TaskState::Stopped
+                    && (0..seen.len())
+                        .filter(|&j| k.procs[j].tgid == k.procs[i].tgid && live(j))
+                        .count()
+                        > 1
+            })
+            .collect();
+        let op = gen_op(&mut rng, &seen, &leaders, &shared_stop);
         let new_id = k.procs.len();
+        let before = seen.clone();
         let want = kernel_step(&mut k, op, new_id);
         seen = k.settle();
         *stats.ops.entry(op_name(&op)).or_default() += 1;
@@ -1193,9 +1304,15 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
                     log.push(format!("   {note}"));
                     seen = k.settle();
                     reconciled = true;
+                    stats.reconciled += 1;
                 }
                 Err(what) => diverge(seed, step, Profile::default(), &log, &what),
             }
+        }
+        if let Some(note) = reconcile_deaths(&mut k, &mut worlds, &before, &seen) {
+            log.push(format!("   {note}"));
+            seen = k.settle();
+            stats.reconciled += 1;
         }
         for (u, got) in worlds.iter_mut().zip(&got) {
             let agree = if reconciled {
@@ -1214,6 +1331,13 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
             }
             for (i, s) in seen.iter().enumerate() {
                 let mine = u.seen(i);
+                let mut s = s.clone();
+                if k.ignores_chld(i) {
+                    // `SIG_IGN` with SIGCHLD blocked (as every controlled thread has
+                    // it) still queues it, never to act; uproc's `Ignore` drops it.
+                    s.pending &= !(1u64 << (libc::SIGCHLD - 1));
+                }
+                let s = &s;
                 if mine != *s {
                     diverge(
                         seed,
@@ -1254,6 +1378,82 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
         while libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) > 0 {}
     }
     done
+}
+
+/// Several processes died in one step (a group kill, or the SIGHUP of a process group
+/// an exit orphaned): the order they died in is the kernel scheduler's, and with it
+/// where each one's children went, whether to a parent that ignores SIGCHLD
+/// (autoreaped) or on to a reaper (a zombie there). When one world has a process of
+/// this step as a reapable zombie and another has it reaped, the zombie is reaped
+/// where it is one (by its parent), so that the worlds agree again. Returns what was
+/// done; `None` when nothing needed it.
+fn reconcile_deaths(
+    k: &mut Kernel,
+    worlds: &mut [Uproc],
+    before: &[Seen],
+    after: &[Seen],
+) -> Option<String> {
+    let alive = |s: &Seen| matches!(s.state, TaskState::Running | TaskState::Stopped);
+    let died: Vec<usize> = (1..before.len().min(after.len()))
+        .filter(|&i| k.procs[i].pid == k.procs[i].tgid && alive(&before[i]) && !alive(&after[i]))
+        .collect();
+    if died.len() < 2 {
+        return None;
+    }
+    let mut reaped = Vec::new();
+    for &id in &died {
+        let kernel_zombie = after[id].state == TaskState::Zombie;
+        let world_zombie: Vec<bool> = worlds
+            .iter()
+            .map(|u| u.tasks[id].state() == TaskState::Zombie)
+            .collect();
+        let all_same = world_zombie.iter().all(|&z| z == kernel_zombie);
+        if all_same {
+            continue;
+        }
+        // A zombie whose threads all ended: reap it where it is one.
+        let group_live = (1..after.len())
+            .any(|j| j != id && k.procs[j].tgid == k.procs[id].pid && alive(&after[j]));
+        if group_live {
+            continue;
+        }
+        if kernel_zombie {
+            let Some(parent) = after[id].parent else {
+                continue;
+            };
+            let ptgid = k.procs[parent].tgid;
+            let Some(waiter) = (0..after.len())
+                .find(|&j| k.procs[j].tgid == ptgid && after[j].state == TaskState::Running)
+            else {
+                continue;
+            };
+            let pid = k.pid(id);
+            k.command(
+                waiter,
+                [
+                    4,
+                    i64::from(libc::P_PID),
+                    i64::from(pid),
+                    i64::from(libc::WEXITED | libc::WNOHANG),
+                ],
+            );
+        }
+        for (u, z) in worlds.iter_mut().zip(&world_zombie) {
+            if *z {
+                if let Some(p) = u.tasks[id].parent() {
+                    let pid = p.pid_of(&u.tasks[id]);
+                    let _ = p.wait(WaitId::Pid(pid), WaitOptions::EXITED | WaitOptions::NOHANG);
+                }
+            }
+        }
+        reaped.push(id);
+    }
+    (!reaped.is_empty()).then(|| {
+        format!(
+            "{} died at once; reaped where still zombies, as others had them reaped: {reaped:?}",
+            died.len()
+        )
+    })
 }
 
 /// Whether two wait outcomes agree but for which ready child they name (the caller

@@ -379,6 +379,78 @@ fn ignore_sigchld_children_autoreap_and_wait_gets_echild() {
     reap(&init, &p);
 }
 
+/// A forked child starts with its parent's SIGCHLD disposition (`copy_sighand`):
+/// `SIG_IGN` and `SA_NOCLDWAIT` pass to children and grandchildren, whose own children
+/// then autoreap; setting `Ignore` discards a SIGCHLD already pending, from the group's
+/// set and each thread's (`do_sigaction`). Measured on Linux 6.18: a grandchild's wait
+/// for its exited child under an inherited `SIG_IGN` or `SA_NOCLDWAIT` is ECHILD, and
+/// `ShdPnd` loses a pending SIGCHLD when `SIG_IGN` is set (a handler with
+/// `SA_NOCLDWAIT` keeps it). Found by `tests/kernel_lifecycle.rs`.
+fn children_inherit_the_sigchld_disposition_and_ignore_flushes_it() {
+    let sys = system();
+    let init = sys.init();
+    for d in [SigChld::Ignore, SigChld::NoCldWait] {
+        let p = fork(&init);
+        p.set_sigchld(d);
+        let c = fork(&p);
+        let g = fork(&c);
+        g.exit(3);
+        assert_eq!(
+            g.state(),
+            TaskState::Dead,
+            "{d:?}: inherited, so autoreaped"
+        );
+        assert_eq!(
+            c.wait(WaitId::All, WaitOptions::EXITED),
+            Err(Errno::ECHILD),
+            "{d:?}"
+        );
+        assert_eq!(
+            c.pending_signals().contains(&Signal::CHLD),
+            d == SigChld::NoCldWait,
+            "{d:?}: SA_NOCLDWAIT still queues SIGCHLD, SIG_IGN does not"
+        );
+        // Back to the default for the child: its next child is a zombie again.
+        c.set_sigchld(SigChld::Default);
+        let g = fork(&c);
+        g.exit(0);
+        assert_eq!(g.state(), TaskState::Zombie, "{d:?}");
+        reap(&c, &g);
+        c.exit(0);
+        assert_eq!(c.state(), TaskState::Dead, "{d:?}: p still autoreaps");
+        p.exit(0);
+        reap(&init, &p);
+    }
+    // A pending SIGCHLD, on the group and on a thread, goes when `Ignore` is set.
+    let p = fork(&init);
+    let t = thread(&p);
+    let c = fork(&p);
+    c.exit(0);
+    init.tgkill(init.pid_of(&p), init.pid_of(&t), Signal::CHLD)
+        .unwrap();
+    assert!(p.pending_signals().contains(&Signal::CHLD));
+    assert!(t.pending_signals().contains(&Signal::CHLD));
+    p.set_sigchld(SigChld::NoCldWait);
+    assert!(
+        p.pending_signals().contains(&Signal::CHLD),
+        "NoCldWait keeps it"
+    );
+    p.set_sigchld(SigChld::Ignore);
+    assert!(
+        !p.pending_signals().contains(&Signal::CHLD),
+        "Ignore flushes it"
+    );
+    assert!(
+        !t.pending_signals().contains(&Signal::CHLD),
+        "every thread's too"
+    );
+    p.set_sigchld(SigChld::Default);
+    reap(&p, &c);
+    p.exit_group(0);
+    reap(&init, &p);
+    assert_at_rest(&sys);
+}
+
 fn sigchld_queued_on_parent_at_child_exit() {
     let sys = system();
     let init = sys.init();
@@ -585,5 +657,6 @@ every_profile!(
     wclone_selects_clone_children,
     wait_by_pgid,
     ignore_sigchld_children_autoreap_and_wait_gets_echild,
+    children_inherit_the_sigchld_disposition_and_ignore_flushes_it,
     sigchld_queued_on_parent_at_child_exit,
 );
