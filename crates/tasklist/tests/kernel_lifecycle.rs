@@ -742,6 +742,23 @@ impl Uproc {
         self.tasks[id].pid()
     }
 
+    /// A fork (`flags`) by task `actor`; the new task gets id `new_id`.
+    fn fork(&mut self, actor: usize, flags: CloneFlags, new_id: usize) -> Outcome {
+        let args = CloneArgs {
+            flags,
+            ..CloneArgs::default()
+        };
+        match self.tasks[actor].fork(&args) {
+            Ok(t) => {
+                assert_eq!(self.tasks.len(), new_id);
+                self.by_pid.insert(t.pid(), new_id);
+                self.tasks.push(t);
+                Outcome::Forked
+            }
+            Err(e) => errno_of(e),
+        }
+    }
+
     fn seen(&self, id: usize) -> Seen {
         let t = &self.tasks[id];
         let map = |n: i32| self.by_pid.get(&n).copied();
@@ -1061,30 +1078,8 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
 fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
     let sig = |n: i32| Signal::new(n).expect("a valid signal");
     match op {
-        Op::Fork { actor } => match u.tasks[actor].fork(&CloneArgs::default()) {
-            Ok(t) => {
-                assert_eq!(u.tasks.len(), new_id);
-                u.by_pid.insert(t.pid(), new_id);
-                u.tasks.push(t);
-                Outcome::Forked
-            }
-            Err(e) => errno_of(e),
-        },
-        Op::Thread { actor } => {
-            let args = CloneArgs {
-                flags: CloneFlags::THREAD | CloneFlags::SIGHAND | CloneFlags::VM,
-                ..CloneArgs::default()
-            };
-            match u.tasks[actor].fork(&args) {
-                Ok(t) => {
-                    assert_eq!(u.tasks.len(), new_id);
-                    u.by_pid.insert(t.pid(), new_id);
-                    u.tasks.push(t);
-                    Outcome::Forked
-                }
-                Err(e) => errno_of(e),
-            }
-        }
+        Op::Fork { actor } => u.fork(actor, CloneFlags::empty(), new_id),
+        Op::Thread { actor } => u.fork(actor, CloneFlags::NEW_THREAD, new_id),
         Op::Exit { actor, code } => {
             u.tasks[actor].exit_group(code);
             Outcome::Done
