@@ -229,11 +229,7 @@ fn decide(
         match sig.default_action() {
             DefaultAction::Ignore => {
                 if sig == Signal::CHLD && st.sigchld != SigChld::Ignore && !exiting_target {
-                    if thread {
-                        t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
-                    } else {
-                        st.shared_pending.insert(sig);
-                    }
+                    queue(t, &mut st, sig, thread);
                 }
                 Outcome::Nothing
             }
@@ -241,14 +237,7 @@ fn decide(
                 // `prepare_signal`: flush the stop signals from the group's set and from
                 // every thread's own (an exiting thread's may hold queued ones), and
                 // continue the group whichever thread was named.
-                for s in [Signal::STOP, Signal::TSTP, Signal::TTIN, Signal::TTOU] {
-                    st.shared_pending.remove(s);
-                }
-                for th in ThreadGroup::attached_threads(&st) {
-                    if th.pending.load(Ordering::Relaxed) & KERNEL_STOP_MASK != 0 {
-                        th.pending.fetch_and(!KERNEL_STOP_MASK, Ordering::AcqRel);
-                    }
-                }
+                ThreadGroup::flush_pending(&mut st, KERNEL_STOP_MASK);
                 if st.stopped {
                     st.set_stopped(false);
                     g.stop_report.store(0, Ordering::Release);
@@ -277,11 +266,7 @@ fn decide(
                     // signal stays queued until SIGCONT flushes it (measured on Linux
                     // 6.18: ShdPnd shows SIGSTOP and SIGTSTP sent to a stopped process,
                     // of an orphaned process group too, and is empty after SIGCONT).
-                    if thread {
-                        t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
-                    } else {
-                        st.shared_pending.insert(sig);
-                    }
+                    queue(t, &mut st, sig, thread);
                     return Outcome::Nothing;
                 }
                 if orphaned && sig != Signal::STOP {
@@ -304,11 +289,7 @@ fn decide(
             DefaultAction::Term | DefaultAction::Core if st.stopped && sig != Signal::KILL => {
                 // `wants_signal`: a stopped thread takes nothing but SIGKILL. The signal
                 // stays queued and the group stopped; SIGCONT lets it act.
-                if thread {
-                    t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
-                } else {
-                    st.shared_pending.insert(sig);
-                }
+                queue(t, &mut st, sig, thread);
                 Outcome::Nothing
             }
             DefaultAction::Term | DefaultAction::Core => {
@@ -319,6 +300,16 @@ fn decide(
                 Outcome::Fatal { sig, status }
             }
         }
+    }
+}
+
+/// `__send_signal_locked`'s choice of set: `t`'s own for a thread-directed signal, its
+/// group's otherwise. The caller holds the group's siglock (`st`).
+fn queue(t: &TaskInner, st: &mut GroupState, sig: Signal, thread: bool) {
+    if thread {
+        t.pending.fetch_or(sig.mask(), Ordering::AcqRel);
+    } else {
+        st.shared_pending.insert(sig);
     }
 }
 

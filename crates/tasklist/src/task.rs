@@ -880,6 +880,23 @@ impl ThreadGroup {
         Self::attached_threads(st).filter(|t| !t.exiting.load(Ordering::Acquire))
     }
 
+    /// `flush_sigqueue_mask` of `mask` from the group's set and from every attached
+    /// thread's own (an exiting thread's may hold queued ones): what SIGCONT does to the
+    /// stop signals and `SIG_IGN` to the signal it ignores. A thread's set is written
+    /// only where it holds one of them. The caller holds the siglock (`st`).
+    pub(crate) fn flush_pending(st: &mut GroupState, mask: u64) {
+        for n in (1..=64).filter(|n| mask & (1u64 << (n - 1)) != 0) {
+            if let Ok(sig) = Signal::new(n) {
+                st.shared_pending.remove(sig);
+            }
+        }
+        for th in Self::attached_threads(st) {
+            if th.pending.load(Ordering::Relaxed) & mask != 0 {
+                th.pending.fetch_and(!mask, Ordering::AcqRel);
+            }
+        }
+    }
+
     /// Every thread still on the group's list, exited or not (`for_each_thread`: a
     /// leader that exited while its threads run included), leader first.
     pub(crate) fn attached_threads(st: &GroupState) -> impl Iterator<Item = Arc<TaskInner>> + '_ {
@@ -1473,10 +1490,7 @@ impl Task {
             st.shared_pending.set_chld_noop(false);
         }
         if d == SigChld::Ignore {
-            st.shared_pending.remove(Signal::CHLD);
-            for th in ThreadGroup::attached_threads(&st) {
-                th.pending.fetch_and(!Signal::CHLD.mask(), Ordering::AcqRel);
-            }
+            ThreadGroup::flush_pending(&mut st, Signal::CHLD.mask());
         }
     }
 

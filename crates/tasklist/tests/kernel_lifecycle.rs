@@ -485,6 +485,19 @@ enum Target {
     Nobody,
 }
 
+impl Target {
+    /// `kill`'s pid argument, with `pid(i)` the number of task `i` in the world at hand.
+    fn pid(self, pid: impl Fn(usize) -> i32) -> i32 {
+        match self {
+            Target::Proc(i) => pid(i),
+            Target::Pgrp(i) => -pid(i),
+            Target::OwnGroup => 0,
+            Target::All => -1,
+            Target::Nobody => NO_SUCH_PID,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum WaitSel {
     All,
@@ -956,6 +969,15 @@ fn code_of(info: &WaitInfo) -> (i32, i32) {
     }
 }
 
+/// A command's reply: done, or the errno it returned negated.
+fn done_or_failed(r: i64) -> Outcome {
+    if r < 0 {
+        Outcome::Failed(-r as i32)
+    } else {
+        Outcome::Done
+    }
+}
+
 fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
     let pidsel = |k: &Kernel, sel: Option<usize>| sel.map_or(0, |i| k.pid(i));
     match op {
@@ -987,30 +1009,16 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
         Op::Tgkill { actor, target, sig } => {
             let (tgid, tid) = (k.procs[target].tgid, k.pid(target));
             let r = k.command(actor, [10, i64::from(tgid), i64::from(tid), i64::from(sig)])[0];
-            if r < 0 {
-                Outcome::Failed(-r as i32)
-            } else {
-                Outcome::Done
-            }
+            done_or_failed(r)
         }
         Op::Exit { actor, code } => {
             k.command(actor, [2, i64::from(code), 0, 0]);
             Outcome::Done
         }
         Op::Kill { actor, target, sig } => {
-            let pid = match target {
-                Target::Proc(i) => k.pid(i),
-                Target::Pgrp(i) => -k.pid(i),
-                Target::OwnGroup => 0,
-                Target::All => -1,
-                Target::Nobody => NO_SUCH_PID,
-            };
+            let pid = target.pid(|i| k.pid(i));
             let r = k.command(actor, [3, i64::from(pid), i64::from(sig), 0])[0];
-            if r < 0 {
-                Outcome::Failed(-r as i32)
-            } else {
-                Outcome::Done
-            }
+            done_or_failed(r)
         }
         Op::Wait { actor, id, opts } => {
             let (idtype, n) = match id {
@@ -1036,11 +1044,7 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
         Op::Setpgid { actor, pid, pgid } => {
             let (a, b) = (pidsel(k, pid), pidsel(k, pgid));
             let r = k.command(actor, [5, i64::from(a), i64::from(b), 0])[0];
-            if r < 0 {
-                Outcome::Failed(-r as i32)
-            } else {
-                Outcome::Done
-            }
+            done_or_failed(r)
         }
         Op::Setsid { actor } => {
             let r = k.command(actor, [6, 0, 0, 0])[0];
@@ -1058,19 +1062,11 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
             } else {
                 k.ignoring.remove(&tgid);
             }
-            if r < 0 {
-                Outcome::Failed(-r as i32)
-            } else {
-                Outcome::Done
-            }
+            done_or_failed(r)
         }
         Op::Subreaper { actor, on } => {
             let r = k.command(actor, [7, i64::from(on), 0, 0])[0];
-            if r < 0 {
-                Outcome::Failed(-r as i32)
-            } else {
-                Outcome::Done
-            }
+            done_or_failed(r)
         }
     }
 }
@@ -1103,13 +1099,7 @@ fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
             target,
             sig: s,
         } => {
-            let pid = match target {
-                Target::Proc(i) => u.pid(i),
-                Target::Pgrp(i) => -u.pid(i),
-                Target::OwnGroup => 0,
-                Target::All => -1,
-                Target::Nobody => NO_SUCH_PID,
-            };
+            let pid = target.pid(|i| u.pid(i));
             u.tasks[actor]
                 .kill(pid, sig(s))
                 .map_or_else(errno_of, |()| Outcome::Done)
