@@ -3067,6 +3067,8 @@ fn check(sys: &System, real: &[Task], m: &Model) -> Result<(), String> {
         let g = &m.groups[mt.group];
         let want = match mt.st {
             St::Released => TaskState::Dead,
+            // A namespace init waits (runs) in its exit until its namespace empties.
+            St::Delayed if g.zapping => TaskState::Running,
             St::Delayed | St::Zombie => TaskState::Zombie,
             St::Running if mt.exiting => TaskState::Dead,
             St::Running if g.stopped => TaskState::Stopped,

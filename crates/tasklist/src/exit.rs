@@ -13,6 +13,9 @@
 //! DELAYED --last thread released / ns emptied--------------> ZOMBIE or DEAD
 //! DEAD    --release_task-----------------------------------> (detached, pid freed)
 //! ```
+//!
+//! `Task::state` reads DELAYED as a zombie, except for a zapping namespace init: that
+//! one is still in `do_exit` on Linux (`R`/`S` in `/proc`) until its namespace empties.
 
 use crate::pgrp::{DetachedIds, FreeList, ProcessIds, detach_leader};
 use crate::reparent;

@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Weak};
 use uproc_abi::{Errno, Profile, Signal};
-use uproc_pidns::{Pid, free_pid};
+use uproc_pidns::{Pid, PidNamespace, free_pid};
 
 /// `PidUse::state`: the task whose pid this is has not been released.
 const TASK_ATTACHED: u8 = 1;
@@ -436,14 +436,29 @@ impl Task {
     /// caller, in its namespace (0 if the group's pid is invisible there, or the
     /// process was reaped).
     pub fn getpgid(&self) -> i32 {
-        let p = self.0.group().sig.lock().pgrp();
-        p.map_or(0, |p| p.nr_in(self.0.active_ns()))
+        self.pgid_in(self.0.active_ns())
     }
 
     /// [getsid(2)](https://man7.org/linux/man-pages/man2/getsid.2.html) of the caller.
     pub fn getsid(&self) -> i32 {
+        self.sid_in(self.0.active_ns())
+    }
+
+    /// The process group's number as `ns` sees it, 0 if invisible there or the
+    /// process was reaped: what `/proc/PID/stat` shows a reader of `ns`.
+    ///
+    /// # References
+    /// `task_pgrp_nr_ns` in `kernel/pid.c`.
+    pub fn pgid_in(&self, ns: &PidNamespace) -> i32 {
+        let p = self.0.group().sig.lock().pgrp();
+        p.map_or(0, |p| p.nr_in(ns))
+    }
+
+    /// The session's number as `ns` sees it, 0 if invisible there or the process was
+    /// reaped (`task_session_nr_ns`).
+    pub fn sid_in(&self, ns: &PidNamespace) -> i32 {
         let p = self.0.group().sig.lock().session();
-        p.map_or(0, |p| p.nr_in(self.0.active_ns()))
+        p.map_or(0, |p| p.nr_in(ns))
     }
 }
 

@@ -157,7 +157,8 @@ impl NameWords {
 /// `task_state_array` in `fs/proc/array.c`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskState {
-    /// `R`: alive (uproc does not distinguish running from sleeping).
+    /// `R`: alive (uproc does not distinguish running from sleeping `S`), or a
+    /// namespace init waiting in its exit for its namespace to empty.
     Running,
     /// `T`: stopped by SIGSTOP/SIGTSTP/SIGTTIN/SIGTTOU, until SIGCONT.
     Stopped,
@@ -1361,10 +1362,17 @@ impl Task {
         Some(Task(parent.leader_task().unwrap_or(parent)))
     }
 
-    /// Running, stopped, zombie or dead.
+    /// Running, stopped, zombie or dead, as `/proc/PID/stat` shows it. A namespace
+    /// init whose process has ended but whose namespace still holds other numbers
+    /// reads as running: Linux's init sleeps in `do_exit` (`zap_pid_ns_processes`)
+    /// until its namespace is empty, and only then becomes a zombie. The numbers a
+    /// process group or session id holds count, so a process outside that still
+    /// belongs to a group led by a reaped member keeps the init there.
     pub fn state(&self) -> TaskState {
         match self.0.exit_state.load(Ordering::Acquire) {
-            ZOMBIE | DELAYED => TaskState::Zombie,
+            ZOMBIE => TaskState::Zombie,
+            DELAYED if self.0.group().sig.lock().zapping => TaskState::Running,
+            DELAYED => TaskState::Zombie,
             DEAD => TaskState::Dead,
             _ => {
                 if self.0.group().sig.lock().stopped {

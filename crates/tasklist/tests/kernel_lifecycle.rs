@@ -1,8 +1,14 @@
 //! Differential test of the process life cycle against the real kernel: random
-//! sequences of fork, thread creation, `exit_group` and thread exits, kill and tgkill,
+//! sequences of fork (some with `CLONE_NEWPID`, the child the init of a nested pid
+//! namespace), thread creation, `exit_group` and thread exits, kill and tgkill,
 //! waitid, setpgid, setsid, the child-subreaper bit and the SIGCHLD disposition, run
 //! by real processes in a fresh pid namespace and by uproc under every profile in
-//! lockstep, compared after every step.
+//! lockstep, compared after every step. The driver also holds pidfds: it opens them
+//! (`pidfd_open` with and without `PIDFD_THREAD` and `PIDFD_NONBLOCK`, and with flags
+//! Linux refuses), signals through them (`pidfd_send_signal` with each scope flag and
+//! their invalid mixes), polls them, waits through them (`waitid(P_PIDFD)`, blocking
+//! and `WNOHANG`, `EAGAIN` on a non-blocking one) and reads `PIDFD_GET_INFO` (the ids,
+//! and the exit status once the process is reaped).
 //!
 //! The test re-executes its own binary as pid 1 of a new pid namespace (`unshare -Urpf
 //! --mount-proc`): the *driver*, that namespace's init, which runs before the test
@@ -30,8 +36,12 @@
 //! process it ever made: the state (`R`/`S` as running, `T`, `Z`, gone), the parent,
 //! the process group and session (through the id both worlds gave the same process)
 //! and the pending signals (`SigPnd | ShdPnd`), and the step's own result (pid or
-//! errno, and waitid's `si_pid`/`si_code`/`si_status`). Numbers are compared through a
-//! map from each world's numbers to the ids of the processes, not directly.
+//! errno, and waitid's `si_pid`/`si_code`/`si_status`). Numbers are compared through
+//! a map from each world's numbers to the ids of the processes, not directly: the
+//! state as the driver's namespace sees it (`/proc` is its), and each command's
+//! numbers (arguments and results) as the actor's own namespace does, so that a
+//! member of a nested namespace kills, waits for and groups by its own numbers and
+//! cannot name a process outside (it passes a number no process has).
 //!
 //! Where `unshare` is missing or not permitted the test prints why and passes.
 //! `UPROC_KERNEL_SEEDS` (default 6) and `UPROC_KERNEL_STEPS` (default 120) size it;
@@ -48,7 +58,11 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use uproc_abi::{CloneFlags, Errno, Profile, Signal, WaitOptions};
+use uproc_abi::{
+    CloneFlags, Errno, InfoMask, PidfdFlags, PidfdSignalFlags, Profile, Signal, WaitOptions,
+};
+use uproc_pidfs::PidFd;
+use uproc_pidns::PidNamespace;
 use uproc_tasklist::{
     ChildCode, CloneArgs, SigChld, System, SystemConfig, Task, TaskState, WaitId, WaitInfo,
 };
@@ -243,7 +257,7 @@ fn open_fifo(dir: &Dir, kind: u8, id: usize) -> i32 {
 }
 
 /// One command, run by the process itself (a controlled process or the driver):
-/// returns the reply's numbers. `op`: 1 fork(new id), 3 kill, 4 waitid, 5 setpgid,
+/// returns the reply's numbers. `op`: 1 fork(new id, new pid namespace), 3 kill, 4 waitid, 5 setpgid,
 /// 6 setsid, 7 subreaper. Exit (2) never returns.
 fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
     let [op, a, b, c] = args;
@@ -256,7 +270,14 @@ fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
                 if !make_fifos(dir, id) {
                     return [-errno(), 0, 0, 0];
                 }
-                let pid = libc::fork();
+                // `b`: the child is the init of a new pid namespace (`CLONE_NEWPID`:
+                // raw clone without a new stack, as fork).
+                let pid = if b != 0 {
+                    let flags = (libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong;
+                    libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) as i32
+                } else {
+                    libc::fork()
+                };
                 if pid < 0 {
                     return [-errno(), 0, 0, 0];
                 }
@@ -421,11 +442,65 @@ struct Seen {
     pending: u64,
 }
 
+/// Every task's numbers in one world, and the pid namespaces the tasks are in, by
+/// id: `chain[i]` the namespaces from the driver's (0) to task `i`'s own, `nspid[i]`
+/// its number in each of them, `leader[i]` its thread group's leader.
+#[derive(Default)]
+struct Numbers {
+    chain: Vec<Vec<usize>>,
+    nspid: Vec<Vec<i32>>,
+    leader: Vec<usize>,
+    namespaces: usize,
+}
+
+impl Numbers {
+    /// Task `id` (the next one) made by `parent`: a thread of its group, a process in
+    /// its namespace, or the init of a new one (`newpid`).
+    fn add(&mut self, parent: Option<usize>, thread: bool, newpid: bool, nspid: Vec<i32>) {
+        let id = self.nspid.len();
+        let mut chain = parent.map_or_else(|| vec![0], |p| self.chain[p].clone());
+        if newpid {
+            self.namespaces += 1;
+            chain.push(self.namespaces);
+        }
+        assert_eq!(chain.len(), nspid.len(), "task {id}'s namespace levels");
+        self.chain.push(chain);
+        self.nspid.push(nspid);
+        let leader = match parent {
+            Some(p) if thread => self.leader[p],
+            _ => id,
+        };
+        self.leader.push(leader);
+    }
+
+    /// The number task `target` has as task `viewer` sees it, [`NO_SUCH_PID`] if it is
+    /// in no namespace of `viewer`'s (`pid_nr_ns` would give 0, which means something
+    /// else to the calls that take it).
+    fn nr(&self, viewer: usize, target: usize) -> i32 {
+        let v = &self.chain[viewer];
+        if self.chain[target].starts_with(v) {
+            self.nspid[target][v.len() - 1]
+        } else {
+            NO_SUCH_PID
+        }
+    }
+
+    /// The task whose number is `nr` as `viewer` sees it.
+    fn id(&self, viewer: usize, nr: i32) -> Option<usize> {
+        let v = &self.chain[viewer];
+        // The latest: a number may have been another's that was reaped.
+        (0..self.nspid.len())
+            .rfind(|&j| self.chain[j].starts_with(v) && self.nspid[j][v.len() - 1] == nr)
+    }
+}
+
 /// One step.
 #[derive(Clone, Copy, Debug)]
 enum Op {
+    /// A fork; with `newpid` the child is the init of a new pid namespace.
     Fork {
         actor: usize,
+        newpid: bool,
     },
     /// A thread of the actor's process (`pthread_create`; `CLONE_THREAD`).
     Thread {
@@ -474,6 +549,34 @@ enum Op {
         actor: usize,
         on: bool,
     },
+    /// The driver's `pidfd_open(target, flags)` (`PIDFD_THREAD`, `PIDFD_NONBLOCK`);
+    /// the pidfd replaces the one it held for that target.
+    PidfdOpen {
+        target: usize,
+        flags: u32,
+    },
+    /// `pidfd_send_signal(pidfd of target, sig, NULL, flags)` by the driver.
+    PidfdSignal {
+        target: usize,
+        sig: i32,
+        flags: u32,
+    },
+    /// `poll(2)` on the driver's pidfd of target, not waiting.
+    PidfdPoll {
+        target: usize,
+    },
+    /// `waitid(P_PIDFD, pidfd of target, opts)` by the driver (`WNOHANG` left out on a
+    /// `PIDFD_NONBLOCK` pidfd, which makes nothing ready EAGAIN).
+    PidfdWait {
+        target: usize,
+        opts: i32,
+    },
+    /// `ioctl(pidfd of target, PIDFD_GET_INFO)` asking for `PIDFD_INFO_PID`, and
+    /// `PIDFD_INFO_EXIT` if `exit`.
+    PidfdInfo {
+        target: usize,
+        exit: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -519,9 +622,11 @@ struct KProc {
 struct Kernel {
     dir: Dir,
     procs: Vec<KProc>,
-    by_pid: HashMap<i32, usize>,
+    nums: Numbers,
     /// Thread groups (by tgid) whose SIGCHLD disposition is `SIG_IGN`.
     ignoring: std::collections::HashSet<i32>,
+    /// The driver's pidfds, by target id, with the flags they were opened with.
+    pidfds: HashMap<usize, (i32, u32)>,
 }
 
 impl Kernel {
@@ -530,7 +635,13 @@ impl Kernel {
             .iter()
             .skip(1)
             .flat_map(|p| [p.cmd, p.resp])
+            .chain(self.pidfds.values().map(|&(fd, _)| fd))
             .collect()
+    }
+
+    /// The driver's pidfd of task `id` (one the step generator saw).
+    fn pidfd(&self, id: usize) -> i32 {
+        self.pidfds[&id].0
     }
 
     /// Runs `args` as process `id` and returns its reply.
@@ -571,9 +682,32 @@ impl Kernel {
         parse_nums(&buf[..n as usize])
     }
 
-    /// After a fork or a thread creation that returned `pid` for new task `id`: its
-    /// FIFOs.
-    fn adopt(&mut self, id: usize, pid: i32, tgid: i32) {
+    /// After `actor` made new task `id`, `nr` in its namespace (a thread of its own
+    /// group if `thread`, the init of a new namespace if `newpid`): its numbers as
+    /// `/proc` (the driver's namespace) shows them, and its FIFOs.
+    fn adopt(&mut self, actor: usize, id: usize, nr: i32, thread: bool, newpid: bool) {
+        let level = self.nums.chain[actor].len() - 1;
+        // The one task /proc shows that is not ours yet and has `nr` at the actor's
+        // level: a process, or a thread of the actor's process.
+        let tasks = if thread {
+            format!("/proc/{}/task", self.procs[actor].tgid)
+        } else {
+            "/proc".to_string()
+        };
+        let found: Vec<(i32, Vec<i32>)> = std::fs::read_dir(&tasks)
+            .expect("/proc")
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&p| self.nums.id(0, p).is_none())
+            .filter_map(|p| Some((p, nspid(&format!("{tasks}/{p}/status"))?)))
+            .filter(|(_, ns)| ns.get(level) == Some(&nr))
+            .collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "task {id} ({nr} to task {actor}) in {tasks}"
+        );
+        let (pid, ns) = found.into_iter().next().expect("one");
+        let tgid = if thread { self.procs[actor].tgid } else { pid };
         let cmd = open_fifo(&self.dir, b'c', id);
         let resp = open_fifo(&self.dir, b'r', id);
         assert!(cmd >= 0 && resp >= 0, "FIFOs of process {id}");
@@ -583,11 +717,27 @@ impl Kernel {
             cmd,
             resp,
         });
-        self.by_pid.insert(pid, id);
+        self.nums.add(Some(actor), thread, newpid, ns);
     }
 
+    /// Task `id`'s number in the driver's namespace, which `/proc` shows.
     fn pid(&self, id: usize) -> i32 {
         self.procs[id].pid
+    }
+
+    /// A waitid reply (`[ret, si_pid, si_code, si_status]`) to `actor` as an outcome.
+    fn waited(&self, actor: usize, r: [i64; 4]) -> Outcome {
+        if r[0] < 0 {
+            return Outcome::Failed(-r[0] as i32);
+        }
+        if r[1] == 0 {
+            return Outcome::Waited(None);
+        }
+        Outcome::Waited(Some((
+            self.nums.id(actor, r[1] as i32),
+            r[2] as i32,
+            r[3] as i32,
+        )))
     }
 
     fn ignores_chld(&self, id: usize) -> bool {
@@ -619,8 +769,28 @@ impl Kernel {
         Some((state, ppid, pgrp, sid, pending))
     }
 
+    /// Whether task `id` is in its exit (`PF_EXITING` in `/proc/PID/stat`'s flags) but
+    /// shows no zombie yet: a namespace init waiting for its namespace to empty.
+    fn exiting(&self, id: usize) -> bool {
+        let pid = self.procs[id].pid;
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let Some(close) = stat.rfind(')') else {
+            return false;
+        };
+        // After the name: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+        let flags: u64 = stat[close + 2..]
+            .split_whitespace()
+            .nth(6)
+            .and_then(|f| f.parse().ok())
+            .unwrap_or(0);
+        const PF_EXITING: u64 = 0x4;
+        flags & PF_EXITING != 0
+    }
+
     fn seen(&self, id: usize) -> Seen {
-        let map = |n: i32| self.by_pid.get(&n).copied();
+        let map = |n: i32| self.nums.id(0, n);
         match self.raw(id) {
             None => Seen {
                 state: TaskState::Dead,
@@ -696,6 +866,14 @@ impl Kernel {
     }
 }
 
+/// The `NSpid:` line of a `/proc` status file: the task's number in the driver's
+/// namespace and in each below it, down to its own.
+fn nspid(status: &str) -> Option<Vec<i32>> {
+    let text = std::fs::read_to_string(status).ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    line.split_whitespace().map(|n| n.parse().ok()).collect()
+}
+
 /// Drops whatever is waiting in a reply FIFO (a late reply).
 fn drain(fd: i32) {
     let mut buf = [0u8; 128];
@@ -720,7 +898,11 @@ struct Uproc {
     profile: Profile,
     _sys: std::sync::Arc<System>,
     tasks: Vec<Task>,
-    by_pid: HashMap<i32, usize>,
+    nums: Numbers,
+    /// The init's namespace, the driver's counterpart (what `/proc` shows).
+    ns: std::sync::Arc<PidNamespace>,
+    /// The init's pidfds, by target id (the driver's, in this world).
+    pidfds: HashMap<usize, PidFd>,
 }
 
 impl Uproc {
@@ -741,18 +923,16 @@ impl Uproc {
         let init = sys.init().fork(&args).expect("a namespace init");
         assert_eq!(init.pid(), 1);
         init.setsid().expect("the namespace init's own session");
-        let mut by_pid = HashMap::new();
-        by_pid.insert(init.pid(), 0);
+        let mut nums = Numbers::default();
+        nums.add(None, false, false, vec![init.pid()]);
         Uproc {
             profile,
             _sys: sys,
+            ns: init.pid_ns(),
             tasks: vec![init],
-            by_pid,
+            nums,
+            pidfds: HashMap::new(),
         }
-    }
-
-    fn pid(&self, id: usize) -> i32 {
-        self.tasks[id].pid()
     }
 
     /// A fork (`flags`) by task `actor`; the new task gets id `new_id`.
@@ -764,7 +944,11 @@ impl Uproc {
         match self.tasks[actor].fork(&args) {
             Ok(t) => {
                 assert_eq!(self.tasks.len(), new_id);
-                self.by_pid.insert(t.pid(), new_id);
+                // From the driver's counterpart's level down (the root is above it).
+                let nspid = t.nspid()[1..].to_vec();
+                let thread = flags.contains(CloneFlags::NEW_THREAD);
+                let newpid = flags.contains(CloneFlags::NEWPID);
+                self.nums.add(Some(actor), thread, newpid, nspid);
                 self.tasks.push(t);
                 Outcome::Forked
             }
@@ -772,9 +956,22 @@ impl Uproc {
         }
     }
 
+    /// A waitid by task `actor`, as an outcome.
+    fn wait(&self, actor: usize, which: WaitId<'_>, opts: i32) -> Outcome {
+        let o = WaitOptions::from_bits_retain(opts as u32);
+        match self.tasks[actor].wait(which, o) {
+            Ok(None) => Outcome::Waited(None),
+            Ok(Some(info)) => {
+                let (code, status) = code_of(&info);
+                Outcome::Waited(Some((self.nums.id(actor, info.pid), code, status)))
+            }
+            Err(e) => errno_of(e),
+        }
+    }
+
     fn seen(&self, id: usize) -> Seen {
         let t = &self.tasks[id];
-        let map = |n: i32| self.by_pid.get(&n).copied();
+        let map = |n: i32| self.nums.id(0, n);
         let state = t.state();
         let live = !matches!(state, TaskState::Zombie | TaskState::Dead);
         if state == TaskState::Dead {
@@ -788,9 +985,9 @@ impl Uproc {
         }
         Seen {
             state,
-            parent: map(t.ppid()),
-            pgrp: if live { map(t.getpgid()) } else { None },
-            session: if live { map(t.getsid()) } else { None },
+            parent: map(t.ppid_in(&self.ns)),
+            pgrp: if live { map(t.pgid_in(&self.ns)) } else { None },
+            session: if live { map(t.sid_in(&self.ns)) } else { None },
             pending: if live {
                 t.pending_signals().iter().fold(0, |m, s| m | s.mask())
             } else {
@@ -830,7 +1027,15 @@ const SIGNALS: [i32; 9] = [
 /// The next step, for a state both worlds agree on. `leaders[i]`: task `i` leads its
 /// thread group.
 /// `shared_stop[i]`: task `i`'s process has another live thread and is stopped.
-fn gen_op(rng: &mut Rng, seen: &[Seen], leaders: &[bool], shared_stop: &[bool]) -> Op {
+///
+/// `pidfds`: the flags of the driver's pidfd of each task that has one.
+fn gen_op(
+    rng: &mut Rng,
+    seen: &[Seen],
+    leaders: &[bool],
+    shared_stop: &[bool],
+    pidfds: &HashMap<usize, u32>,
+) -> Op {
     let runnable: Vec<usize> = (0..seen.len())
         .filter(|&i| seen[i].state == TaskState::Running)
         .collect();
@@ -841,13 +1046,19 @@ fn gen_op(rng: &mut Rng, seen: &[Seen], leaders: &[bool], shared_stop: &[bool]) 
         .count();
     let actor = runnable[rng.below(runnable.len())];
     let any = rng.below(seen.len());
+    let mut with_fd: Vec<usize> = pidfds.keys().copied().collect();
+    with_fd.sort_unstable();
+    let fd_of = with_fd.get(rng.below(with_fd.len().max(1))).copied();
     loop {
-        return match rng.below(28) {
+        return match rng.below(34) {
             // Only leaders fork: when a process with several threads dies, each thread
             // hands its own children to the reaper as it exits, in an order the
             // kernel's scheduling decides, and a later wait would report whichever
             // came first.
-            0..=4 if live < MAX_LIVE && leaders[actor] => Op::Fork { actor },
+            0..=4 if live < MAX_LIVE && leaders[actor] => Op::Fork {
+                actor,
+                newpid: rng.below(5) == 0,
+            },
             5 | 6 if actor != 0 => Op::Exit {
                 actor,
                 code: rng.below(4) as i32,
@@ -900,25 +1111,51 @@ fn gen_op(rng: &mut Rng, seen: &[Seen], leaders: &[bool], shared_stop: &[bool]) 
                     _ if rng.below(2) == 0 => WaitSel::OwnPgid,
                     _ => WaitSel::Nobody,
                 },
-                opts: {
-                    let mut o = libc::WNOHANG;
-                    for bit in [
-                        libc::WEXITED,
-                        libc::WSTOPPED,
-                        libc::WCONTINUED,
-                        libc::WNOWAIT,
-                    ] {
-                        if rng.below(2) == 0 {
-                            o |= bit;
-                        }
+                opts: wait_opts(rng),
+            },
+            28 | 29 => Op::PidfdOpen {
+                target: any,
+                flags: {
+                    let mut f =
+                        [0, PidfdFlags::THREAD.bits(), PidfdFlags::NONBLOCK.bits()][rng.below(3)];
+                    if rng.below(4) == 0 {
+                        f |= PidfdFlags::THREAD.bits();
                     }
-                    if rng.below(6) != 0
-                        && o & (libc::WEXITED | libc::WSTOPPED | libc::WCONTINUED) == 0
-                    {
-                        o |= libc::WEXITED;
+                    if rng.below(16) == 0 {
+                        // Not a pidfd_open flag: EINVAL.
+                        f |= libc::O_RDWR as u32;
                     }
-                    o
+                    f
                 },
+            },
+            30 | 31 if fd_of.is_some() => {
+                let target = fd_of.expect("a pidfd");
+                let sig = SIGNALS[rng.below(SIGNALS.len())];
+                let flags = [0, 0, 0, 1, 2, 4, 3][rng.below(7)];
+                let thread_fd = pidfds[&target] & PidfdFlags::THREAD.bits() != 0;
+                let to_thread = flags == 1 || (flags == 0 && thread_fd);
+                let fatal = matches!(sig, libc::SIGTERM | libc::SIGUSR1 | libc::SIGHUP);
+                // As for tgkill: not a fatal signal to one thread of a stopped process
+                // with several.
+                if fatal && to_thread && shared_stop[target] {
+                    continue;
+                }
+                Op::PidfdSignal { target, sig, flags }
+            }
+            32 if fd_of.is_some() => Op::PidfdPoll {
+                target: fd_of.expect("a pidfd"),
+            },
+            33 if fd_of.is_some() => {
+                let target = fd_of.expect("a pidfd");
+                let mut opts = wait_opts(rng);
+                if pidfds[&target] & PidfdFlags::NONBLOCK.bits() != 0 && rng.below(2) == 0 {
+                    opts &= !libc::WNOHANG;
+                }
+                Op::PidfdWait { target, opts }
+            }
+            19 if fd_of.is_some() => Op::PidfdInfo {
+                target: fd_of.expect("a pidfd"),
+                exit: rng.below(2) == 0,
             },
             15 | 16 => Op::Setpgid {
                 actor,
@@ -935,6 +1172,25 @@ fn gen_op(rng: &mut Rng, seen: &[Seen], leaders: &[bool], shared_stop: &[bool]) 
     }
 }
 
+/// waitid's options: `WNOHANG` and a random mix of the others, mostly with `WEXITED`.
+fn wait_opts(rng: &mut Rng) -> i32 {
+    let mut o = libc::WNOHANG;
+    for bit in [
+        libc::WEXITED,
+        libc::WSTOPPED,
+        libc::WCONTINUED,
+        libc::WNOWAIT,
+    ] {
+        if rng.below(2) == 0 {
+            o |= bit;
+        }
+    }
+    if rng.below(6) != 0 && o & (libc::WEXITED | libc::WSTOPPED | libc::WCONTINUED) == 0 {
+        o |= libc::WEXITED;
+    }
+    o
+}
+
 /// A step's result in either world, numbers as ids: Ok(value) or the errno.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Outcome {
@@ -943,6 +1199,12 @@ enum Outcome {
     Value(i64),
     /// waitid: nothing ready, or (id, si_code, si_status).
     Waited(Option<(Option<usize>, i32, i32)>),
+    /// PIDFD_GET_INFO: (pid, tgid, ppid) as ids if `PIDFD_INFO_PID` came back, the
+    /// exit status if `PIDFD_INFO_EXIT` did.
+    Info {
+        ids: Option<(Option<usize>, Option<usize>, Option<usize>)>,
+        exit: Option<i32>,
+    },
     Failed(i32),
 }
 
@@ -979,18 +1241,19 @@ fn done_or_failed(r: i64) -> Outcome {
 }
 
 fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
-    let pidsel = |k: &Kernel, sel: Option<usize>| sel.map_or(0, |i| k.pid(i));
+    let pidsel =
+        |k: &Kernel, actor: usize, sel: Option<usize>| sel.map_or(0, |i| k.nums.nr(actor, i));
     match op {
-        Op::Fork { actor } => {
-            let r = k.command(actor, [1, new_id as i64, 0, 0])[0];
+        Op::Fork { actor, newpid } => {
+            let r = k.command(actor, [1, new_id as i64, i64::from(newpid), 0])[0];
             if r < 0 {
                 return Outcome::Failed(-r as i32);
             }
+            k.adopt(actor, new_id, r as i32, false, newpid);
             // The child starts with its parent's dispositions.
             if k.ignores_chld(actor) {
-                k.ignoring.insert(r as i32);
+                k.ignoring.insert(k.pid(new_id));
             }
-            k.adopt(new_id, r as i32, r as i32);
             Outcome::Forked
         }
         Op::Thread { actor } => {
@@ -998,8 +1261,7 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
             if r < 0 {
                 return Outcome::Failed(-r as i32);
             }
-            let tgid = k.procs[actor].tgid;
-            k.adopt(new_id, r as i32, tgid);
+            k.adopt(actor, new_id, r as i32, true, false);
             Outcome::Forked
         }
         Op::ThreadExit { actor, code } => {
@@ -1007,7 +1269,8 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
             Outcome::Done
         }
         Op::Tgkill { actor, target, sig } => {
-            let (tgid, tid) = (k.procs[target].tgid, k.pid(target));
+            let leader = k.nums.leader[target];
+            let (tgid, tid) = (k.nums.nr(actor, leader), k.nums.nr(actor, target));
             let r = k.command(actor, [10, i64::from(tgid), i64::from(tid), i64::from(sig)])[0];
             done_or_failed(r)
         }
@@ -1016,33 +1279,23 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
             Outcome::Done
         }
         Op::Kill { actor, target, sig } => {
-            let pid = target.pid(|i| k.pid(i));
+            let pid = target.pid(|i| k.nums.nr(actor, i));
             let r = k.command(actor, [3, i64::from(pid), i64::from(sig), 0])[0];
             done_or_failed(r)
         }
         Op::Wait { actor, id, opts } => {
             let (idtype, n) = match id {
                 WaitSel::All => (libc::P_ALL, 0),
-                WaitSel::Pid(i) => (libc::P_PID, k.pid(i)),
-                WaitSel::Pgid(i) => (libc::P_PGID, k.pid(i)),
+                WaitSel::Pid(i) => (libc::P_PID, k.nums.nr(actor, i)),
+                WaitSel::Pgid(i) => (libc::P_PGID, k.nums.nr(actor, i)),
                 WaitSel::OwnPgid => (libc::P_PGID, 0),
                 WaitSel::Nobody => (libc::P_PID, NO_SUCH_PID),
             };
             let r = k.command(actor, [4, i64::from(idtype), i64::from(n), i64::from(opts)]);
-            if r[0] < 0 {
-                return Outcome::Failed(-r[0] as i32);
-            }
-            if r[1] == 0 {
-                return Outcome::Waited(None);
-            }
-            Outcome::Waited(Some((
-                k.by_pid.get(&(r[1] as i32)).copied(),
-                r[2] as i32,
-                r[3] as i32,
-            )))
+            k.waited(actor, r)
         }
         Op::Setpgid { actor, pid, pgid } => {
-            let (a, b) = (pidsel(k, pid), pidsel(k, pgid));
+            let (a, b) = (pidsel(k, actor, pid), pidsel(k, actor, pgid));
             let r = k.command(actor, [5, i64::from(a), i64::from(b), 0])[0];
             done_or_failed(r)
         }
@@ -1051,7 +1304,7 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
             if r < 0 {
                 Outcome::Failed(-r as i32)
             } else {
-                Outcome::Value(k.by_pid.get(&(r as i32)).map_or(-1, |&i| i as i64))
+                Outcome::Value(k.nums.id(actor, r as i32).map_or(-1, |i| i as i64))
             }
         }
         Op::Sigchld { actor, mode } => {
@@ -1068,13 +1321,104 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
             let r = k.command(actor, [7, i64::from(on), 0, 0])[0];
             done_or_failed(r)
         }
+        Op::PidfdOpen { target, flags } => {
+            // SAFETY: pidfd_open on a number; the descriptor it returns is the driver's.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, k.nums.nr(0, target), flags) };
+            if fd < 0 {
+                return Outcome::Failed(errno() as i32);
+            }
+            if let Some((old, _)) = k.pidfds.insert(target, (fd as i32, flags)) {
+                // SAFETY: closing the driver's own descriptor, replaced above.
+                unsafe { libc::close(old) };
+            }
+            Outcome::Done
+        }
+        Op::PidfdSignal { target, sig, flags } => {
+            let fd = k.pidfd(target);
+            // SAFETY: pidfd_send_signal on the driver's pidfd, no siginfo.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd,
+                    sig,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    flags,
+                )
+            };
+            done_or_failed(if r == 0 { 0 } else { -errno() })
+        }
+        Op::PidfdPoll { target } => {
+            let mut pfd = libc::pollfd {
+                fd: k.pidfd(target),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll on one descriptor of the driver's, not waiting.
+            let r = unsafe { libc::poll(&mut pfd, 1, 0) };
+            assert!(r >= 0, "poll on a pidfd");
+            Outcome::Value(
+                i64::from(pfd.revents & libc::POLLIN != 0)
+                    | i64::from(pfd.revents & libc::POLLHUP != 0) << 1,
+            )
+        }
+        Op::PidfdWait { target, opts } => {
+            let fd = k.pidfd(target);
+            let r = k.command(
+                0,
+                [4, i64::from(libc::P_PIDFD), i64::from(fd), i64::from(opts)],
+            );
+            k.waited(0, r)
+        }
+        Op::PidfdInfo { target, exit } => {
+            let mut info = RawPidfdInfo {
+                mask: PIDFD_INFO_PID | if exit { PIDFD_INFO_EXIT } else { 0 },
+                ..RawPidfdInfo::default()
+            };
+            // SAFETY: PIDFD_GET_INFO fills a `struct pidfd_info` of the size its
+            // command number carries (the first version's 64 bytes), on our stack.
+            let r = unsafe { libc::ioctl(k.pidfd(target), PIDFD_GET_INFO, &mut info) };
+            if r != 0 {
+                return Outcome::Failed(errno() as i32);
+            }
+            let map = |n: u32| k.nums.id(0, n as i32);
+            Outcome::Info {
+                ids: (info.mask & PIDFD_INFO_PID != 0)
+                    .then(|| (map(info.pid), map(info.tgid), map(info.ppid))),
+                exit: (info.mask & PIDFD_INFO_EXIT != 0).then_some(info.exit_code),
+            }
+        }
     }
 }
+
+/// `struct pidfd_info` up to `exit_code` (`PIDFD_INFO_SIZE_VER0`, 64 bytes).
+#[repr(C)]
+#[derive(Default)]
+struct RawPidfdInfo {
+    mask: u64,
+    cgroupid: u64,
+    pid: u32,
+    tgid: u32,
+    ppid: u32,
+    creds: [u32; 8],
+    exit_code: i32,
+}
+
+const PIDFD_INFO_PID: u64 = 1;
+const PIDFD_INFO_EXIT: u64 = 1 << 3;
+/// `_IOWR(PIDFS_IOCTL_MAGIC, 11, struct pidfd_info)` for the 64-byte struct.
+const PIDFD_GET_INFO: libc::Ioctl = 0xC040_FF0B_u32 as libc::Ioctl;
 
 fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
     let sig = |n: i32| Signal::new(n).expect("a valid signal");
     match op {
-        Op::Fork { actor } => u.fork(actor, CloneFlags::empty(), new_id),
+        Op::Fork { actor, newpid } => {
+            let flags = if newpid {
+                CloneFlags::NEWPID
+            } else {
+                CloneFlags::empty()
+            };
+            u.fork(actor, flags, new_id)
+        }
         Op::Thread { actor } => u.fork(actor, CloneFlags::NEW_THREAD, new_id),
         Op::Exit { actor, code } => {
             u.tasks[actor].exit_group(code);
@@ -1089,9 +1433,10 @@ fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
             target,
             sig: s,
         } => {
-            let t = &u.tasks[target];
+            let leader = u.nums.leader[target];
+            let (tgid, tid) = (u.nums.nr(actor, leader), u.nums.nr(actor, target));
             u.tasks[actor]
-                .tgkill(t.tgid(), t.pid(), sig(s))
+                .tgkill(tgid, tid, sig(s))
                 .map_or_else(errno_of, |()| Outcome::Done)
         }
         Op::Kill {
@@ -1099,7 +1444,7 @@ fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
             target,
             sig: s,
         } => {
-            let pid = target.pid(|i| u.pid(i));
+            let pid = target.pid(|i| u.nums.nr(actor, i));
             u.tasks[actor]
                 .kill(pid, sig(s))
                 .map_or_else(errno_of, |()| Outcome::Done)
@@ -1107,29 +1452,68 @@ fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
         Op::Wait { actor, id, opts } => {
             let which = match id {
                 WaitSel::All => WaitId::All,
-                WaitSel::Pid(i) => WaitId::Pid(u.pid(i)),
-                WaitSel::Pgid(i) => WaitId::Pgid(u.pid(i)),
+                WaitSel::Pid(i) => WaitId::Pid(u.nums.nr(actor, i)),
+                WaitSel::Pgid(i) => WaitId::Pgid(u.nums.nr(actor, i)),
                 WaitSel::OwnPgid => WaitId::Pgid(0),
                 WaitSel::Nobody => WaitId::Pid(NO_SUCH_PID),
             };
-            let o = WaitOptions::from_bits_retain(opts as u32);
-            match u.tasks[actor].wait(which, o) {
-                Ok(None) => Outcome::Waited(None),
-                Ok(Some(info)) => {
-                    let (code, status) = code_of(&info);
-                    Outcome::Waited(Some((u.by_pid.get(&info.pid).copied(), code, status)))
+            u.wait(actor, which, opts)
+        }
+        Op::PidfdOpen { target, flags } => {
+            let flags = PidfdFlags::from_bits_retain(flags);
+            match u.tasks[0].pidfd_open(u.nums.nr(0, target), flags) {
+                Ok(fd) => {
+                    u.pidfds.insert(target, fd);
+                    Outcome::Done
+                }
+                Err(e) => errno_of(e),
+            }
+        }
+        Op::PidfdSignal {
+            target,
+            sig: s,
+            flags,
+        } => u.pidfds[&target]
+            .send_signal_with(sig(s), PidfdSignalFlags::from_bits_retain(flags))
+            .map_or_else(errno_of, |()| Outcome::Done),
+        Op::PidfdPoll { target } => {
+            let r = u.pidfds[&target].poll();
+            Outcome::Value(i64::from(r.readable) | i64::from(r.hangup) << 1)
+        }
+        Op::PidfdWait { target, opts } => {
+            let fd = u.pidfds[&target].clone();
+            u.wait(0, WaitId::PidFd(&fd), opts)
+        }
+        Op::PidfdInfo { target, exit } => {
+            let mask = InfoMask::PID
+                | if exit {
+                    InfoMask::EXIT
+                } else {
+                    InfoMask::empty()
+                };
+            match u.pidfds[&target].info(mask) {
+                Ok(info) => {
+                    let map = |n: i32| u.nums.id(0, n);
+                    Outcome::Info {
+                        ids: info
+                            .mask
+                            .contains(InfoMask::PID)
+                            .then(|| (map(info.pid), map(info.tgid), map(info.ppid))),
+                        exit: info.mask.contains(InfoMask::EXIT).then_some(info.exit_code),
+                    }
                 }
                 Err(e) => errno_of(e),
             }
         }
         Op::Setpgid { actor, pid, pgid } => {
-            let (a, b) = (pid.map_or(0, |i| u.pid(i)), pgid.map_or(0, |i| u.pid(i)));
+            let nr = |sel: Option<usize>| sel.map_or(0, |i| u.nums.nr(actor, i));
+            let (a, b) = (nr(pid), nr(pgid));
             u.tasks[actor]
                 .setpgid(a, b)
                 .map_or_else(errno_of, |()| Outcome::Done)
         }
         Op::Setsid { actor } => match u.tasks[actor].setsid() {
-            Ok(sid) => Outcome::Value(u.by_pid.get(&sid).map_or(-1, |&i| i as i64)),
+            Ok(sid) => Outcome::Value(u.nums.id(actor, sid).map_or(-1, |i| i as i64)),
             Err(e) => errno_of(e),
         },
         Op::Subreaper { actor, on } => {
@@ -1196,6 +1580,10 @@ struct Stats {
     reports: usize,
     stopped: usize,
     zombie_leaders: usize,
+    /// Live processes seen in a namespace below the driver's, and namespace inits
+    /// seen dead (their namespace with them).
+    nested: usize,
+    nested_inits_died: usize,
     /// Steps whose outcome the kernel's scheduling decided (see `reconcile_*`).
     reconciled: usize,
 }
@@ -1208,15 +1596,22 @@ impl std::fmt::Display for Stats {
         write!(
             f,
             "wait reports {}, stopped processes seen {}, zombie leaders with live threads seen {}, \
+             live processes in nested namespaces seen {}, nested namespace inits died {}, \
              steps whose order the kernel's scheduler decided {}",
-            self.reports, self.stopped, self.zombie_leaders, self.reconciled
+            self.reports,
+            self.stopped,
+            self.zombie_leaders,
+            self.nested,
+            self.nested_inits_died,
+            self.reconciled
         )
     }
 }
 
 fn op_name(op: &Op) -> &'static str {
     match op {
-        Op::Fork { .. } => "fork",
+        Op::Fork { newpid: false, .. } => "fork",
+        Op::Fork { newpid: true, .. } => "fork(CLONE_NEWPID)",
         Op::Thread { .. } => "thread",
         Op::Exit { .. } => "exit_group",
         Op::ThreadExit { .. } => "exit",
@@ -1227,6 +1622,11 @@ fn op_name(op: &Op) -> &'static str {
         Op::Setsid { .. } => "setsid",
         Op::Sigchld { .. } => "sigchld",
         Op::Subreaper { .. } => "subreaper",
+        Op::PidfdOpen { .. } => "pidfd_open",
+        Op::PidfdSignal { .. } => "pidfd_send_signal",
+        Op::PidfdPoll { .. } => "pidfd poll",
+        Op::PidfdWait { .. } => "waitid(P_PIDFD)",
+        Op::PidfdInfo { .. } => "PIDFD_GET_INFO",
     }
 }
 
@@ -1239,8 +1639,13 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
             cmd: -1,
             resp: -1,
         }],
-        by_pid: HashMap::from([(1, 0)]),
+        nums: {
+            let mut nums = Numbers::default();
+            nums.add(None, false, false, vec![1]);
+            nums
+        },
         ignoring: Default::default(),
+        pidfds: HashMap::new(),
     };
     let mut worlds: Vec<Uproc> = Profile::ALL.iter().map(|&p| Uproc::new(p)).collect();
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -1259,7 +1664,15 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
                         > 1
             })
             .collect();
-        let op = gen_op(&mut rng, &seen, &leaders, &shared_stop);
+        let fds: HashMap<usize, u32> = k.pidfds.iter().map(|(&i, &(_, f))| (i, f)).collect();
+        // An init in its exit reads as running but takes no command.
+        let mut actors = seen.clone();
+        for (i, s) in actors.iter_mut().enumerate() {
+            if s.state == TaskState::Running && k.exiting(i) {
+                s.state = TaskState::Zombie;
+            }
+        }
+        let op = gen_op(&mut rng, &actors, &leaders, &shared_stop, &fds);
         let new_id = k.procs.len();
         let before = seen.clone();
         let want = kernel_step(&mut k, op, new_id);
@@ -1279,6 +1692,18 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
                             && k.procs[j].tgid == k.procs[i].pid
                             && !matches!(seen[j].state, TaskState::Dead | TaskState::Zombie)
                     })
+            })
+            .count();
+        let alive = |s: &Seen| matches!(s.state, TaskState::Running | TaskState::Stopped);
+        stats.nested += (1..seen.len())
+            .filter(|&i| k.nums.chain[i].len() > 1 && alive(&seen[i]))
+            .count();
+        stats.nested_inits_died += (1..before.len())
+            .filter(|&i| {
+                k.nums.chain[i].len() > 1
+                    && k.nums.nspid[i].last() == Some(&1)
+                    && alive(&before[i])
+                    && !alive(&seen[i])
             })
             .count();
         log.push(format!("{step}: {op:?} -> {want:?}"));
@@ -1329,6 +1754,15 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
                 }
                 let s = &s;
                 if mine != *s {
+                    // Every process as /proc shows it then, for the report.
+                    for j in 0..k.procs.len() {
+                        log.push(format!(
+                            "   /proc of {j} (pid {}, namespaces {:?}): {:?}",
+                            k.pid(j),
+                            k.nums.chain[j],
+                            k.raw(j)
+                        ));
+                    }
                     diverge(
                         seed,
                         step,
@@ -1347,12 +1781,9 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
         libc::kill(-1, libc::SIGKILL);
         while libc::waitpid(-1, std::ptr::null_mut(), libc::__WALL) > 0 {}
     }
-    for p in k.procs.iter().skip(1) {
-        // SAFETY: closing the driver's own FIFO ends.
-        unsafe {
-            libc::close(p.cmd);
-            libc::close(p.resp);
-        }
+    for fd in k.fds() {
+        // SAFETY: closing the driver's own FIFO ends and pidfds.
+        unsafe { libc::close(fd) };
     }
     // The teardown's SIGCHLDs, dequeued: the next seed's init starts with none pending,
     // as a new runtime's does.
@@ -1417,7 +1848,7 @@ fn reconcile_deaths(
             else {
                 continue;
             };
-            let pid = k.pid(id);
+            let pid = k.nums.nr(waiter, id);
             k.command(
                 waiter,
                 [
@@ -1493,17 +1924,13 @@ fn reconcile_waits(
     let probe = opts | libc::WNOWAIT;
     let consuming = opts & libc::WNOWAIT == 0;
     for &(id, code, status) in &all {
+        let nr = k.nums.nr(actor, id);
         if id != kernel.0 {
             let r = k.command(
                 actor,
-                [
-                    4,
-                    i64::from(libc::P_PID),
-                    i64::from(k.pid(id)),
-                    i64::from(probe),
-                ],
+                [4, i64::from(libc::P_PID), i64::from(nr), i64::from(probe)],
             );
-            if r[0] != 0 || (r[1] as i32, r[2] as i32, r[3] as i32) != (k.pid(id), code, status) {
+            if r[0] != 0 || (r[1] as i32, r[2] as i32, r[3] as i32) != (nr, code, status) {
                 return Err(format!(
                     "uproc reported child {id} ({code}, {status}), the kernel does not: {r:?}"
                 ));
@@ -1511,12 +1938,7 @@ fn reconcile_waits(
             if consuming {
                 k.command(
                     actor,
-                    [
-                        4,
-                        i64::from(libc::P_PID),
-                        i64::from(k.pid(id)),
-                        i64::from(opts),
-                    ],
+                    [4, i64::from(libc::P_PID), i64::from(nr), i64::from(opts)],
                 );
             }
         }
@@ -1524,7 +1946,7 @@ fn reconcile_waits(
             if named(g).map(|n| n.0) == Some(id) {
                 continue;
             }
-            let which = WaitId::Pid(u.pid(id));
+            let which = WaitId::Pid(u.nums.nr(actor, id));
             let o = WaitOptions::from_bits_retain(probe as u32);
             match u.tasks[actor].wait(which, o) {
                 Ok(Some(info)) if code_of(&info) == (code, status) => {}
