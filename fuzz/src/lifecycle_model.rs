@@ -713,6 +713,9 @@ struct MGroup {
     /// `SIGNAL_UNKILLABLE`: a namespace init (or the runtime init).
     unkillable: bool,
     zapping: bool,
+    /// The thread that ended a namespace init's process: it waits in its exit for
+    /// the namespace to empty (`zap_pid_ns_processes`), running, while `zapping`.
+    zapper: Option<usize>,
 }
 
 impl MGroup {
@@ -737,6 +740,7 @@ impl MGroup {
             autoreap: false,
             unkillable,
             zapping: false,
+            zapper: None,
         }
     }
 }
@@ -1494,8 +1498,9 @@ impl Model {
     }
 
     /// `kill_orphaned_pgrp`: the group `pgrp` (of session `session`) lost the link its
-    /// parent side (`ppgrp`, `psession`) was; orphaned with a stopped member, it gets
-    /// SIGHUP then SIGCONT from the kernel. `ignored`: the exiting process's group.
+    /// parent side (`ppgrp`, `psession`) was; orphaned with a stopped member, its
+    /// stopped members get SIGHUP and then all get SIGCONT from the kernel. `ignored`:
+    /// the exiting process's group.
     fn kill_orphaned_pgrp(
         &mut self,
         pgrp: usize,
@@ -1521,10 +1526,15 @@ impl Model {
         {
             return;
         }
-        for sig in [libc::SIGHUP, libc::SIGCONT] {
-            let members = self.pgrp_members(pgrp);
-            self.send_many(&members, sig, Snd::Outside);
-        }
+        // SIGHUP to the stopped members only (Linux 6.18, measured), SIGCONT to all.
+        let stopped: Vec<usize> = self
+            .pgrp_members(pgrp)
+            .into_iter()
+            .filter(|&l| self.groups[self.tasks[l].group].stopped)
+            .collect();
+        self.send_many(&stopped, libc::SIGHUP, Snd::Outside);
+        let members = self.pgrp_members(pgrp);
+        self.send_many(&members, libc::SIGCONT, Snd::Outside);
     }
 
     /// Children of the dying group go to the new reaper. Returns whether the group is a
@@ -1537,6 +1547,7 @@ impl Model {
         if is_init {
             self.groups[g].sigchld = SigChld::Ignore;
             self.groups[g].zapping = true;
+            self.groups[g].zapper = Some(t);
             for &c in &self.groups[g].children {
                 if self.tasks[c].st == St::Zombie {
                     release.push(c);
@@ -3066,9 +3077,12 @@ fn check(sys: &System, real: &[Task], m: &Model) -> Result<(), String> {
     for (i, (t, mt)) in real.iter().zip(&m.tasks).enumerate() {
         let g = &m.groups[mt.group];
         let want = match mt.st {
+            // The thread that ended a namespace init's process waits (runs) in its
+            // exit until the namespace empties.
+            St::Delayed | St::Released | St::Running if g.zapping && g.zapper == Some(i) => {
+                TaskState::Running
+            }
             St::Released => TaskState::Dead,
-            // A namespace init waits (runs) in its exit until its namespace empties.
-            St::Delayed if g.zapping => TaskState::Running,
             St::Delayed | St::Zombie => TaskState::Zombie,
             St::Running if mt.exiting => TaskState::Dead,
             St::Running if g.stopped => TaskState::Stopped,

@@ -14,7 +14,8 @@
 //! DEAD    --release_task-----------------------------------> (detached, pid freed)
 //! ```
 //!
-//! `Task::state` reads DELAYED as a zombie, except for a zapping namespace init: that
+//! `Task::state` reads DELAYED as a zombie and DEAD as gone, except for the thread
+//! that ended a namespace init's process (`ZAPPER`, the group's last to exit): that
 //! one is still in `do_exit` on Linux (`R`/`S` in `/proc`) until its namespace empties.
 
 use crate::pgrp::{DetachedIds, FreeList, ProcessIds, detach_leader};
@@ -141,6 +142,13 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     }
     let (group_dead, status, parent, threadless, childless, orphan) = {
         let mut st = g.sig.lock();
+        // The SIGKILL that ends this thread (a fatal signal's, a group exit's) is
+        // taken on its way out, as `get_signal` dequeues it before `do_group_exit`:
+        // an init waiting in its exit for its namespace shows it no more. Under the
+        // siglock, where every sender sets it; a plain load on the common path.
+        if t.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0 {
+            t.pending.fetch_and(!Signal::KILL.mask(), Ordering::AcqRel);
+        }
         st.nr_live -= 1;
         let status = st.group_exit.unwrap_or(status);
         let dead = st.nr_live == 0;

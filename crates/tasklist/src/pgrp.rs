@@ -535,8 +535,10 @@ pub(crate) fn pgrp_orphaned(sys: &System, pgrp: &Arc<Pid>, ignored: Option<&Thre
 }
 
 /// `kill_orphaned_pgrp`: an exit or a reparent may have orphaned the process group of
-/// `ids`; if it did and a member is stopped, SIGHUP then SIGCONT go to the whole group
-/// (POSIX: a stopped job nobody can continue any more is told so, and continued). The
+/// `ids`; if it did and a member is stopped, SIGHUP goes to each stopped member and
+/// then SIGCONT to the whole group (a stopped job nobody can continue any more is told
+/// so, and continued; POSIX says both to every member, Linux 6.18 sends the SIGHUP to
+/// the stopped ones only, as measured). The
 /// exit case (`exit_notify`): `ids` is the exiting process's, `parent_ids` its parent's,
 /// `ignored` its group. The reparent case (`reparent_leader`): `ids` is the
 /// reparented child's, `parent_ids` the exiting parent's, nothing ignored. Either way
@@ -573,9 +575,12 @@ pub(crate) fn kill_orphaned_pgrp(
             pgrp = pgrp.numbers()[0].nr,
             "process group orphaned with a stopped member: SIGHUP, SIGCONT"
         );
-        for sig in [Signal::HUP, Signal::CONT] {
-            // ESRCH: every member went meanwhile.
-            let _ = crate::signal::kill_pgrp(sys, pgrp, sig, crate::signal::Sender::Runtime);
-        }
+        // SIGHUP to the stopped members only, then SIGCONT to all: measured on Linux
+        // 6.18 (a running member, handler or not, SIGHUP blocked or not, gets the
+        // SIGCONT alone), where POSIX words it as both to every member.
+        let runtime = crate::signal::Sender::Runtime;
+        // ESRCH: every member went meanwhile.
+        let _ = crate::signal::kill_pgrp_where(sys, pgrp, Signal::HUP, runtime, |st| st.stopped);
+        let _ = crate::signal::kill_pgrp(sys, pgrp, Signal::CONT, runtime);
     }
 }

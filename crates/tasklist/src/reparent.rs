@@ -126,6 +126,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
             let mut st = g.sig.lock();
             st.sigchld = SigChld::Ignore;
             st.zapping = true;
+            t.flags.fetch_or(crate::task::ZAPPER, Ordering::AcqRel);
             st.shared_pending.set_chld_noop(false);
         }
         let mut ch = g.children.lock();

@@ -569,12 +569,29 @@ pub(crate) fn kill_pgrp(
     sig: Signal,
     sender: Sender<'_>,
 ) -> Result<(), Errno> {
+    kill_pgrp_where(sys, pgrp, sig, sender, |_| true)
+}
+
+/// [`kill_pgrp`] to the members whose group state passes `pick` (read under their
+/// siglock at collection time).
+pub(crate) fn kill_pgrp_where(
+    sys: &System,
+    pgrp: &Arc<Pid>,
+    sig: Signal,
+    sender: Sender<'_>,
+    pick: impl Fn(&GroupState) -> bool,
+) -> Result<(), Errno> {
     let collect = || {
         sys.root_ns
             .pids()
             .iter()
             .filter_map(|p| pid_task(p))
-            .filter(|t| t.leader && t.group().sig.lock().in_pgrp(pgrp))
+            .filter(|t| {
+                t.leader && {
+                    let st = t.group().sig.lock();
+                    st.in_pgrp(pgrp) && pick(&st)
+                }
+            })
             .collect()
     };
     signal_groups(sys, collect, sig, sender)

@@ -157,8 +157,8 @@ impl NameWords {
 /// `task_state_array` in `fs/proc/array.c`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskState {
-    /// `R`: alive (uproc does not distinguish running from sleeping `S`), or a
-    /// namespace init waiting in its exit for its namespace to empty.
+    /// `R`: alive (uproc does not distinguish running from sleeping `S`), or the
+    /// thread of a namespace init waiting in its exit for its namespace to empty.
     Running,
     /// `T`: stopped by SIGSTOP/SIGTSTP/SIGTTIN/SIGTTOU, until SIGCONT.
     Stopped,
@@ -317,6 +317,11 @@ pub(crate) const GROUP_KILL: u8 = 4;
 /// notification that queued SIGCHLD, cleared under it by whatever ends one of the
 /// three (the dequeue, in [`SharedPending::remove`]; a new disposition; the zap).
 pub(crate) const CHLD_NOOP: u8 = 8;
+/// [`TaskInner::flags`]: this thread ended its namespace init's process and waits in
+/// its exit for the namespace to empty (`zap_pid_ns_processes`, run by the init
+/// group's last thread to exit, a leader or not). Set once, under the group's siglock,
+/// with the group's `zapping`; [`Task::state`] reads it while `zapping` lasts.
+pub(crate) const ZAPPER: u8 = 16;
 
 /// `started` (post-fork done), read and written without a lock.
 ///
@@ -1362,16 +1367,21 @@ impl Task {
         Some(Task(parent.leader_task().unwrap_or(parent)))
     }
 
-    /// Running, stopped, zombie or dead, as `/proc/PID/stat` shows it. A namespace
-    /// init whose process has ended but whose namespace still holds other numbers
-    /// reads as running: Linux's init sleeps in `do_exit` (`zap_pid_ns_processes`)
-    /// until its namespace is empty, and only then becomes a zombie. The numbers a
-    /// process group or session id holds count, so a process outside that still
+    /// Running, stopped, zombie or dead, as `/proc/PID/stat` shows it. When a
+    /// namespace init's process ends while its namespace still holds other numbers,
+    /// the thread that ended it (the last to exit: the leader of a single-threaded
+    /// init) reads as running: Linux's init sleeps in `do_exit`
+    /// (`zap_pid_ns_processes`) until its namespace is empty, and only then becomes a
+    /// zombie; a leader that exited before it reads as a zombie meanwhile. The numbers
+    /// a process group or session id holds count, so a process outside that still
     /// belongs to a group led by a reaped member keeps the init there.
     pub fn state(&self) -> TaskState {
+        let waits_for_zap = || {
+            self.0.flags.load(Ordering::Acquire) & ZAPPER != 0 && self.0.group().sig.lock().zapping
+        };
         match self.0.exit_state.load(Ordering::Acquire) {
             ZOMBIE => TaskState::Zombie,
-            DELAYED if self.0.group().sig.lock().zapping => TaskState::Running,
+            DELAYED | DEAD if waits_for_zap() => TaskState::Running,
             DELAYED => TaskState::Zombie,
             DEAD => TaskState::Dead,
             _ => {
@@ -1441,6 +1451,26 @@ impl Task {
             self.0.with_rare(|r| r.ns_for_children = changed);
         }
         Ok(())
+    }
+
+    /// `setns(pidfd, CLONE_NEWPID)`: children go to the namespace the pidfd's task is
+    /// in (`task_active_pid_ns` of that thread), by the rules of
+    /// [`setns_pid`](Task::setns_pid) (EINVAL unless it is this task's active namespace
+    /// or a descendant of it). ESRCH, checked first, when that thread has begun its
+    /// exit or is gone: Linux reads the namespace from its `nsproxy`, which
+    /// `exit_task_namespaces` drops early in `do_exit` (so a zombie, or a leader
+    /// whose threads still run, has none); ESRCH too if this task was reaped.
+    ///
+    /// # References
+    /// [setns(2)](https://man7.org/linux/man-pages/man2/setns.2.html) ("a PID file
+    /// descriptor"), `validate_nsset` in `kernel/nsproxy.c`.
+    pub fn setns_pidfd(&self, pidfd: &PidFd) -> Result<(), Errno> {
+        self.0.check_not_released()?;
+        let target = pid_task(pidfd.pid()).ok_or(Errno::ESRCH)?;
+        if target.exiting.load(Ordering::Acquire) {
+            return Err(Errno::ESRCH);
+        }
+        self.setns_pid(target.active_ns())
     }
 
     /// [pidfd_open(2)](https://man7.org/linux/man-pages/man2/pidfd_open.2.html): `pid`

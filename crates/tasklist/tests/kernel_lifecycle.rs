@@ -1,7 +1,9 @@
 //! Differential test of the process life cycle against the real kernel: random
 //! sequences of fork (some with `CLONE_NEWPID`, the child the init of a nested pid
 //! namespace), thread creation, `exit_group` and thread exits, kill and tgkill,
-//! waitid, setpgid, setsid, the child-subreaper bit and the SIGCHLD disposition, run
+//! waitid, setpgid, setsid, the child-subreaper bit and the SIGCHLD disposition, and
+//! `unshare(CLONE_NEWPID)` and `setns` through a pidfd (after which a thread's forks
+//! make the init or members of another namespace, with their parent outside it), run
 //! by real processes in a fresh pid namespace and by uproc under every profile in
 //! lockstep, compared after every step. The driver also holds pidfds: it opens them
 //! (`pidfd_open` with and without `PIDFD_THREAD` and `PIDFD_NONBLOCK`, and with flags
@@ -18,7 +20,8 @@
 //! says so. Every other process is a *controlled* process forked by the driver or by
 //! another controlled process, and every thread of one (`pthread_create`), blocks in
 //! `read` on its own command FIFO, runs one command (fork, thread creation, `_exit`,
-//! `SYS_exit`, kill, tgkill, waitid with `WNOHANG`, setpgid, setsid, prctl, sigaction)
+//! `SYS_exit`, kill, tgkill, waitid with `WNOHANG`, setpgid, setsid, prctl, sigaction,
+//! unshare, setns)
 //! and writes the result to its reply FIFO. SIGCHLD is blocked everywhere, so that it
 //! stays pending as uproc's default disposition keeps it (uproc's `SigChld::Default`
 //! is a handler here, `Ignore` is `SIG_IGN`, whose SIGCHLDs queued only because the
@@ -29,7 +32,10 @@
 //! first, decide the order of the reaper's children list. So only leaders fork, and
 //! when the worlds' waits name different ready children, each named child must be
 //! ready in every world (a `WNOWAIT` wait by pid reports it the same) and is then
-//! reaped in every world.
+//! reaped in every world. A third: of a namespace init whose threads die together,
+//! the one that exits last waits in its exit for the namespace to empty (shown
+//! running; the leader a zombie), so such an init is compared by process: the
+//! waiting thread's view in its leader's place, whichever thread it is.
 //!
 //! After each step the driver waits until the kernel's view settles (signal delivery,
 //! group stops and exits run in the target's own context), then compares, for every
@@ -45,13 +51,16 @@
 //!
 //! Where `unshare` is missing or not permitted the test prints why and passes.
 //! `UPROC_KERNEL_SEEDS` (default 6) and `UPROC_KERNEL_STEPS` (default 120) size it;
-//! `UPROC_KERNEL_FIRST_SEED` (default 1) picks other sequences.
+//! `UPROC_KERNEL_FIRST_SEED` (default 1) picks other sequences; `UPROC_KERNEL_TRACE=N`
+//! prints uproc's view of every task after each step from step `N` on.
 //! Found so far (each then measured by hand and pinned by a unit test): a stop signal
 //! to a stopped process stays queued until SIGCONT (uproc dropped it); a continued
 //! process dies of its thread's own fatal signal before the group's, and of a
 //! synchronous one before a lower-numbered one (uproc took the lowest-numbered of
 //! all); a child inherits its parent's SIGCHLD disposition, and `SIG_IGN` discards a
-//! pending SIGCHLD (uproc did neither).
+//! pending SIGCHLD (uproc did neither); a namespace init whose process has ended
+//! sleeps in its exit, shown running, until its namespace is empty (uproc showed a
+//! zombie).
 #![allow(unsafe_code)]
 
 use std::collections::HashMap;
@@ -242,7 +251,10 @@ fn make_fifos(dir: &Dir, id: usize) -> bool {
     for kind in [b'c', b'r'] {
         let p = dir.fifo(kind, id);
         // SAFETY: `p` is NUL-terminated.
-        if unsafe { libc::mkfifo(p.as_ptr().cast(), 0o600) } != 0 {
+        // One left by a fork that failed (no process ever opened it) serves again.
+        if unsafe { libc::mkfifo(p.as_ptr().cast(), 0o600) } != 0
+            && errno() != i64::from(libc::EEXIST)
+        {
             return false;
         }
     }
@@ -257,8 +269,10 @@ fn open_fifo(dir: &Dir, kind: u8, id: usize) -> i32 {
 }
 
 /// One command, run by the process itself (a controlled process or the driver):
-/// returns the reply's numbers. `op`: 1 fork(new id, new pid namespace), 3 kill, 4 waitid, 5 setpgid,
-/// 6 setsid, 7 subreaper. Exit (2) never returns.
+/// returns the reply's numbers. `op`: 1 fork(new id, new pid namespace), 3 kill, 4
+/// waitid, 5 setpgid, 6 setsid, 7 subreaper, 8 thread(new id), 10 tgkill, 11 SIGCHLD
+/// disposition, 12 unshare(CLONE_NEWPID), 13 setns(pidfd, CLONE_NEWPID). Exit (2) and
+/// thread exit (9) never return.
 fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
     let [op, a, b, c] = args;
     // SAFETY: plain system calls on values and on buffers on this stack; the forked
@@ -373,6 +387,21 @@ fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
                 let r = libc::prctl(libc::PR_SET_CHILD_SUBREAPER, a as libc::c_ulong, 0, 0, 0);
                 [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
             }
+            12 => {
+                let r = libc::unshare(libc::CLONE_NEWPID);
+                [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
+            }
+            13 => {
+                // setns through a pidfd of process `a` (as this thread sees it).
+                let fd = libc::syscall(libc::SYS_pidfd_open, a as libc::pid_t, 0) as i32;
+                if fd < 0 {
+                    return [-errno(), 0, 0, 0];
+                }
+                let r = libc::setns(fd, libc::CLONE_NEWPID);
+                let e = if r == 0 { 0 } else { -errno() };
+                libc::close(fd);
+                [e, 0, 0, 0]
+            }
             _ => [-i64::from(libc::ENOSYS), 0, 0, 0],
         }
     }
@@ -445,11 +474,14 @@ struct Seen {
 /// Every task's numbers in one world, and the pid namespaces the tasks are in, by
 /// id: `chain[i]` the namespaces from the driver's (0) to task `i`'s own, `nspid[i]`
 /// its number in each of them, `leader[i]` its thread group's leader.
+/// `for_children[i]`, where set, is the chain task `i`'s children go to after its
+/// `unshare(CLONE_NEWPID)` or `setns` (`pid_ns_for_children`, per thread).
 #[derive(Default)]
 struct Numbers {
     chain: Vec<Vec<usize>>,
     nspid: Vec<Vec<i32>>,
     leader: Vec<usize>,
+    for_children: Vec<Option<Vec<usize>>>,
     namespaces: usize,
 }
 
@@ -458,7 +490,13 @@ impl Numbers {
     /// its namespace, or the init of a new one (`newpid`).
     fn add(&mut self, parent: Option<usize>, thread: bool, newpid: bool, nspid: Vec<i32>) {
         let id = self.nspid.len();
-        let mut chain = parent.map_or_else(|| vec![0], |p| self.chain[p].clone());
+        let mut chain = match parent {
+            None => vec![0],
+            Some(p) if thread => self.chain[p].clone(),
+            Some(p) => self.for_children[p]
+                .clone()
+                .unwrap_or_else(|| self.chain[p].clone()),
+        };
         if newpid {
             self.namespaces += 1;
             chain.push(self.namespaces);
@@ -466,6 +504,9 @@ impl Numbers {
         assert_eq!(chain.len(), nspid.len(), "task {id}'s namespace levels");
         self.chain.push(chain);
         self.nspid.push(nspid);
+        // A child shares its parent's `nsproxy` (or has a new one, `CLONE_NEWPID`):
+        // its children go where it lives.
+        self.for_children.push(None);
         let leader = match parent {
             Some(p) if thread => self.leader[p],
             _ => id,
@@ -483,6 +524,21 @@ impl Numbers {
         } else {
             NO_SUCH_PID
         }
+    }
+
+    /// Task `actor`'s `unshare(CLONE_NEWPID)` succeeded: a new namespace below its own,
+    /// which its next fork's child will be the init of.
+    fn unshare(&mut self, actor: usize) {
+        self.namespaces += 1;
+        let mut chain = self.chain[actor].clone();
+        chain.push(self.namespaces);
+        self.for_children[actor] = Some(chain);
+    }
+
+    /// Task `actor`'s setns to task `target`'s namespace succeeded.
+    fn setns(&mut self, actor: usize, target: usize) {
+        let chain = self.chain[target].clone();
+        self.for_children[actor] = (chain != self.chain[actor]).then_some(chain);
     }
 
     /// The task whose number is `nr` as `viewer` sees it.
@@ -505,6 +561,15 @@ enum Op {
     /// A thread of the actor's process (`pthread_create`; `CLONE_THREAD`).
     Thread {
         actor: usize,
+    },
+    /// `unshare(CLONE_NEWPID)` by the actor thread.
+    Unshare {
+        actor: usize,
+    },
+    /// `setns(pidfd_open(target), CLONE_NEWPID)` by the actor thread.
+    Setns {
+        actor: usize,
+        target: usize,
     },
     /// The actor thread alone (`SYS_exit`); `Exit` is `exit_group` (`_exit`).
     ThreadExit {
@@ -853,7 +918,12 @@ impl Kernel {
                         // Runnable, dying (SIGKILL pending), or not stopped with a
                         // signal other than the blocked SIGCHLD pending (it has yet
                         // to act on it).
+                        // A namespace init asleep in its exit (its SIGKILL still
+                        // pending) waits for its namespace to empty: settled.
                         let chld = 1u64 << (libc::SIGCHLD - 1);
+                        if st == b'S' && self.exiting(i) {
+                            return self.seen(i);
+                        }
                         busy |= matches!(st, b'R' | b'D')
                             || pending & (1 << (libc::SIGKILL - 1)) != 0
                             || (!matches!(st, b'T' | b't' | b'Z') && pending & !chld != 0);
@@ -1050,7 +1120,7 @@ fn gen_op(
     with_fd.sort_unstable();
     let fd_of = with_fd.get(rng.below(with_fd.len().max(1))).copied();
     loop {
-        return match rng.below(34) {
+        return match rng.below(36) {
             // Only leaders fork: when a process with several threads dies, each thread
             // hands its own children to the reaper as it exits, in an order the
             // kernel's scheduling decides, and a later wait would report whichever
@@ -1167,6 +1237,10 @@ fn gen_op(
                 actor,
                 on: rng.below(2) == 0,
             },
+            // Not the driver: it outlives the sequence, and its children's namespace
+            // would carry over to the next one.
+            34 if actor != 0 => Op::Unshare { actor },
+            35 if actor != 0 => Op::Setns { actor, target: any },
             _ => continue,
         };
     }
@@ -1267,6 +1341,22 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
         Op::ThreadExit { actor, code } => {
             k.command(actor, [9, i64::from(code), 0, 0]);
             Outcome::Done
+        }
+        Op::Unshare { actor } => {
+            let r = k.command(actor, [12, 0, 0, 0])[0];
+            if r == 0 {
+                k.nums.unshare(actor);
+            }
+            done_or_failed(r)
+        }
+        Op::Setns { actor, target } => {
+            let nr = k.nums.nr(actor, target);
+            let r = k.command(actor, [13, i64::from(nr), 0, 0])[0];
+            if r == 0 {
+                let opened = k.nums.id(actor, nr).expect("the process opened");
+                k.nums.setns(actor, opened);
+            }
+            done_or_failed(r)
         }
         Op::Tgkill { actor, target, sig } => {
             let leader = k.nums.leader[target];
@@ -1428,6 +1518,28 @@ fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
             u.tasks[actor].exit(code);
             Outcome::Done
         }
+        Op::Unshare { actor } => match u.tasks[actor].unshare_pid_ns() {
+            Ok(()) => {
+                u.nums.unshare(actor);
+                Outcome::Done
+            }
+            Err(e) => errno_of(e),
+        },
+        Op::Setns { actor, target } => {
+            let nr = u.nums.nr(actor, target);
+            let fd = match u.tasks[actor].pidfd_open(nr, PidfdFlags::empty()) {
+                Ok(fd) => fd,
+                Err(e) => return errno_of(e),
+            };
+            match u.tasks[actor].setns_pidfd(&fd) {
+                Ok(()) => {
+                    let opened = u.nums.id(actor, nr).expect("the process opened");
+                    u.nums.setns(actor, opened);
+                    Outcome::Done
+                }
+                Err(e) => errno_of(e),
+            }
+        }
         Op::Tgkill {
             actor,
             target,
@@ -1584,6 +1696,13 @@ struct Stats {
     /// seen dead (their namespace with them).
     nested: usize,
     nested_inits_died: usize,
+    /// `unshare`s and `setns`es that succeeded, and live members (not inits) of a
+    /// namespace seen with a parent outside it (what they make).
+    moved: usize,
+    outside_parent: usize,
+    /// Comparisons where the kernel and uproc let different threads of a dying init
+    /// wait for its namespace (see `zap_waiters`).
+    zap_waiter_choices: usize,
     /// Steps whose outcome the kernel's scheduling decided (see `reconcile_*`).
     reconciled: usize,
 }
@@ -1597,13 +1716,18 @@ impl std::fmt::Display for Stats {
             f,
             "wait reports {}, stopped processes seen {}, zombie leaders with live threads seen {}, \
              live processes in nested namespaces seen {}, nested namespace inits died {}, \
-             steps whose order the kernel's scheduler decided {}",
+             unshare/setns done {}, members with a parent outside their namespace seen {}, \
+             steps whose order the kernel's scheduler decided {}, \
+             comparisons where it let another thread of a dying init wait {}",
             self.reports,
             self.stopped,
             self.zombie_leaders,
             self.nested,
             self.nested_inits_died,
-            self.reconciled
+            self.moved,
+            self.outside_parent,
+            self.reconciled,
+            self.zap_waiter_choices
         )
     }
 }
@@ -1613,6 +1737,8 @@ fn op_name(op: &Op) -> &'static str {
         Op::Fork { newpid: false, .. } => "fork",
         Op::Fork { newpid: true, .. } => "fork(CLONE_NEWPID)",
         Op::Thread { .. } => "thread",
+        Op::Unshare { .. } => "unshare(CLONE_NEWPID)",
+        Op::Setns { .. } => "setns(pidfd, CLONE_NEWPID)",
         Op::Exit { .. } => "exit_group",
         Op::ThreadExit { .. } => "exit",
         Op::Kill { .. } => "kill",
@@ -1652,6 +1778,9 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
     let mut log: Vec<String> = Vec::new();
     let mut done = 0;
     let mut seen = k.settle();
+    let trace_from: Option<usize> = std::env::var("UPROC_KERNEL_TRACE")
+        .ok()
+        .and_then(|v| v.parse().ok());
     for step in 0..steps {
         let leaders: Vec<bool> = k.procs.iter().map(|p| p.pid == p.tgid).collect();
         let live = |j: usize| matches!(seen[j].state, TaskState::Running | TaskState::Stopped);
@@ -1706,11 +1835,26 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
                     && !alive(&seen[i])
             })
             .count();
+        stats.moved += usize::from(
+            matches!(op, Op::Unshare { .. } | Op::Setns { .. }) && want == Outcome::Done,
+        );
+        stats.outside_parent += (1..seen.len())
+            .filter(|&i| {
+                alive(&seen[i])
+                    && k.nums.nspid[i].last() != Some(&1)
+                    && seen[i]
+                        .parent
+                        .is_some_and(|p| k.nums.chain[p] != k.nums.chain[i])
+            })
+            .count();
         log.push(format!("{step}: {op:?} -> {want:?}"));
         let got: Vec<Outcome> = worlds
             .iter_mut()
             .map(|u| uproc_step(u, op, new_id))
             .collect();
+        if trace_from.is_some_and(|from| step >= from) {
+            trace(&worlds[0], step);
+        }
         let mut reconciled = false;
         if let Op::Wait { actor, opts, .. } = op {
             match reconcile_waits(&mut k, &mut worlds, actor, opts, &want, &got) {
@@ -1744,15 +1888,30 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
                     &format!("result {got:?}, kernel {want:?}"),
                 );
             }
-            for (i, s) in seen.iter().enumerate() {
-                let mine = u.seen(i);
-                let mut s = s.clone();
-                if k.ignores_chld(i) {
-                    // `SIG_IGN` with SIGCHLD blocked (as every controlled thread has
-                    // it) still queues it, never to act; uproc's `Ignore` drops it.
-                    s.pending &= !(1u64 << (libc::SIGCHLD - 1));
-                }
-                let s = &s;
+            let mut theirs: Vec<Seen> = seen
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let mut s = s.clone();
+                    if k.ignores_chld(i) {
+                        // `SIG_IGN` with SIGCHLD blocked (as every controlled thread
+                        // has it) still queues it, never to act; uproc's `Ignore`
+                        // drops it.
+                        s.pending &= !(1u64 << (libc::SIGCHLD - 1));
+                    }
+                    s
+                })
+                .collect();
+            let mut ours: Vec<Seen> = (0..seen.len()).map(|i| u.seen(i)).collect();
+            let kernel_waits = zap_waiters(&theirs, &k.nums, |i| k.exiting(i));
+            let uproc_waits = zap_waiters(&ours, &u.nums, |i| u.tasks[i].exit_status().is_some());
+            if kernel_waits != uproc_waits && kernel_waits.keys().eq(uproc_waits.keys()) {
+                stats.zap_waiter_choices += 1;
+            }
+            fold_zap_waiters(&mut theirs, &kernel_waits);
+            fold_zap_waiters(&mut ours, &uproc_waits);
+            for (i, s) in theirs.iter().enumerate() {
+                let mine = ours[i].clone();
                 if mine != *s {
                     // Every process as /proc shows it then, for the report.
                     for j in 0..k.procs.len() {
@@ -1879,6 +2038,61 @@ fn reconcile_deaths(
 
 /// Whether two wait outcomes agree but for which ready child they name (the caller
 /// checked that each named child was ready in every world: `reconcile_waits`).
+/// `UPROC_KERNEL_TRACE=STEP`: from that step on, what uproc's first world shows of
+/// every task after each step (to find where a divergence began).
+fn trace(u: &Uproc, step: usize) {
+    for (i, t) in u.tasks.iter().enumerate() {
+        let status = t.status();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(k))
+                .unwrap_or("")
+                .replace('\t', " ")
+        };
+        eprintln!(
+            "TRACE {step} task {i}: {:?} {} {} pgid {} pending {:?}",
+            t.state(),
+            field("PPid"),
+            field("NSpid"),
+            t.pgid_in(&u.ns),
+            t.pending_signals()
+        );
+    }
+}
+
+/// The thread of each namespace init's process that waits in its exit for the
+/// namespace to empty (running, though it has exited: `exited(i)`), by its leader.
+/// When the init's last threads die together (`exit_group`, a fatal signal), which
+/// one exits last, and so waits, is the kernel scheduler's choice.
+fn zap_waiters(
+    view: &[Seen],
+    nums: &Numbers,
+    exited: impl Fn(usize) -> bool,
+) -> std::collections::BTreeMap<usize, usize> {
+    (1..view.len())
+        .filter(|&i| view[i].state == TaskState::Running && exited(i))
+        .map(|i| (nums.leader[i], i))
+        .collect()
+}
+
+/// Compares such an init by process, not by thread: the waiting thread's view moves
+/// to its leader's place, and the waiting thread reads as gone.
+fn fold_zap_waiters(view: &mut [Seen], waiters: &std::collections::BTreeMap<usize, usize>) {
+    for (&leader, &waiter) in waiters {
+        if leader != waiter {
+            view[leader] = view[waiter].clone();
+            view[waiter] = Seen {
+                state: TaskState::Dead,
+                parent: None,
+                pgrp: None,
+                session: None,
+                pending: 0,
+            };
+        }
+    }
+}
+
 fn same_kind(a: &Outcome, b: &Outcome) -> bool {
     match (a, b) {
         (Outcome::Waited(Some(_)), Outcome::Waited(Some(_))) => true,

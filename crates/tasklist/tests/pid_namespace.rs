@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use std::sync::Arc;
-use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions};
+use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal, WaitOptions};
 use uproc_tasklist::{CloneArgs, TaskState, WaitId};
 
 fn newpid_child_is_pid_1_with_nested_numbers() {
@@ -83,6 +83,109 @@ fn unshare_and_setns() {
         t.exit(0);
         reap(&init, t);
     }
+}
+
+/// `setns(pidfd, CLONE_NEWPID)`: the namespace of the pidfd's thread, ESRCH once that
+/// thread has begun its exit (Linux reads it from the `nsproxy` `do_exit` drops),
+/// EINVAL outside the caller's namespace tree; measured on Linux 6.18 by the test
+/// against the running kernel.
+fn setns_through_a_pidfd() {
+    let sys = system();
+    let init = sys.init();
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let member = fork(&n);
+    let p = fork(&init);
+    let fd = p
+        .pidfd_open(p.pid_of(&member), PidfdFlags::empty())
+        .unwrap();
+    p.setns_pidfd(&fd).unwrap();
+    assert!(Arc::ptr_eq(&p.pid_ns_for_children(), &n.pid_ns()));
+    assert_eq!(
+        fork_errno(&p, CloneFlags::NEW_THREAD),
+        Err(Errno::EINVAL),
+        "no thread whose namespace differs from its group's"
+    );
+    assert_eq!(
+        fork_errno(&p, CloneFlags::NEWPID),
+        Err(Errno::EINVAL),
+        "CLONE_NEWPID only from the active namespace (copy_pid_ns)"
+    );
+    let c = fork(&p);
+    assert_eq!(c.pid_ns().level(), 1);
+    assert_eq!(c.ppid(), 0, "its parent is outside its namespace");
+    assert_eq!(p.pid_of(&c), c.nspid()[0]);
+    // Back: a pidfd of p itself (its active namespace) undoes the change.
+    let own = init
+        .pidfd_open(init.pid_of(&p), PidfdFlags::empty())
+        .unwrap();
+    p.setns_pidfd(&own).unwrap();
+    assert!(Arc::ptr_eq(&p.pid_ns_for_children(), &p.pid_ns()));
+
+    // From inside, a pidfd of the outside is EINVAL (an ancestor namespace).
+    let outer = member
+        .pidfd_open(member.pid_of(&n), PidfdFlags::empty())
+        .unwrap();
+    assert_eq!(
+        member.setns_pidfd(&outer),
+        Ok(()),
+        "its own namespace: fine"
+    );
+    let of_p = init
+        .pidfd_open(init.pid_of(&p), PidfdFlags::empty())
+        .unwrap();
+    assert_eq!(member.setns_pidfd(&of_p), Err(Errno::EINVAL));
+
+    // A zombie, and a leader whose thread still runs, have begun their exits: ESRCH,
+    // before the namespace check.
+    let z = fork(&n);
+    let zfd = init
+        .pidfd_open(init.pid_of(&z), PidfdFlags::empty())
+        .unwrap();
+    z.exit(0);
+    assert_eq!(z.state(), TaskState::Zombie);
+    assert_eq!(p.setns_pidfd(&zfd), Err(Errno::ESRCH));
+    assert_eq!(
+        member.setns_pidfd(&of_p),
+        Err(Errno::EINVAL),
+        "p still lives"
+    );
+    let l = fork(&n);
+    let t = thread(&l);
+    let lfd = init
+        .pidfd_open(init.pid_of(&l), PidfdFlags::empty())
+        .unwrap();
+    let tfd = init
+        .pidfd_open(init.pid_of(&t), PidfdFlags::THREAD)
+        .unwrap();
+    l.exit(0);
+    assert_eq!(
+        p.setns_pidfd(&lfd),
+        Err(Errno::ESRCH),
+        "the leader thread exited"
+    );
+    assert_eq!(
+        p.setns_pidfd(&tfd),
+        Ok(()),
+        "its live thread names the namespace"
+    );
+    assert!(Arc::ptr_eq(&p.pid_ns_for_children(), &n.pid_ns()));
+    t.exit(0);
+    reap(&n, &z);
+    reap(&n, &l);
+    assert_eq!(p.setns_pidfd(&zfd), Err(Errno::ESRCH), "reaped");
+    // Nothing changed by the failures: p's children still go to n's namespace.
+    let c2 = fork(&p);
+    assert!(Arc::ptr_eq(&c2.pid_ns(), &n.pid_ns()));
+    for (parent, t) in [(&p, &c), (&p, &c2), (&n, &member)] {
+        t.exit(0);
+        reap(parent, t);
+    }
+    for t in [&p, &n] {
+        t.exit(0);
+        reap(&init, t);
+    }
+    drop((fd, own, outer, of_p, zfd, lfd, tfd));
+    assert_at_rest(&sys);
 }
 
 fn level_33_is_enospc() {
@@ -331,6 +434,49 @@ fn init_waits_while_an_outsider_holds_a_member_group() {
     assert_at_rest(&sys);
 }
 
+/// Of a namespace init with threads, the thread whose exit ended the process is the
+/// one that waits for the namespace to empty (running); a leader that exited before it
+/// is a zombie meanwhile (measured on Linux 6.18 by the test against the running
+/// kernel: `/proc` shows the leader `Z` and that thread `S`).
+fn the_last_thread_of_an_init_waits_for_its_namespace() {
+    let sys = system();
+    let init = sys.init();
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let last = thread(&n);
+    let member = fork(&n);
+    member.setpgid(0, 0).unwrap();
+    let outsider = fork(&init);
+    let group = init.pid_of(&member);
+    init.setpgid(init.pid_of(&outsider), group).unwrap();
+    n.exit(0);
+    assert_eq!(
+        n.state(),
+        TaskState::Zombie,
+        "a zombie leader, its thread alive"
+    );
+    assert_eq!(
+        member.state(),
+        TaskState::Running,
+        "the thread reaps for the init"
+    );
+    last.exit(3);
+    assert_eq!(member.state(), TaskState::Dead, "killed and autoreaped");
+    assert_eq!(last.state(), TaskState::Running, "in its exit, waiting");
+    assert_eq!(n.state(), TaskState::Zombie);
+    assert_eq!(
+        init.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::NOHANG),
+        Ok(None),
+        "not reapable while the namespace holds a number"
+    );
+    init.kill(init.pid_of(&outsider), Signal::KILL).unwrap();
+    reap(&init, &outsider);
+    assert_eq!(last.state(), TaskState::Dead, "the namespace emptied");
+    assert_eq!(n.state(), TaskState::Zombie);
+    let info = reap(&init, &n);
+    assert_eq!(info.status.exited(), Some(3), "the last thread's code");
+    assert_at_rest(&sys);
+}
+
 fn init_with_threads_dies_when_its_last_thread_does() {
     let sys = system();
     let init = sys.init();
@@ -466,10 +612,12 @@ every_profile!(
     init_ignores_sigkill_through_a_pidfd_opened_inside,
     newpid_child_is_pid_1_with_nested_numbers,
     unshare_and_setns,
+    setns_through_a_pidfd,
     level_33_is_enospc,
     init_ignores_signals_from_inside_but_not_sigkill_from_outside,
     init_death_kills_the_namespace_and_is_reaped_last,
     init_with_threads_dies_when_its_last_thread_does,
     init_waits_while_an_outsider_holds_a_member_group,
+    the_last_thread_of_an_init_waits_for_its_namespace,
     orphans_inside_a_namespace_go_to_its_init,
 );

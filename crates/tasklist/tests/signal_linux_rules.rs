@@ -353,6 +353,18 @@ fn fate(t: &Task) -> (TaskState, Option<Signal>) {
     (t.state(), t.exit_status().and_then(|s| s.signaled()))
 }
 
+/// A session leader `sl` (a child of `init`), its child `pp`, and `pp`'s child `c`
+/// leading a process group of its own: `pp` is the group's one link to the session, so
+/// `pp`'s exit orphans it.
+fn group_under_a_session_member(init: &Task) -> (Task, Task, Task) {
+    let sl = fork(init);
+    sl.setsid().unwrap();
+    let pp = fork(&sl);
+    let c = fork(&pp);
+    c.setpgid(0, 0).unwrap();
+    (sl, pp, c)
+}
+
 /// `kill_orphaned_pgrp`, the reparent half (`reparent_leader`): when `pp` exits, its
 /// child `c` (leader of its own group, in `pp`'s session) goes to init, and `c`'s group
 /// has no link to its session any more; with a stopped member it gets SIGHUP then
@@ -362,11 +374,7 @@ fn a_reparent_that_orphans_a_stopped_group_sends_it_sighup_and_sigcont() {
     for (stop, linked) in [(true, false), (false, false), (true, true)] {
         let sys = system_without_orphan_reaping();
         let init = sys.init();
-        let sl = fork(&init);
-        sl.setsid().unwrap();
-        let pp = fork(&sl);
-        let c = fork(&pp);
-        c.setpgid(0, 0).unwrap();
+        let (sl, pp, c) = group_under_a_session_member(&init);
         // A second member of c's group whose parent (sl) stays in the session.
         let other = linked.then(|| {
             let o = fork(&sl);
@@ -400,6 +408,41 @@ fn a_reparent_that_orphans_a_stopped_group_sends_it_sighup_and_sigcont() {
         reap(&init, &sl);
         assert_at_rest(&sys);
     }
+}
+
+/// The orphaned group's SIGHUP goes to its stopped members only, the SIGCONT to all:
+/// measured on Linux 6.18 (a member sleeping with SIGHUP blocked, or with a handler
+/// for it, gets no SIGHUP; a stopped one does, and dies of it). POSIX words both as
+/// sent to every member.
+fn an_orphaned_groups_sighup_goes_to_its_stopped_members_only() {
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    let (sl, pp, c) = group_under_a_session_member(&init);
+    let running = fork(&pp);
+    pp.setpgid(pp.pid_of(&running), pp.pid_of(&c)).unwrap();
+    let stopped_too = fork(&pp);
+    pp.setpgid(pp.pid_of(&stopped_too), pp.pid_of(&c)).unwrap();
+    for t in [&c, &stopped_too] {
+        init.kill(init.pid_of(t), Signal::STOP).unwrap();
+        assert_eq!(t.state(), TaskState::Stopped);
+    }
+    pp.exit(0);
+    reap(&sl, &pp);
+    for t in [&c, &stopped_too] {
+        assert_eq!(fate(t), (TaskState::Zombie, Some(Signal::HUP)));
+    }
+    assert_eq!(fate(&running), (TaskState::Running, None), "no SIGHUP");
+    assert!(
+        running.pending_signals().is_empty(),
+        "and the SIGCONT was ignored"
+    );
+    init.kill(init.pid_of(&running), Signal::KILL).unwrap();
+    for t in [&c, &running, &stopped_too] {
+        reap(&init, t);
+    }
+    sl.exit(0);
+    reap(&init, &sl);
+    assert_at_rest(&sys);
 }
 
 /// `kill_orphaned_pgrp`, the exit half (`exit_notify`): `a` leads its own group under
@@ -579,6 +622,7 @@ every_profile!(
     stop_signals_to_a_stopped_process_stay_queued_until_sigcont,
     kill_pgrp_reaches_a_process_whose_leader_exited,
     a_reparent_that_orphans_a_stopped_group_sends_it_sighup_and_sigcont,
+    an_orphaned_groups_sighup_goes_to_its_stopped_members_only,
     an_exit_that_orphans_its_stopped_group_sends_it_sighup_and_sigcont,
     tty_stops_to_an_orphaned_session_leader_are_discarded,
     tty_stops_to_a_group_with_a_parent_in_the_session_stop_it,

@@ -41,6 +41,15 @@ pub fn fork_flags(t: &Task, flags: CloneFlags) -> Task {
     .expect("fork succeeds")
 }
 
+/// A fork with `flags` expected to fail: its errno (`Ok(())` if it forked).
+pub fn fork_errno(t: &Task, flags: CloneFlags) -> Result<(), Errno> {
+    t.fork(&CloneArgs {
+        flags,
+        ..Default::default()
+    })
+    .map(|_| ())
+}
+
 pub fn thread(t: &Task) -> Task {
     fork_flags(t, CloneFlags::NEW_THREAD)
 }
