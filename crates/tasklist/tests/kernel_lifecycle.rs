@@ -58,9 +58,10 @@
 //! process dies of its thread's own fatal signal before the group's, and of a
 //! synchronous one before a lower-numbered one (uproc took the lowest-numbered of
 //! all); a child inherits its parent's SIGCHLD disposition, and `SIG_IGN` discards a
-//! pending SIGCHLD (uproc did neither); a namespace init whose process has ended
-//! sleeps in its exit, shown running, until its namespace is empty (uproc showed a
-//! zombie).
+//! pending SIGCHLD (uproc did neither); the thread that ends a namespace init's
+//! process sleeps in its exit, shown running, until its namespace is empty (uproc
+//! showed a zombie), and shows no SIGKILL pending (it dequeued it); an orphaned
+//! process group's SIGHUP reaches its stopped members only (uproc sent it to all).
 #![allow(unsafe_code)]
 
 use std::collections::HashMap;
