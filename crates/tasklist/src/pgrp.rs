@@ -538,9 +538,9 @@ pub(crate) fn pgrp_orphaned(sys: &System, pgrp: &Arc<Pid>, ignored: Option<&Thre
 /// `ids`; if it did and a member is stopped, SIGHUP goes to each stopped member and
 /// then SIGCONT to the whole group (a stopped job nobody can continue any more is told
 /// so, and continued; POSIX says both to every member, Linux 6.18 sends the SIGHUP to
-/// the stopped ones only, as measured). The
-/// exit case (`exit_notify`): `ids` is the exiting process's, `parent_ids` its parent's,
-/// `ignored` its group. The reparent case (`reparent_leader`): `ids` is the
+/// the stopped ones only, as measured). The exit case (`exit_notify`): `ids` is the
+/// exiting process's, `parent_ids` its parent's, `ignored` its group. The reparent
+/// case (`reparent_leader`): `ids` is the
 /// reparented child's, `parent_ids` the exiting parent's, nothing ignored. Either way
 /// the group is considered only when the parent was in another process group of the
 /// same session (it was the group's link outside).
