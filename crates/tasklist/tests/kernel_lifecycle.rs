@@ -35,7 +35,9 @@
 //! reaped in every world. A third: of a namespace init whose threads die together,
 //! the one that exits last waits in its exit for the namespace to empty (shown
 //! running; the leader a zombie), so such an init is compared by process: the
-//! waiting thread's view in its leader's place, whichever thread it is.
+//! waiting thread's view in its leader's place, whichever thread it is (its pending
+//! set left out where the worlds chose different threads, and later steps name none
+//! of those threads).
 //!
 //! After each step the driver waits until the kernel's view settles (signal delivery,
 //! group stops and exits run in the target's own context), then compares, for every
@@ -1106,6 +1108,7 @@ fn gen_op(
     leaders: &[bool],
     shared_stop: &[bool],
     pidfds: &HashMap<usize, u32>,
+    unsettled: &std::collections::HashSet<usize>,
 ) -> Op {
     let runnable: Vec<usize> = (0..seen.len())
         .filter(|&i| seen[i].state == TaskState::Running)
@@ -1121,7 +1124,7 @@ fn gen_op(
     with_fd.sort_unstable();
     let fd_of = with_fd.get(rng.below(with_fd.len().max(1))).copied();
     loop {
-        return match rng.below(36) {
+        let op = match rng.below(36) {
             // Only leaders fork: when a process with several threads dies, each thread
             // hands its own children to the reaper as it exits, in an order the
             // kernel's scheduling decides, and a later wait would report whichever
@@ -1244,6 +1247,32 @@ fn gen_op(
             35 if actor != 0 => Op::Setns { actor, target: any },
             _ => continue,
         };
+        if op_names(&op).iter().any(|t| unsettled.contains(t)) {
+            continue;
+        }
+        return op;
+    }
+}
+
+/// The tasks an op names besides its actor.
+fn op_names(op: &Op) -> Vec<usize> {
+    match *op {
+        Op::Tgkill { target, .. } | Op::Setns { target, .. } => vec![target],
+        Op::Kill {
+            target: Target::Proc(t) | Target::Pgrp(t),
+            ..
+        } => vec![t],
+        Op::Wait {
+            id: WaitSel::Pid(t) | WaitSel::Pgid(t),
+            ..
+        } => vec![t],
+        Op::Setpgid { pid, pgid, .. } => pid.into_iter().chain(pgid).collect(),
+        Op::PidfdOpen { target, .. }
+        | Op::PidfdSignal { target, .. }
+        | Op::PidfdPoll { target }
+        | Op::PidfdWait { target, .. }
+        | Op::PidfdInfo { target, .. } => vec![target],
+        _ => Vec::new(),
     }
 }
 
@@ -1779,6 +1808,9 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
     let mut log: Vec<String> = Vec::new();
     let mut done = 0;
     let mut seen = k.settle();
+    // The threads of dying inits whose waiting thread differs between the worlds (and
+    // their leaders): a command naming one of them would find it in one world only.
+    let mut unsettled: std::collections::HashSet<usize> = Default::default();
     let trace_from: Option<usize> = std::env::var("UPROC_KERNEL_TRACE")
         .ok()
         .and_then(|v| v.parse().ok());
@@ -1802,7 +1834,7 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
                 s.state = TaskState::Zombie;
             }
         }
-        let op = gen_op(&mut rng, &actors, &leaders, &shared_stop, &fds);
+        let op = gen_op(&mut rng, &actors, &leaders, &shared_stop, &fds, &unsettled);
         let new_id = k.procs.len();
         let before = seen.clone();
         let want = kernel_step(&mut k, op, new_id);
@@ -1909,8 +1941,15 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
             if kernel_waits != uproc_waits && kernel_waits.keys().eq(uproc_waits.keys()) {
                 stats.zap_waiter_choices += 1;
             }
-            fold_zap_waiters(&mut theirs, &kernel_waits);
-            fold_zap_waiters(&mut ours, &uproc_waits);
+            for (leader, waiter) in &kernel_waits {
+                let theirs = uproc_waits.get(leader);
+                if theirs != Some(waiter) {
+                    unsettled.extend([*leader, *waiter]);
+                    unsettled.extend(theirs);
+                }
+            }
+            fold_zap_waiters(&mut theirs, &kernel_waits, &uproc_waits);
+            fold_zap_waiters(&mut ours, &uproc_waits, &kernel_waits);
             for (i, s) in theirs.iter().enumerate() {
                 let mine = ours[i].clone();
                 if mine != *s {
@@ -2078,9 +2117,19 @@ fn zap_waiters(
 }
 
 /// Compares such an init by process, not by thread: the waiting thread's view moves
-/// to its leader's place, and the waiting thread reads as gone.
-fn fold_zap_waiters(view: &mut [Seen], waiters: &std::collections::BTreeMap<usize, usize>) {
+/// to its leader's place, and the waiting thread reads as gone. Where the other world
+/// let another thread wait, the pending signals are left out: a thread's own set
+/// (a tgkill's signal) goes with it.
+fn fold_zap_waiters(
+    view: &mut [Seen],
+    waiters: &std::collections::BTreeMap<usize, usize>,
+    other: &std::collections::BTreeMap<usize, usize>,
+) {
     for (&leader, &waiter) in waiters {
+        let chosen_alike = other.get(&leader) == Some(&waiter);
+        if !chosen_alike {
+            view[waiter].pending = 0;
+        }
         if leader != waiter {
             view[leader] = view[waiter].clone();
             view[waiter] = Seen {
