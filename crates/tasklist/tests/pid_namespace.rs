@@ -176,6 +176,14 @@ fn setns_through_a_pidfd() {
     // Nothing changed by the failures: p's children still go to n's namespace.
     let c2 = fork(&p);
     assert!(Arc::ptr_eq(&c2.pid_ns(), &n.pid_ns()));
+    // A pidfd of another runtime's task names no namespace of this one: EINVAL.
+    let other = system();
+    let stranger = fork(&other.init());
+    let sfd = other
+        .init()
+        .pidfd_open(other.init().pid_of(&stranger), PidfdFlags::empty())
+        .unwrap();
+    assert_eq!(p.setns_pidfd(&sfd), Err(Errno::EINVAL));
     for (parent, t) in [(&p, &c), (&p, &c2), (&n, &member)] {
         t.exit(0);
         reap(parent, t);
@@ -184,7 +192,15 @@ fn setns_through_a_pidfd() {
         t.exit(0);
         reap(&init, t);
     }
-    drop((fd, own, outer, of_p, zfd, lfd, tfd));
+    assert_eq!(
+        p.setns_pidfd(&own),
+        Err(Errno::ESRCH),
+        "a reaped caller makes no more calls"
+    );
+    stranger.exit(0);
+    reap(&other.init(), &stranger);
+    drop((fd, own, outer, of_p, zfd, lfd, tfd, sfd));
+    assert_at_rest(&other);
     assert_at_rest(&sys);
 }
 
