@@ -8,14 +8,17 @@
 //! lock [`Profile`] a runtime imitates, [`lockstat`]: named global locks whose
 //! acquisitions the benchmark counts, and [`spin`]: the one-atomic-a-round lock of the
 //! short per-task and per-process critical sections (the siglock, a cgroup link's
-//! state, a member set).
+//! state, a member set), and [`arc_cache`]: the per-thread slab caches of emptied `Arc`
+//! allocations that the pid and task objects of a life cycle are made in.
 //!
-//! Everything here is plain data or a lock; the behaviour lives in `uproc-pidns`,
+//! Everything here is plain data, a lock or a cache; the behaviour lives in `uproc-pidns`,
 //! `uproc-pidfs`, `uproc-cgroup` and `uproc-tasklist`, and users reach it through the
-//! `uproc` facade. The crate's one `unsafe` item is [`spin::RawSpin`]'s
-//! `lock_api::RawMutex` implementation, with its safety argument.
+//! `uproc` facade. The crate's `unsafe` code is [`spin::RawSpin`]'s
+//! `lock_api::RawMutex` implementation and [`arc_cache`]'s in-place drop and write of
+//! a unique `Arc`'s value, each with its safety argument.
 #![deny(unsafe_code)]
 
+pub mod arc_cache;
 mod errno;
 mod flags;
 pub mod lockstat;

@@ -134,6 +134,14 @@ impl TaskSlot {
         self.state.load(Ordering::Acquire) == ATTACHED
     }
 
+    /// Whether a task was ever attached (attached now, or detached since): the slot then
+    /// holds that task's `Weak` until the pid drops. A plain load; for a task deciding
+    /// how many of the weak references to it are its own pid's.
+    #[inline]
+    pub fn was_attached(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != EMPTY
+    }
+
     /// The attached task, if one is attached and still alive (`pid_task`).
     #[inline]
     #[allow(unsafe_code)]

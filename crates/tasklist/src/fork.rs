@@ -432,7 +432,8 @@ fn attach(
         if group_dying(me, &st) || st.nr_live == 0 {
             return Err((Errno::EINTR, proto));
         }
-        let child = Arc::new(proto.into_task(GroupHome::Leader(TaskInner::group_owner(me)), false));
+        let child = crate::task_cache::new_task_slot()
+            .fill(proto.into_task(GroupHome::Leader(TaskInner::group_owner(me)), false));
         st.threads.push(Arc::downgrade(&child));
         st.nr_live += 1;
         let leader = st.leader().upgrade();
@@ -538,24 +539,14 @@ fn attach(
 ///
 /// `Arc::new_cyclic` would give the address too, through a `Weak` whose hand-over to
 /// the finished `Arc` is a locked increment of the strong count: one atomic per fork
-/// for an address. Here the allocation is made uninitialised (counts written plainly),
-/// the task written into it, and the `Arc` taken as initialised: no atomic.
-#[allow(unsafe_code)]
+/// for an address. Here the allocation (this thread's cached one, `task_cache.rs`, else
+/// a new one) is taken uninitialised, the task written into it, and the `Arc` taken as
+/// initialised: no atomic.
 #[inline(always)]
 fn build_leader(make: impl FnOnce(crate::task::LeaderRef) -> TaskInner) -> Arc<TaskInner> {
-    let slot: Arc<std::mem::MaybeUninit<TaskInner>> = Arc::new_uninit();
-    let at = Arc::as_ptr(&slot).cast_mut();
-    let task = make(crate::task::LeaderRef::new(
-        at.cast::<TaskInner>().cast_const(),
-    ));
-    // SAFETY: `slot` is the only reference to its allocation (just made, no `Weak`,
-    // never cloned), so nothing else reads or writes it; `Arc::as_ptr` keeps the
-    // allocation's write provenance (what `Arc::get_mut` itself writes through), and
-    // `MaybeUninit` has no drop to skip. After the write the value is initialised, so
-    // `assume_init` is sound; `make` only took the address (`LeaderRef` reads nothing
-    // through it while the task is built).
-    unsafe {
-        at.write(std::mem::MaybeUninit::new(task));
-        slot.assume_init()
-    }
+    let slot = crate::task_cache::new_task_slot();
+    // `make` only takes the address (`LeaderRef` reads nothing through it while the
+    // task is built).
+    let task = make(crate::task::LeaderRef::new(slot.as_ptr()));
+    slot.fill(task)
 }

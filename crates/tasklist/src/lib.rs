@@ -183,6 +183,7 @@ mod signal;
 mod sync;
 mod system;
 mod task;
+mod task_cache;
 mod wait;
 mod zap_flag;
 

@@ -314,7 +314,7 @@ impl Task {
         }
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;
         let ns = self.0.active_ns().clone();
-        let me = self.0.leader_task().unwrap_or_else(|| self.0.clone());
+        let me = self.0.leader_task().unwrap_or_else(|| Arc::clone(&self.0));
         // The old pair, dropped after the locks (its drop may free a pid).
         let mut old = None;
         let result = {
@@ -402,7 +402,7 @@ impl Task {
     /// `ksys_setsid` in `kernel/sys.c`.
     pub fn setsid(&self) -> Result<i32, Errno> {
         let sys = self.0.sys().ok_or(Errno::ESRCH)?;
-        let me = self.0.leader_task().unwrap_or_else(|| self.0.clone());
+        let me = self.0.leader_task().unwrap_or_else(|| Arc::clone(&self.0));
         let mut old = None;
         let result = {
             let mut tl = sys.tasklist_lock.write();

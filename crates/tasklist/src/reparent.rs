@@ -134,7 +134,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
         g.notify_waiters(&ch);
         for c in &ch.list {
             if claim(&c.0, &ch) {
-                post.release.push(c.0.clone());
+                post.release.push(Arc::clone(&c.0));
             }
         }
         post.zap = true;
@@ -212,7 +212,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
                             father_ids: g.sig.lock().ids.clone(),
                         })
                     });
-                    checks.children.push(c.0.clone());
+                    checks.children.push(Arc::clone(&c.0));
                 }
             }
             // reparent_leader: "We don't want people slaying init."
@@ -236,7 +236,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
                 && do_notify_parent(&c.0, Some(reaper), &mut none)
                 && claim(&c.0, &theirs)
             {
-                post.release.push(c.0.clone());
+                post.release.push(Arc::clone(&c.0));
             }
             debug_assert!(
                 none.is_none(),

@@ -173,8 +173,40 @@ pub enum TaskState {
 /// Cheap to clone (one `Arc`); compares and hashes by identity. A handle keeps the
 /// task object alive but not its pid numbers: once the task is reaped its numbers are
 /// freed and [`Task::state`] reads [`TaskState::Dead`].
-#[derive(Clone)]
-pub struct Task(pub(crate) Arc<TaskInner>);
+pub struct Task(pub(crate) TaskRef);
+
+impl Clone for Task {
+    fn clone(&self) -> Self {
+        Task::from_inner(Arc::clone(&self.0))
+    }
+}
+
+/// The `Arc` inside a [`Task`] handle: its drop goes to `put_task` (`task_cache.rs`),
+/// where the last handle's drop keeps the task's allocation for this thread's next
+/// fork. Deliberately not `Clone`: `handle.0.clone()` resolves through `Deref` to
+/// `Arc::clone` and gives a plain `Arc<TaskInner>`, so no copy of the `ManuallyDrop`
+/// (which would never be dropped) can be made by accident.
+pub(crate) struct TaskRef(ManuallyDrop<Arc<TaskInner>>);
+
+impl std::ops::Deref for TaskRef {
+    type Target = Arc<TaskInner>;
+
+    #[inline]
+    fn deref(&self) -> &Arc<TaskInner> {
+        &self.0
+    }
+}
+
+impl Drop for TaskRef {
+    #[inline]
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: the field is taken exactly once, here, in the handle's drop, and
+        // nothing reads it afterwards.
+        let inner = unsafe { ManuallyDrop::take(&mut self.0) };
+        crate::task_cache::put_task(inner);
+    }
+}
 
 /// A weak task handle: does not keep the task object alive.
 #[derive(Clone, Debug)]
@@ -183,7 +215,7 @@ pub struct WeakTask(pub(crate) Weak<TaskInner>);
 impl WeakTask {
     /// The task, if its object still exists.
     pub fn upgrade(&self) -> Option<Task> {
-        self.0.upgrade().map(Task)
+        self.0.upgrade().map(Task::from_inner)
     }
 }
 
@@ -1309,7 +1341,7 @@ impl fmt::Debug for Task {
 
 impl Task {
     pub(crate) fn from_inner(inner: Arc<TaskInner>) -> Task {
-        Task(inner)
+        Task(TaskRef(ManuallyDrop::new(inner)))
     }
 
     /// The pid number in the task's own (innermost) namespace (`task_pid_vnr` as the
@@ -1364,7 +1396,7 @@ impl Task {
     /// was released.
     pub fn parent(&self) -> Option<Task> {
         let parent = self.0.group().sig.lock().real_parent.upgrade()?;
-        Some(Task(parent.leader_task().unwrap_or(parent)))
+        Some(Task::from_inner(parent.leader_task().unwrap_or(parent)))
     }
 
     /// Running, stopped, zombie or dead, as `/proc/PID/stat` shows it. When a
@@ -1566,7 +1598,7 @@ impl Task {
             TaskState::Dead => "X (dead)",
         };
         let root = &self.0.pid.numbers()[0].ns;
-        let leader = self.0.leader_task().unwrap_or_else(|| self.0.clone());
+        let leader = self.0.leader_task().unwrap_or_else(|| Arc::clone(&self.0));
         let ppid = self
             .0
             .group()
