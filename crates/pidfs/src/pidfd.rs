@@ -172,6 +172,20 @@ impl PidFd {
         &self.file.pid
     }
 
+    /// Whether this handle is the only one to its open file (no clone of it exists,
+    /// nothing else can reach its pid through it): its weak count, then, after an
+    /// `Acquire` fence, its strong count, each a relaxed read. The task list reads it
+    /// when deciding whether a task that keeps its `CLONE_PIDFD` pidfd is reachable
+    /// from outside (its task cache).
+    #[inline]
+    pub fn is_only_handle(&self) -> bool {
+        if Arc::weak_count(&self.file) != 0 {
+            return false;
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        Arc::strong_count(&self.file) == 1
+    }
+
     /// The namespace the pidfd reports numbers in (its opener's).
     pub fn viewer_ns(&self) -> &Arc<PidNamespace> {
         self.file.viewer()

@@ -419,7 +419,7 @@ fn reserve_pooled(
         // limit lowered since): the namespace's own limit decides, as in Linux, with an
         // exact scan beyond the bound.
         None => match pool
-            .alloc(bound)
+            .alloc_among(bound)
             .or_else(|| (bound < pid_max).then(|| pool.scan(pid_max)).flatten())
         {
             Some(nr) => nr,
@@ -578,7 +578,7 @@ fn free_scalable_nested(pid: &Pid) -> u64 {
     // Every level counted out before any level's `adding` is read (`count.rs`).
     for up in pid.numbers() {
         let pool = pool_of(&up.ns);
-        pool.unpublish_release(up.nr);
+        pool.unpublish_release_among(up.nr);
         pool.count.sub_only();
     }
     let mut wake = 0;

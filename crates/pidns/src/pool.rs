@@ -211,6 +211,28 @@ struct Caches {
     last: usize,
 }
 
+impl Caches {
+    /// The index of pool `id`'s entry, if it is the one used last; with `SCAN`, else
+    /// by a scan of the others (at most [`CACHED`]), which then becomes the last used.
+    /// A fork into a nested namespace uses one pool per level in turn, so "the last
+    /// one" alone would miss on every level but one and send each to the general
+    /// path; a root-namespace fork uses one pool and never scans (`SCAN` false keeps
+    /// its path a single compare).
+    #[inline(always)]
+    fn index_of<const SCAN: bool>(&mut self, id: u64) -> Option<usize> {
+        let last = self.last;
+        if self.entries.get(last).is_some_and(|e| e.id == id) {
+            return Some(last);
+        }
+        if !SCAN {
+            return None;
+        }
+        let i = self.entries.iter().position(|e| e.id == id)?;
+        self.last = i;
+        Some(i)
+    }
+}
+
 impl Drop for Caches {
     fn drop(&mut self) {
         // A thread that ends gives its numbers back; a pool already gone needs nothing.
@@ -331,23 +353,35 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// back, with one chunk lookup for both.
     #[inline(always)]
     pub(crate) fn unpublish_release(self: &Arc<Self>, nr: i32) {
+        self.unpublish_release_in::<false>(nr);
+    }
+
+    /// [`unpublish_release`](Self::unpublish_release) for one level of a nested pid,
+    /// whose levels' pools take turns in this thread's cache.
+    #[inline(always)]
+    pub(crate) fn unpublish_release_among(self: &Arc<Self>, nr: i32) {
+        self.unpublish_release_in::<true>(nr);
+    }
+
+    #[inline(always)]
+    fn unpublish_release_in<const SCAN: bool>(self: &Arc<Self>, nr: i32) {
         let chunk = self.chunk(nr);
         let i = nr as usize % CHUNK;
         // The slot's count is kept until the release saw no lookup reading the slot.
         let published = chunk.slot[i].take();
-        self.release_state(&chunk.state[i], nr);
+        self.release_state::<SCAN>(&chunk.state[i], nr);
         chunk.slot[i].drop_taken(published);
     }
 
     /// Gives back a number the caller owns (a failed fork's rollback). The caller
     /// cleared the slot first, if it was published.
     pub(crate) fn release(self: &Arc<Self>, nr: i32) {
-        self.release_state(self.state(nr), nr);
+        self.release_state::<true>(self.state(nr), nr);
     }
 
     /// [`release`](Self::release) with the number's state byte already looked up.
     #[inline(always)]
-    fn release_state(self: &Arc<Self>, st: &AtomicU8, nr: i32) {
+    fn release_state<const SCAN: bool>(self: &Arc<Self>, st: &AtomicU8, nr: i32) {
         let push = match Self::clear_owned(st, true) {
             Some(push) => push,
             // An exhaustion scan saw this number in use: release it under the pool lock,
@@ -357,18 +391,21 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         if !push {
             return;
         }
-        // The common case, inline: room in this thread's last-used entry, this pool's.
+        // The common case, inline: room in this thread's entry for this pool (the last
+        // used; with `SCAN`, any).
         let pushed = CACHES.try_with(|c| {
             let mut c = c.borrow_mut();
-            let last = c.last;
             let batch = self.batch;
-            match c.entries.get_mut(last) {
-                Some(e) if e.id == self.id && e.free_len < batch => {
-                    e.free[e.free_len] = nr;
-                    e.free_len += 1;
-                    true
-                }
-                _ => false,
+            let Some(i) = c.index_of::<SCAN>(self.id) else {
+                return false;
+            };
+            let e = &mut c.entries[i];
+            if e.free_len < batch {
+                e.free[e.free_len] = nr;
+                e.free_len += 1;
+                true
+            } else {
+                false
             }
         });
         if !matches!(pushed, Ok(true)) {
@@ -446,6 +483,18 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// below `pid_max` is in use (other threads' cached numbers included).
     #[inline(always)]
     pub(crate) fn alloc(self: &Arc<Self>, pid_max: i32) -> Option<i32> {
+        self.alloc_in::<false>(pid_max)
+    }
+
+    /// [`alloc`](Self::alloc) for one level of a nested pid, whose levels' pools take
+    /// turns in this thread's cache.
+    #[inline(always)]
+    pub(crate) fn alloc_among(self: &Arc<Self>, pid_max: i32) -> Option<i32> {
+        self.alloc_in::<true>(pid_max)
+    }
+
+    #[inline(always)]
+    fn alloc_in<const SCAN: bool>(self: &Arc<Self>, pid_max: i32) -> Option<i32> {
         let pid_max = pid_max.min(self.limit);
         // The common case, inline: this thread's last-used entry is this pool's and its
         // batch's next number is below `pid_max` and free. Anything else (an empty
@@ -453,8 +502,8 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         // general path, which sees the same batch state.
         let fast = CACHES.try_with(|c| {
             let mut c = c.borrow_mut();
-            let last = c.last;
-            let e = c.entries.get_mut(last).filter(|e| e.id == self.id)?;
+            let i = c.index_of::<SCAN>(self.id)?;
+            let e = &mut c.entries[i];
             let nr = *e.alloc[..e.len].get(e.head)?;
             if nr >= pid_max {
                 return None;
@@ -624,19 +673,16 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// This thread's entry for this pool, created (evicting the oldest) if needed.
     #[inline]
     fn entry<'c>(self: &Arc<Self>, c: &'c mut Caches) -> &'c mut Entry {
-        let last = c.last;
-        if c.entries.get(last).is_some_and(|e| e.id == self.id) {
-            return &mut c.entries[last];
+        if let Some(i) = c.index_of::<true>(self.id) {
+            return &mut c.entries[i];
         }
         self.entry_slow(c)
     }
 
+    /// [`entry`](Self::entry) for a pool this thread keeps no entry for: a new one
+    /// (the oldest entry's numbers go back to its pool when all [`CACHED`] are taken).
     #[cold]
     fn entry_slow<'c>(self: &Arc<Self>, c: &'c mut Caches) -> &'c mut Entry {
-        if let Some(i) = c.entries.iter().position(|e| e.id == self.id) {
-            c.last = i;
-            return &mut c.entries[i];
-        }
         if c.entries.len() == CACHED {
             let mut old = c.entries.remove(0);
             if let Some(pool) = old.pool.upgrade() {

@@ -1216,6 +1216,11 @@ impl Drop for TaskInner {
     #[inline]
     #[allow(unsafe_code)]
     fn drop(&mut self) {
+        // The task's own `CLONE_PIDFD` pidfd first: it holds the pid too, and
+        // `put_pid` can keep the pid's allocation only as its last holder.
+        if self.pidfd.is_some() {
+            drop(self.pidfd.take());
+        }
         // SAFETY: `pid` is taken exactly once, here, in the task's drop; nothing reads
         // it afterwards, and the `ManuallyDrop` keeps the field's own drop from running.
         let pid = unsafe { ManuallyDrop::take(&mut self.pid) };

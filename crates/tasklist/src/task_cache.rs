@@ -107,20 +107,41 @@ pub(crate) fn put_task(task: Arc<TaskInner>) {
 /// pid, of the task) visible to the next read. So a lookup either still holds the pid
 /// or a `Weak` to it (refused), or its upgrade of the task shows in the task's strong
 /// count, or it has not begun and cannot begin (nothing left to reach the pid from).
+///
+/// A task that keeps its `CLONE_PIDFD` pidfd holds its pid twice (the pidfd's open
+/// file holds it too): that second count is the task's own when the task's handle is
+/// the file's only one ([`PidFd::is_only_handle`](uproc_pidfs::PidFd::is_only_handle),
+/// read first, in the same order), and the task's drop drops it.
 #[inline]
 fn sole_owner(task: &Arc<TaskInner>) -> bool {
     use std::sync::atomic::{Ordering, fence};
     let pid: &Arc<uproc_pidns::Pid> = &task.pid;
+    let own_pidfd = match &task.pidfd {
+        None => 0,
+        Some(fd) => match own_pidfd(fd, pid) {
+            Some(n) => n,
+            None => return false,
+        },
+    };
+    fence(Ordering::Acquire);
     if Arc::weak_count(pid) != 0 {
         return false;
     }
     fence(Ordering::Acquire);
-    if Arc::strong_count(pid) != 1 {
+    if Arc::strong_count(pid) != 1 + own_pidfd {
         return false;
     }
     fence(Ordering::Acquire);
     Arc::strong_count(task) == 1
         && Arc::weak_count(task) == usize::from(pid.task_slot().was_attached())
+}
+
+/// The count of `pid` that the task's own pidfd `fd` holds (1), or `None` when the
+/// pidfd is shared or names another pid. Out of line: most tasks have no pidfd.
+#[cold]
+#[inline(never)]
+fn own_pidfd(fd: &uproc_pidfs::PidFd, pid: &Arc<uproc_pidns::Pid>) -> Option<usize> {
+    (Arc::ptr_eq(fd.pid(), pid) && fd.is_only_handle()).then_some(1)
 }
 
 /// How many emptied task allocations this thread's cache holds (tests).
@@ -146,7 +167,11 @@ mod tests {
 
     /// A child of `init`, exited and reaped: only the returned handle holds it.
     fn reaped_child(init: &Task) -> Task {
-        let c = init.fork(&CloneArgs::default()).expect("fork");
+        reaped_child_with(init, &CloneArgs::default())
+    }
+
+    fn reaped_child_with(init: &Task, args: &CloneArgs) -> Task {
+        let c = init.fork(args).expect("fork");
         c.exit(0);
         let info = init
             .wait(WaitId::Pid(init.pid_of(&c)), WaitOptions::EXITED)
@@ -154,6 +179,13 @@ mod tests {
             .expect("blocking wait");
         assert_eq!(info.status.exited(), Some(0));
         c
+    }
+
+    /// How many allocations dropping `t` added to this thread's task cache.
+    fn kept_by_drop(t: Task) -> usize {
+        let before = cached_tasks();
+        drop(t);
+        cached_tasks() - before
     }
 
     fn addr(t: &Task) -> *const u8 {
@@ -166,15 +198,38 @@ mod tests {
             let sys = system(*p);
             let init = sys.init();
             let c = reaped_child(&init);
-            let (at, before) = (addr(&c), cached_tasks());
-            drop(c);
-            assert_eq!(cached_tasks(), before + 1, "{p:?}: the last handle kept it");
+            let at = addr(&c);
+            assert_eq!(kept_by_drop(c), 1, "{p:?}: the last handle kept it");
+            let before = cached_tasks();
             let next = init.fork(&CloneArgs::default()).expect("fork");
             assert_eq!(addr(&next), at, "{p:?}: the next fork reuses it");
-            assert_eq!(cached_tasks(), before);
+            assert_eq!(cached_tasks(), before - 1);
             assert_eq!(next.pid(), init.pid_of(&next));
             next.exit(0);
             drop(reaped_child(&init));
+        }
+    }
+
+    #[test]
+    fn a_task_keeping_its_own_pidfd_is_recycled_unless_the_pidfd_is_shared() {
+        let pidfd_fork = CloneArgs {
+            flags: uproc_abi::CloneFlags::PIDFD,
+            ..CloneArgs::default()
+        };
+        for p in Profile::ALL {
+            let sys = system(*p);
+            let init = sys.init();
+            // Only the task holds its pidfd: recycled with it.
+            let c = reaped_child_with(&init, &pidfd_fork);
+            assert!(c.pidfd().is_some());
+            assert_eq!(kept_by_drop(c), 1, "{p:?}: its own pidfd is the task's");
+            // A clone of the pidfd outlives the task: not recycled, and the clone
+            // still answers for the reaped pid.
+            let c = reaped_child_with(&init, &pidfd_fork);
+            let fd = c.pidfd().expect("CLONE_PIDFD");
+            assert_eq!(kept_by_drop(c), 0, "{p:?}: a shared pidfd reaches the pid");
+            assert_eq!(fd.send_signal(Signal::TERM), Err(Errno::ESRCH));
+            assert!(fd.poll().readable, "{p:?}: the exit stays readable");
         }
     }
 
@@ -186,9 +241,7 @@ mod tests {
             // A weak handle outlives the task.
             let c = reaped_child(&init);
             let weak = c.downgrade();
-            let before = cached_tasks();
-            drop(c);
-            assert_eq!(cached_tasks(), before, "{p:?}: a WeakTask names it");
+            assert_eq!(kept_by_drop(c), 0, "{p:?}: a WeakTask names it");
             assert!(weak.upgrade().is_none(), "{p:?}: and it is gone for it");
             // A pidfd keeps the pid, whose task slot names the task.
             let c = init.fork(&CloneArgs::default()).expect("fork");
@@ -198,18 +251,14 @@ mod tests {
             c.exit(0);
             init.wait(WaitId::Pid(init.pid_of(&c)), WaitOptions::EXITED)
                 .expect("waitable");
-            let before = cached_tasks();
-            drop(c);
-            assert_eq!(cached_tasks(), before, "{p:?}: a pidfd holds its pid");
+            assert_eq!(kept_by_drop(c), 0, "{p:?}: a pidfd holds its pid");
             assert_eq!(fd.send_signal(Signal::TERM), Err(Errno::ESRCH));
             drop(fd);
             // A zombie's handle: its parent's list still holds it.
             let z = init.fork(&CloneArgs::default()).expect("fork");
             z.exit(0);
             let pid = init.pid_of(&z);
-            let before = cached_tasks();
-            drop(z);
-            assert_eq!(cached_tasks(), before, "{p:?}: the parent holds the zombie");
+            assert_eq!(kept_by_drop(z), 0, "{p:?}: the parent holds the zombie");
             init.wait(WaitId::Pid(pid), WaitOptions::EXITED)
                 .expect("the zombie is still waitable");
         }

@@ -556,3 +556,80 @@ fn a_leader_exit_racing_the_migration_of_its_process_is_listed_where_it_died() {
         assert_at_rest(&sys);
     }
 }
+
+/// The task cache recycles a reaped task's allocation for the next fork of the same
+/// thread once nothing outside the task can reach it. Lookups by number (the pid
+/// table, then the pid's task slot) and through pidfds race a loop that forks, exits,
+/// reaps and drops; a lookup that returned a task must see that task, never a later
+/// fork written into the same allocation: the task it got names the number it looked
+/// up (in its own state, whatever that is), and a pidfd's task is the pidfd's pid's.
+#[test]
+fn lookups_racing_the_task_cache_never_see_a_recycled_task() {
+    let iters = race_iterations(200_000, 20_000);
+    for &prof in Profile::ALL {
+        let sys = system_with(prof);
+        let init = sys.init();
+        let ns = Arc::clone(sys.root_ns());
+        let stop = Arc::new(AtomicBool::new(false));
+        let found = Arc::new(AtomicUsize::new(0));
+        // The number of the child in its life cycle now (0: none yet).
+        let current = Arc::new(std::sync::atomic::AtomicI32::new(0));
+        let lookers: Vec<_> = (0..2)
+            .map(|k| {
+                let (sys, ns, init) = (Arc::clone(&sys), Arc::clone(&ns), init.clone());
+                let (stop, found, current) = (stop.clone(), found.clone(), current.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let nr = current.load(Ordering::Relaxed);
+                        if nr == 0 {
+                            std::hint::spin_loop();
+                            continue;
+                        }
+                        if k == 0 {
+                            if let Some(t) = sys.find_task(&ns, nr) {
+                                found.fetch_add(1, Ordering::Relaxed);
+                                // Whatever it became meanwhile, it is the task of nr.
+                                assert_eq!(t.nspid(), vec![nr], "{prof}: a recycled task");
+                                drop(t);
+                            }
+                        } else if let Ok(fd) = init.pidfd_open(nr, uproc_abi::PidfdFlags::empty()) {
+                            found.fetch_add(1, Ordering::Relaxed);
+                            match fd.send_signal(uproc_abi::Signal::CONT) {
+                                Ok(()) | Err(Errno::ESRCH) => {}
+                                Err(e) => panic!("{prof}: {e}"),
+                            }
+                            assert_eq!(fd.pid().nr(), nr, "{prof}");
+                        }
+                    }
+                })
+            })
+            .collect();
+        let with_pidfd = CloneArgs {
+            flags: CloneFlags::PIDFD,
+            ..CloneArgs::default()
+        };
+        for i in 0..iters {
+            let args = if i % 3 == 0 {
+                &with_pidfd
+            } else {
+                &CloneArgs::default()
+            };
+            let c = init.fork(args).expect("fork");
+            current.store(c.pid(), Ordering::Relaxed);
+            c.exit(0);
+            reap(&init, &c);
+            // The last handle: its allocation goes to this thread's cache when nothing
+            // else reaches the task, and the next fork takes it.
+            drop(c);
+        }
+        stop.store(true, Ordering::Relaxed);
+        for l in lookers {
+            l.join().unwrap();
+        }
+        assert!(
+            found.load(Ordering::Relaxed) > 0,
+            "{prof}: the lookups found tasks"
+        );
+        assert_at_rest(&sys);
+    }
+}
