@@ -107,6 +107,7 @@ pub(crate) fn put_task(task: Arc<TaskInner>) {
 /// pid, of the task) visible to the next read. So a lookup either still holds the pid
 /// or a `Weak` to it (refused), or its upgrade of the task shows in the task's strong
 /// count, or it has not begun and cannot begin (nothing left to reach the pid from).
+/// `tests/loom_task_cache.rs` models this against both kinds of lookup.
 ///
 /// A task that keeps its `CLONE_PIDFD` pidfd holds its pid twice (the pidfd's open
 /// file holds it too): that second count is the task's own when the task's handle is
