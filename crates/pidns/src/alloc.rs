@@ -148,13 +148,14 @@ pub fn alloc_pid(
             ns: ns.get_for_pid(),
         }))
     } else {
-        let mut v = Vec::with_capacity(levels);
-        v.extend(chain(ns).map(|n| Upid {
-            nr: 0,
-            ns: Arc::clone(n),
-        }));
-        v.reverse();
-        Numbers::Many(v.into_boxed_slice())
+        // In this thread's kept box of this depth, if any (`pid_cache`).
+        Numbers::Many(crate::pid_cache::new_numbers(
+            levels,
+            chain(ns).map(|n| Upid {
+                nr: 0,
+                ns: Arc::clone(n),
+            }),
+        ))
     };
     let map = ns.map();
     let lazy_ino = map.profile() == Profile::Scalable && map.pidfs.get().is_some();

@@ -84,15 +84,20 @@ impl Numbers {
 impl Drop for Pid {
     /// `put_pid`'s `put_pid_ns` for a root-level pid: the namespace reference goes
     /// back through `PidNamespace::put_for_pid` (a per-thread credit under
-    /// `Scalable`). Deeper pids drop their boxed numbers plainly.
+    /// `Scalable`). Deeper pids drop their numbers now and leave their box to this
+    /// thread's cache (`pid_cache::put_numbers`).
     #[allow(unsafe_code)]
     fn drop(&mut self) {
-        if let Numbers::One(u) = &mut self.numbers {
-            // SAFETY: `u` is taken exactly once, here, in the `Pid`'s drop; nothing
-            // reads `self.numbers` afterwards, and the `ManuallyDrop` keeps the field's
-            // own drop from running on the moved-out value.
-            let up = unsafe { ManuallyDrop::take(u) };
-            PidNamespace::put_for_pid(up.ns);
+        match &mut self.numbers {
+            Numbers::One(u) => {
+                // SAFETY: `u` is taken exactly once, here, in the `Pid`'s drop; nothing
+                // reads `self.numbers` afterwards, and the `ManuallyDrop` keeps the
+                // field's own drop from running on the moved-out value.
+                let up = unsafe { ManuallyDrop::take(u) };
+                PidNamespace::put_for_pid(up.ns);
+            }
+            // An empty box (no allocation) is left for the field's own drop.
+            Numbers::Many(b) => crate::pid_cache::put_numbers(std::mem::take(b)),
         }
     }
 }

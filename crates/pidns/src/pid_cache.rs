@@ -37,21 +37,90 @@
 //!
 //! The cache itself is `uproc_abi::arc_cache` (shared with the task cache of
 //! `uproc-tasklist`): this module is its pid instance and the two entry points.
+//!
+//! A pid of a nested namespace has a second allocation, its boxed numbers (one `Upid`
+//! per level, `Numbers::Many`). Those boxes are kept the same way, per thread, by
+//! [`new_numbers`] and [`put_numbers`] (the `Pid`'s drop): the numbers are dropped in
+//! place (each gives its namespace reference back at once) and the box, now
+//! `Box<[MaybeUninit<Upid>]>`, waits for the next nested `alloc_pid` of the same depth.
 
 use std::cell::RefCell;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use uproc_abi::arc_cache::{ArcCache, empty_if_unique};
+use uproc_abi::stash::Stash;
 
-use crate::pid::Pid;
+use crate::pid::{Pid, Upid};
 
 /// Emptied allocations a thread keeps: one is all a fork/exit/reap loop needs; a few
 /// more absorb a burst of reaps, and the bound keeps memory held per thread tiny.
 const CACHED: usize = 8;
 
+/// Emptied number boxes a thread keeps (nested pids; any depth, most recent first).
+const NUMBERS_CACHED: usize = 4;
+
+/// A box of numbers whose values were dropped (or never written).
+type EmptyNumbers = Box<[MaybeUninit<Upid>]>;
+
 thread_local! {
     // Const-initialised: no lazy-initialisation check on the fork and reap paths.
     static CACHE: RefCell<ArcCache<Pid, CACHED>> = const { RefCell::new(ArcCache::new()) };
+    static NUMBERS: RefCell<Stash<EmptyNumbers, NUMBERS_CACHED>> =
+        const { RefCell::new(Stash::new()) };
+}
+
+/// The boxed numbers of a nested pid, `levels` of them, outermost first, from
+/// `innermost_first` (which yields exactly `levels` numbers, innermost first): in the
+/// box of that length this thread kept last, if its most recent one is, else in a new
+/// one.
+#[allow(unsafe_code)]
+pub(crate) fn new_numbers(
+    levels: usize,
+    innermost_first: impl Iterator<Item = Upid>,
+) -> Box<[Upid]> {
+    let kept = NUMBERS
+        .try_with(|c| c.borrow_mut().pop_if(|b| b.len() == levels))
+        .ok()
+        .flatten();
+    let mut slots = kept.unwrap_or_else(|| Box::new_uninit_slice(levels));
+    let mut written = 0;
+    for (k, up) in innermost_first.take(levels).enumerate() {
+        slots[levels - 1 - k].write(up);
+        written += 1;
+    }
+    // Not a debug assertion: `assume_init` below relies on it (a short iterator would
+    // leave numbers unwritten; panicking here leaks the written ones, nothing worse).
+    assert_eq!(written, levels, "one number per level");
+    // SAFETY: each of the `levels` slots was written exactly once above (indices
+    // `levels - 1 - k` for `k` in `0..levels`).
+    unsafe { slots.assume_init() }
+}
+
+/// The drop of a nested pid's numbers: each number is dropped now (its namespace
+/// reference goes back), and the box is kept for this thread's next nested
+/// `alloc_pid` (else freed, the cache full or the thread's cache gone).
+#[allow(unsafe_code)]
+pub(crate) fn put_numbers(numbers: Box<[Upid]>) {
+    if numbers.is_empty() {
+        return;
+    }
+    let raw: *mut [Upid] = Box::into_raw(numbers);
+    // SAFETY: `raw` owns a live `[Upid]` (from `Box::into_raw`); its elements are
+    // dropped in place once, here, and never read again. `MaybeUninit<Upid>` has
+    // `Upid`'s layout, so the slice's allocation may be owned as a box of them, which
+    // frees it without dropping anything.
+    let emptied: EmptyNumbers = unsafe {
+        std::ptr::drop_in_place(raw);
+        Box::from_raw(raw as *mut [MaybeUninit<Upid>])
+    };
+    let _ = NUMBERS.try_with(|c| c.borrow_mut().push(emptied));
+}
+
+/// How many emptied number boxes this thread's cache holds (tests).
+#[doc(hidden)]
+pub fn cached_numbers() -> usize {
+    NUMBERS.try_with(|c| c.borrow().len()).unwrap_or(0)
 }
 
 /// `kmem_cache_alloc` of a pid: `value` in an allocation this thread's cache kept,

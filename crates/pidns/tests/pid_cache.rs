@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{any_reaper, root_with_init};
 use uproc_abi::Profile;
-use uproc_pidns::{alloc_pid, cached_pids, free_pid, put_pid};
+use uproc_pidns::{alloc_pid, cached_numbers, cached_pids, free_pid, put_pid};
 
 /// Counts the allocations and frees made on threads that ask for it ([`COUNTED`]):
 /// the test harness's own threads allocate at any time and stay out of the count.
@@ -186,4 +186,81 @@ fn the_cache_is_bounded_and_a_thread_exit_frees_it() {
     // The thread's exit flushed its number batch and freed the kept allocations.
     assert_eq!(net, control, "no allocation left behind by the thread");
     drop(ns);
+}
+
+#[test]
+fn a_nested_pids_numbers_box_is_kept_and_reused_at_the_same_depth() {
+    let _s = serial();
+    std::thread::spawn(|| {
+        for &p in Profile::ALL.iter() {
+            let (root, _init) = root_with_init(p, 1000);
+            let child = root.new_child().unwrap();
+            let child_init = alloc_pid(&child, &[], false).unwrap();
+            child.set_child_reaper(Some(any_reaper()));
+            let a = alloc_pid(&child, &[], false).unwrap();
+            let at = a.numbers().as_ptr();
+            let before = cached_numbers();
+            free_pid(&a);
+            put_pid(a);
+            assert_eq!(cached_numbers(), before + 1, "{p:?}: the box is kept");
+            let b = alloc_pid(&child, &[], false).unwrap();
+            assert_eq!(b.numbers().as_ptr(), at, "{p:?}: and reused");
+            assert_eq!(cached_numbers(), before);
+            // Outermost first, each level's own namespace and a number of it.
+            assert!(Arc::ptr_eq(&b.numbers()[0].ns, &root), "{p:?}");
+            assert!(Arc::ptr_eq(&b.numbers()[1].ns, &child), "{p:?}");
+            assert_eq!(b.nspid(), vec![b.numbers()[0].nr, b.numbers()[1].nr]);
+            assert!(b.numbers().iter().all(|u| u.nr > 1), "{p:?}: {b:?}");
+            // A pid of another depth does not take it.
+            let grandchild = child.new_child().unwrap();
+            let deeper = alloc_pid(&grandchild, &[], false).unwrap();
+            assert_ne!(deeper.numbers().as_ptr(), at);
+            assert_eq!(deeper.numbers().len(), 3);
+            for pid in [b, deeper, child_init] {
+                free_pid(&pid);
+                put_pid(pid);
+            }
+            let weak_ns = Arc::downgrade(&grandchild);
+            drop(grandchild);
+            assert!(
+                weak_ns.upgrade().is_none(),
+                "{p:?}: the numbers gave their namespace references back"
+            );
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn kept_number_boxes_are_bounded_and_freed_with_their_thread() {
+    let _s = serial();
+    let (root, _init) = root_with_init(Profile::Scalable, 1000);
+    let child = root.new_child().unwrap();
+    let child_init = alloc_pid(&child, &[], false).unwrap();
+    child.set_child_reaper(Some(any_reaper()));
+    // Warm up what is allocated lazily (the pools' chunks, the thread machinery).
+    let warm = child.clone();
+    std::thread::spawn(move || {
+        let p = alloc_pid(&warm, &[], false).unwrap();
+        free_pid(&p);
+        put_pid(p);
+    })
+    .join()
+    .unwrap();
+    let control = counted_thread(|| {});
+    let ns = child.clone();
+    let net = counted_thread(move || {
+        let pids: Vec<_> = (0..10)
+            .map(|_| alloc_pid(&ns, &[], false).unwrap())
+            .collect();
+        for p in pids {
+            free_pid(&p);
+            put_pid(p);
+        }
+        assert_eq!(cached_numbers(), 4, "at most 4 kept per thread");
+    });
+    assert_eq!(net, control, "no allocation left behind by the thread");
+    free_pid(&child_init);
+    put_pid(child_init);
 }
