@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{any_reaper, root_with_init};
 use uproc_abi::Profile;
-use uproc_pidns::{alloc_pid, cached_numbers, cached_pids, free_pid, put_pid};
+use uproc_pidns::{PidNamespace, alloc_pid, cached_numbers, cached_pids, free_pid, put_pid};
 
 /// Counts the allocations and frees made on threads that ask for it ([`COUNTED`]):
 /// the test harness's own threads allocate at any time and stay out of the count.
@@ -155,12 +155,16 @@ fn a_kept_pid_gives_back_its_namespace_at_once() {
     .unwrap();
 }
 
-#[test]
-fn the_cache_is_bounded_and_a_thread_exit_frees_it() {
-    let _s = serial();
-    let (ns, _init) = root_with_init(Profile::Scalable, 1000);
-    // Warm up everything lazily allocated (the pool's chunks, this binary's thread
-    // machinery) on a first thread.
+/// Allocates `n` pids of `ns` on a counted thread and drops them (`free_pid`, then the
+/// last reference to `put_pid`), runs `check` there, and asserts that the thread's exit
+/// left no allocation behind (its caches freed, its number batch flushed). A first,
+/// uncounted thread warms up what is allocated lazily (the pool's chunks, this
+/// binary's thread machinery).
+fn assert_a_thread_exit_frees_what_it_kept(
+    ns: &Arc<PidNamespace>,
+    n: usize,
+    check: impl FnOnce() + Send + 'static,
+) {
     let warm = ns.clone();
     std::thread::spawn(move || {
         let p = alloc_pid(&warm, &[], false).unwrap();
@@ -172,20 +176,27 @@ fn the_cache_is_bounded_and_a_thread_exit_frees_it() {
     // What a counted thread that does nothing nets (the closure `spawn` boxed on this
     // thread and the thread's own bookkeeping, freed on it): the baseline.
     let control = counted_thread(|| {});
-    let ns2 = ns.clone();
+    let ns = ns.clone();
     let net = counted_thread(move || {
-        let pids: Vec<_> = (0..20)
-            .map(|_| alloc_pid(&ns2, &[], false).unwrap())
+        let pids: Vec<_> = (0..n)
+            .map(|_| alloc_pid(&ns, &[], false).unwrap())
             .collect();
         for p in pids {
             free_pid(&p);
             put_pid(p);
         }
+        check();
+    });
+    assert_eq!(net, control, "no allocation left behind by the thread");
+}
+
+#[test]
+fn the_cache_is_bounded_and_a_thread_exit_frees_it() {
+    let _s = serial();
+    let (ns, _init) = root_with_init(Profile::Scalable, 1000);
+    assert_a_thread_exit_frees_what_it_kept(&ns, 20, || {
         assert_eq!(cached_pids(), 8, "at most 8 kept per thread");
     });
-    // The thread's exit flushed its number batch and freed the kept allocations.
-    assert_eq!(net, control, "no allocation left behind by the thread");
-    drop(ns);
 }
 
 #[test]
@@ -239,28 +250,9 @@ fn kept_number_boxes_are_bounded_and_freed_with_their_thread() {
     let child = root.new_child().unwrap();
     let child_init = alloc_pid(&child, &[], false).unwrap();
     child.set_child_reaper(Some(any_reaper()));
-    // Warm up what is allocated lazily (the pools' chunks, the thread machinery).
-    let warm = child.clone();
-    std::thread::spawn(move || {
-        let p = alloc_pid(&warm, &[], false).unwrap();
-        free_pid(&p);
-        put_pid(p);
-    })
-    .join()
-    .unwrap();
-    let control = counted_thread(|| {});
-    let ns = child.clone();
-    let net = counted_thread(move || {
-        let pids: Vec<_> = (0..10)
-            .map(|_| alloc_pid(&ns, &[], false).unwrap())
-            .collect();
-        for p in pids {
-            free_pid(&p);
-            put_pid(p);
-        }
+    assert_a_thread_exit_frees_what_it_kept(&child, 10, || {
         assert_eq!(cached_numbers(), 4, "at most 4 kept per thread");
     });
-    assert_eq!(net, control, "no allocation left behind by the thread");
     free_pid(&child_init);
     put_pid(child_init);
 }
