@@ -148,14 +148,9 @@ pub fn alloc_pid(
             ns: ns.get_for_pid(),
         }))
     } else {
-        // In this thread's kept box of this depth, if any (`pid_cache`).
-        Numbers::Many(crate::pid_cache::new_numbers(
-            levels,
-            chain(ns).map(|n| Upid {
-                nr: 0,
-                ns: Arc::clone(n),
-            }),
-        ))
+        // In this thread's kept box of this depth, if any; only the innermost level
+        // counts its namespace (`pid_cache::new_numbers`).
+        Numbers::Many(crate::pid_cache::new_numbers(levels, chain(ns)))
     };
     let map = ns.map();
     let lazy_ino = map.profile() == Profile::Scalable && map.pidfs.get().is_some();

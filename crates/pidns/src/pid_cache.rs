@@ -41,8 +41,10 @@
 //! A pid of a nested namespace has a second allocation, its boxed numbers (one `Upid`
 //! per level, `Numbers::Many`). Those boxes are kept the same way, per thread, by
 //! [`new_numbers`] and [`put_numbers`] (the `Pid`'s drop): the numbers are dropped in
-//! place (each gives its namespace reference back at once) and the box, now
+//! place (the namespace reference goes back at once) and the box, now
 //! `Box<[MaybeUninit<Upid>]>`, waits for the next nested `alloc_pid` of the same depth.
+//! Of a nested pid's numbers only the innermost counts its namespace; the outer ones
+//! borrow theirs (see [`new_numbers`]).
 
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
@@ -51,6 +53,7 @@ use std::sync::Arc;
 use uproc_abi::arc_cache::{ArcCache, empty_if_unique};
 use uproc_abi::stash::Stash;
 
+use crate::PidNamespace;
 use crate::pid::{Pid, Upid};
 
 /// Emptied allocations a thread keeps: one is all a fork/exit/reap loop needs; a few
@@ -70,14 +73,22 @@ thread_local! {
         const { RefCell::new(Stash::new()) };
 }
 
-/// The boxed numbers of a nested pid, `levels` of them, outermost first, from
-/// `innermost_first` (which yields exactly `levels` numbers, innermost first): in the
-/// box of that length this thread kept last, if its most recent one is, else in a new
-/// one.
+/// The boxed numbers of a nested pid, `levels` of them, outermost first, for the
+/// namespaces `innermost_first` yields (exactly `levels` of them: the pid's namespace
+/// and its ancestors), numbered 0 until `alloc_pid` fills them in: in the box of that
+/// length this thread kept last, if its most recent one is, else in a new one.
+///
+/// Only the innermost level's `Upid` holds a count of its namespace. The outer ones
+/// hold theirs *borrowed*: a namespace holds its parent, so the innermost namespace
+/// keeps every ancestor alive as long as the pid keeps it, and counting each level
+/// wrote the root namespace's count, a line every nested fork of the runtime shares,
+/// twice per life cycle. A borrowed `Arc` is never dropped ([`put_numbers`] leaves
+/// it); anyone else reaches it only by reference through the pid, and a clone of it
+/// is an ordinary counted `Arc`.
 #[allow(unsafe_code)]
-pub(crate) fn new_numbers(
+pub(crate) fn new_numbers<'a>(
     levels: usize,
-    innermost_first: impl Iterator<Item = Upid>,
+    innermost_first: impl Iterator<Item = &'a Arc<PidNamespace>>,
 ) -> Box<[Upid]> {
     let kept = NUMBERS
         .try_with(|c| c.borrow_mut().pop_if(|b| b.len() == levels))
@@ -85,8 +96,17 @@ pub(crate) fn new_numbers(
         .flatten();
     let mut slots = kept.unwrap_or_else(|| Box::new_uninit_slice(levels));
     let mut written = 0;
-    for (k, up) in innermost_first.take(levels).enumerate() {
-        slots[levels - 1 - k].write(up);
+    for (k, ns) in innermost_first.take(levels).enumerate() {
+        let ns = if k == 0 {
+            Arc::clone(ns)
+        } else {
+            // SAFETY: a borrowed `Arc` (see above): the pointer is a live `Arc`'s, the
+            // innermost level's counted `Arc` keeps this ancestor alive for as long as
+            // the `Upid` exists, and `put_numbers` never drops it, so no count is
+            // given back that was not taken.
+            unsafe { Arc::from_raw(Arc::as_ptr(ns)) }
+        };
+        slots[levels - 1 - k].write(Upid { nr: 0, ns });
         written += 1;
     }
     // Not a debug assertion: `assume_init` below relies on it (a short iterator would
@@ -97,21 +117,24 @@ pub(crate) fn new_numbers(
     unsafe { slots.assume_init() }
 }
 
-/// The drop of a nested pid's numbers: each number is dropped now (its namespace
-/// reference goes back), and the box is kept for this thread's next nested
-/// `alloc_pid` (else freed, the cache full or the thread's cache gone).
+/// The drop of a nested pid's numbers (made by [`new_numbers`]): the innermost level's
+/// namespace reference goes back now (the outer levels' are borrowed from it and are
+/// left alone), and the box is kept for this thread's next nested `alloc_pid` (else
+/// freed, the cache full or the thread's cache gone).
 #[allow(unsafe_code)]
 pub(crate) fn put_numbers(numbers: Box<[Upid]>) {
-    if numbers.is_empty() {
+    let Some(last) = numbers.len().checked_sub(1) else {
         return;
-    }
+    };
     let raw: *mut [Upid] = Box::into_raw(numbers);
-    // SAFETY: `raw` owns a live `[Upid]` (from `Box::into_raw`); its elements are
-    // dropped in place once, here, and never read again. `MaybeUninit<Upid>` has
+    // SAFETY: `raw` owns a live `[Upid]` (from `Box::into_raw`) of `last + 1` numbers.
+    // The innermost one (`last`) is dropped in place, once; the others hold borrowed
+    // `Arc`s (`new_numbers`) and a plain `i32`, whose drop must not run: they are
+    // simply not dropped. Nothing reads the numbers again. `MaybeUninit<Upid>` has
     // `Upid`'s layout, so the slice's allocation may be owned as a box of them, which
     // frees it without dropping anything.
     let emptied: EmptyNumbers = unsafe {
-        std::ptr::drop_in_place(raw);
+        std::ptr::drop_in_place(raw.cast::<Upid>().add(last));
         Box::from_raw(raw as *mut [MaybeUninit<Upid>])
     };
     let _ = NUMBERS.try_with(|c| c.borrow_mut().push(emptied));

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{any_reaper, root_with_init};
 use uproc_abi::Profile;
-use uproc_pidns::{PidNamespace, alloc_pid, cached_numbers, cached_pids, free_pid, put_pid};
+use uproc_pidns::{Pid, PidNamespace, alloc_pid, cached_numbers, cached_pids, free_pid, put_pid};
 
 /// Counts the allocations and frees made on threads that ask for it ([`COUNTED`]):
 /// the test harness's own threads allocate at any time and stay out of the count.
@@ -70,6 +70,15 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A child namespace of `parent` with its init (pid 1 there) allocated and its reaper
+/// set, so that any number may be allocated in it.
+fn child_with_init(parent: &Arc<PidNamespace>) -> (Arc<PidNamespace>, Arc<Pid>) {
+    let child = parent.new_child().unwrap();
+    let init = alloc_pid(&child, &[], false).unwrap();
+    child.set_child_reaper(Some(any_reaper()));
+    (child, init)
 }
 
 #[test]
@@ -138,9 +147,7 @@ fn a_kept_pid_gives_back_its_namespace_at_once() {
     std::thread::spawn(|| {
         for &p in Profile::ALL.iter() {
             let (root, _init) = root_with_init(p, 1000);
-            let child = root.new_child().unwrap();
-            let init = alloc_pid(&child, &[], false).unwrap();
-            child.set_child_reaper(Some(any_reaper()));
+            let (child, init) = child_with_init(&root);
             let weak_ns = Arc::downgrade(&child);
             drop(child);
             free_pid(&init);
@@ -205,9 +212,7 @@ fn a_nested_pids_numbers_box_is_kept_and_reused_at_the_same_depth() {
     std::thread::spawn(|| {
         for &p in Profile::ALL.iter() {
             let (root, _init) = root_with_init(p, 1000);
-            let child = root.new_child().unwrap();
-            let child_init = alloc_pid(&child, &[], false).unwrap();
-            child.set_child_reaper(Some(any_reaper()));
+            let (child, child_init) = child_with_init(&root);
             let a = alloc_pid(&child, &[], false).unwrap();
             let at = a.numbers().as_ptr();
             let before = cached_numbers();
@@ -247,12 +252,62 @@ fn a_nested_pids_numbers_box_is_kept_and_reused_at_the_same_depth() {
 fn kept_number_boxes_are_bounded_and_freed_with_their_thread() {
     let _s = serial();
     let (root, _init) = root_with_init(Profile::Scalable, 1000);
-    let child = root.new_child().unwrap();
-    let child_init = alloc_pid(&child, &[], false).unwrap();
-    child.set_child_reaper(Some(any_reaper()));
+    let (child, child_init) = child_with_init(&root);
     assert_a_thread_exit_frees_what_it_kept(&child, 10, || {
         assert_eq!(cached_numbers(), 4, "at most 4 kept per thread");
     });
     free_pid(&child_init);
     put_pid(child_init);
+}
+
+/// A nested pid counts only its innermost namespace, which keeps its ancestors alive;
+/// the outer levels' references are borrowed from it, and nothing is given back for
+/// them: every namespace goes once its last pid and handle do.
+#[test]
+fn a_nested_pid_counts_only_its_own_namespace() {
+    let _s = serial();
+    std::thread::spawn(|| {
+        for &p in Profile::ALL.iter() {
+            let (root, _init) = root_with_init(p, 1000);
+            let (child, child_init) = child_with_init(&root);
+            let (grandchild, grandchild_init) = child_with_init(&child);
+            let counts = || [&root, &child, &grandchild].map(Arc::strong_count);
+            let before = counts();
+            let pid = alloc_pid(&grandchild, &[], false).unwrap();
+            let [r, c, g] = counts();
+            assert_eq!(
+                [r, c],
+                [before[0], before[1]],
+                "{p:?}: outer levels borrowed"
+            );
+            assert_eq!(g, before[2] + 1, "{p:?}: the innermost level counted");
+            // The pid alone keeps the chain alive for its numbers.
+            let (weak_child, weak_grandchild) =
+                (Arc::downgrade(&child), Arc::downgrade(&grandchild));
+            drop((child, grandchild));
+            for pid in [child_init, grandchild_init] {
+                free_pid(&pid);
+                put_pid(pid);
+            }
+            assert!(weak_child.upgrade().is_some() && weak_grandchild.upgrade().is_some());
+            assert_eq!(pid.numbers().len(), 3);
+            assert!(Arc::ptr_eq(&pid.numbers()[0].ns, &root), "{p:?}");
+            let outer = pid.numbers()[1].ns.clone();
+            assert!(Arc::ptr_eq(&outer, &weak_child.upgrade().unwrap()), "{p:?}");
+            drop(outer);
+            free_pid(&pid);
+            put_pid(pid);
+            assert!(
+                weak_grandchild.upgrade().is_none() && weak_child.upgrade().is_none(),
+                "{p:?}: the chain goes with the last pid"
+            );
+            assert_eq!(
+                Arc::strong_count(&root),
+                before[0] - 1,
+                "{p:?}: the root lost only the child namespace's reference"
+            );
+        }
+    })
+    .join()
+    .unwrap();
 }
