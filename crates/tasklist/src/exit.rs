@@ -304,8 +304,11 @@ fn exit_notify(
     if notify_self {
         uproc_pidfs::do_notify_pidfd(&t.pid, status);
     }
-    // Usually empty: no iterator to build and drop then.
-    if !release.is_empty() {
+    // Usually never pushed to: a `Vec` that never allocated holds nothing to drop or
+    // free, so it is forgotten rather than handed to its (out-of-line) drop.
+    if release.capacity() == 0 {
+        std::mem::forget(release);
+    } else {
         for c in release {
             release_task(sys, &c);
         }
