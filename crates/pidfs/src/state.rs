@@ -247,10 +247,17 @@ impl Wakeups {
 ///
 /// # References
 /// `do_notify_pidfd` in `kernel/signal.c` (`wake_up_all(&pid->wait_pidfd)`).
+#[inline]
 pub fn do_notify_pidfd(pid: &Pid, status: WaitStatus) {
-    let Some(state) = PidState::get(pid) else {
-        return;
-    };
+    // Inline, the common case: no pidfd was ever opened, one load.
+    if let Some(state) = PidState::get(pid) {
+        notify_pidfds(pid, state, status);
+    }
+}
+
+/// [`do_notify_pidfd`] for a pid with pidfd state: out of line.
+#[inline(never)]
+fn notify_pidfds(pid: &Pid, state: &PidState, status: WaitStatus) {
     tracing::debug!(ino = pid.ino(), nr = pid.nr(), %status, "pidfs: do_notify_pidfd");
     let wake = {
         let mut inner = state.inner.lock();
@@ -274,13 +281,20 @@ pub fn do_notify_pidfd(pid: &Pid, status: WaitStatus) {
 ///
 /// # References
 /// `pidfs_exit` in `fs/pidfs.c`.
+#[inline]
 pub fn pidfs_exit(pid: &Pid, status: WaitStatus, cgroupid: u64) {
     // Acquire: an opener whose fetch_or(OPENED) came first made its slot visible.
     pid.pidfs_flags().fetch_or(DEAD, Ordering::AcqRel);
-    let Some(state) = PidState::get(pid) else {
-        tracing::debug!(ino = pid.ino(), nr = pid.nr(), "pidfs: exit, marked dead");
-        return;
-    };
+    // Inline, the common case: no pidfd was ever opened.
+    match PidState::get(pid) {
+        None => tracing::debug!(ino = pid.ino(), nr = pid.nr(), "pidfs: exit, marked dead"),
+        Some(state) => record_exit(pid, state, status, cgroupid),
+    }
+}
+
+/// [`pidfs_exit`] for a pid with pidfd state: out of line.
+#[inline(never)]
+fn record_exit(pid: &Pid, state: &PidState, status: WaitStatus, cgroupid: u64) {
     tracing::debug!(ino = pid.ino(), nr = pid.nr(), %status, cgroupid, "pidfs: exit");
     let wake = {
         let mut inner = state.inner.lock();
