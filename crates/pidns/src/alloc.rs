@@ -150,7 +150,10 @@ pub fn alloc_pid(
     } else {
         // In this thread's kept box of this depth, if any; only the innermost level
         // counts its namespace (`pid_cache::new_numbers`).
-        Numbers::Many(crate::pid_cache::new_numbers(levels, chain(ns)))
+        Numbers::Many(std::mem::ManuallyDrop::new(crate::pid_cache::new_numbers(
+            levels,
+            chain(ns),
+        )))
     };
     let map = ns.map();
     let lazy_ino = map.profile() == Profile::Scalable && map.pidfs.get().is_some();

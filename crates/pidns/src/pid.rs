@@ -60,8 +60,10 @@ pub(crate) enum Numbers {
     /// `PidNamespace::get_for_pid` and given back by `Pid`'s drop (per-thread credits
     /// under `Scalable`), hence the `ManuallyDrop`.
     One(ManuallyDrop<Upid>),
-    /// Levels 1..=32: outermost first.
-    Many(Box<[Upid]>),
+    /// Levels 1..=32: outermost first. Handed to `pid_cache::put_numbers` by the
+    /// `Pid`'s drop (only the innermost number counts its namespace), hence the
+    /// `ManuallyDrop`: the enum then has no drop of its own to call.
+    Many(ManuallyDrop<Box<[Upid]>>),
 }
 
 impl Numbers {
@@ -96,8 +98,8 @@ impl Drop for Pid {
                 let up = unsafe { ManuallyDrop::take(u) };
                 PidNamespace::put_for_pid(up.ns);
             }
-            // An empty box (no allocation) is left for the field's own drop.
-            Numbers::Many(b) => crate::pid_cache::put_numbers(std::mem::take(b)),
+            // SAFETY: as above, taken once, here; the field is never read again.
+            Numbers::Many(b) => crate::pid_cache::put_numbers(unsafe { ManuallyDrop::take(b) }),
         }
     }
 }

@@ -228,7 +228,10 @@ impl Task {
         // group state is written before anyone can see it (no lock round on it).
         let proto = Proto {
             pid,
-            locked_runtime: hot.as_ref().map_or_else(Weak::new, Arc::downgrade),
+            locked_runtime: match hot.as_ref() {
+                None => Weak::new(),
+                Some(sys) => Arc::downgrade(sys),
+            },
             exit_signal,
             cap,
             autoreap,
@@ -339,7 +342,7 @@ impl Proto {
             } else {
                 0
             }),
-            rare: SpinMutex::new(RareSlot::EMPTY),
+            rare: ManuallyDrop::new(SpinMutex::new(RareSlot::EMPTY)),
             css: self.css,
             pidfd: self.pidfd,
             name: NameWords::new(self.name),

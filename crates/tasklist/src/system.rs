@@ -118,13 +118,13 @@ impl System {
                 // Root-like, as Linux's init: `set_tid` works out of the box.
                 flags: AtomicU8::new(CAP_CHECKPOINT_RESTORE | RARE_USED),
                 // The runtime's one strong-count-free way back from its tasks.
-                rare: SpinMutex::new(RareSlot {
+                rare: std::mem::ManuallyDrop::new(SpinMutex::new(RareSlot {
                     hook: None,
                     boxed: Some(Box::new(Rare {
                         runtime: weak.clone(),
                         ..Rare::default()
                     })),
-                }),
+                })),
                 css: charge.prepare_link(),
                 pidfd: None,
                 name: NameWords::new(Comm::new("init")),

@@ -265,7 +265,9 @@ pub(crate) struct TaskInner {
     /// lock held. Behind an "ever set" flag ([`RARE_USED`]), so that the hot paths of a
     /// task that never used them (fork reading `pid_ns_for_children`, exit taking the
     /// hook) read one plain word instead of taking the lock.
-    pub(crate) rare: SpinMutex<RareSlot>,
+    /// (`ManuallyDrop`: the task's drop drops it only when something was put in it,
+    /// so most tasks' drops make no call for two empty fields.)
+    pub(crate) rare: ManuallyDrop<SpinMutex<RareSlot>>,
     /// The css_set link, built with the task (`ForkCharge::take_link`: in the cgroup
     /// charged at fork, unlinked) and linked by post_fork. Inline: the cgroup side
     /// reaches it through the task ([`CgroupMember::css`]), so it costs no allocation
@@ -1216,6 +1218,12 @@ impl Drop for TaskInner {
     #[inline]
     #[allow(unsafe_code)]
     fn drop(&mut self) {
+        let rare = self.rare.get_mut();
+        if rare.hook.is_some() || rare.boxed.is_some() {
+            // SAFETY: dropped once, here, in the task's drop; nothing reads it after.
+            // (An empty slot owns nothing: not dropping it leaks nothing.)
+            unsafe { ManuallyDrop::drop(&mut self.rare) };
+        }
         // The task's own `CLONE_PIDFD` pidfd first: it holds the pid too, and
         // `put_pid` can keep the pid's allocation only as its last holder.
         if self.pidfd.is_some() {
