@@ -281,7 +281,7 @@ fn notify_pidfds(pid: &Pid, state: &PidState, status: WaitStatus) {
 ///
 /// # References
 /// `pidfs_exit` in `fs/pidfs.c`.
-#[inline]
+#[inline(always)]
 pub fn pidfs_exit(pid: &Pid, status: WaitStatus, cgroupid: u64) {
     // Acquire: an opener whose fetch_or(OPENED) came first made its slot visible.
     pid.pidfs_flags().fetch_or(DEAD, Ordering::AcqRel);

@@ -363,7 +363,7 @@ impl Proto {
 /// - An outer namespace closed that the caller is not in (a task that `setns`-ed
 ///   below it): its zap kills nothing of this fork's; Linux lets the child live (it
 ///   keeps the dead init unreapable until it dies), and so does this.
-#[inline]
+#[inline(always)]
 fn zapped_since_attach(me: &TaskInner, pid: &uproc_pidns::Pid) -> bool {
     if !pid.ns().is_adding() {
         return true;

@@ -167,7 +167,7 @@ pub(crate) struct DetachedIds {
 impl DetachedIds {
     /// Drops both; returns whether that may have freed a pid (the leader's own pid was
     /// a process-group/session id, or this was the last process with its pair).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn release(self) -> bool {
         let last_pair = self.ids.and_then(Arc::into_inner).is_some();
         last_pair || self.own.is_some()
