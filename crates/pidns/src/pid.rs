@@ -89,6 +89,7 @@ impl Drop for Pid {
     /// `Scalable`). Deeper pids drop their numbers now and leave their box to this
     /// thread's cache (`pid_cache::put_numbers`).
     #[allow(unsafe_code)]
+    #[inline]
     fn drop(&mut self) {
         match &mut self.numbers {
             Numbers::One(u) => {

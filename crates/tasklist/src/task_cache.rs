@@ -59,7 +59,7 @@ thread_local! {
 }
 
 /// `alloc_task_struct_node`: an allocation this thread's cache kept, else a new one.
-#[inline]
+#[inline(always)]
 pub(crate) fn new_task_slot() -> Emptied<TaskInner> {
     CACHE
         .try_with(|c| c.borrow_mut().pop())
