@@ -327,7 +327,7 @@ impl Drop for KillInFlight {
 const NO_SLOT: u32 = u32::MAX;
 
 /// `cgroup_can_fork` through `anchor` (an anchor of the cgroup the child goes to).
-#[inline]
+#[inline(always)]
 fn charge_into(anchor: Arc<Anchor>) -> Result<ForkCharge, Errno> {
     let cg = &anchor.cg;
     let node = &cg.node;
