@@ -805,7 +805,7 @@ impl ForkCharge {
     ///
     /// # Panics
     /// If `member` holds no link ([`CgroupMember::css`] is `None`).
-    #[inline]
+    #[inline(always)]
     pub fn post_fork_inline<M: CgroupMember>(self, member: &Arc<M>) -> bool {
         let link = member
             .css()
