@@ -148,7 +148,7 @@ pub fn cached_numbers() -> usize {
 
 /// `kmem_cache_alloc` of a pid: `value` in an allocation this thread's cache kept,
 /// else in a new one.
-#[inline]
+#[inline(always)]
 pub(crate) fn new_pid(value: Pid) -> Arc<Pid> {
     let cached = CACHE.try_with(|c| c.borrow_mut().pop()).ok().flatten();
     cached.unwrap_or_default().fill(value)
