@@ -12,31 +12,24 @@
 //! done   # (refs at 20000 - refs at 10000) / 10000 = instructions per life cycle
 //! ```
 
+use clap::Parser;
 use uproc::Profile;
 use uproc_benches::load::{ForkShape, Setup, cycle_none};
 
+/// `lifecycles [--pidfd] [--cgroup] [--levels L] PROFILE N`.
+#[derive(Parser)]
+struct Cli {
+    /// The fork shape, as `threadspawn` takes it.
+    #[command(flatten)]
+    shape: ForkShape,
+    /// linux618, linux70 or scalable.
+    profile: Profile,
+    /// Life cycles to run.
+    n: u64,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    // Optional shape flags first (as `threadspawn` spells them), then PROFILE N.
-    let mut shape = ForkShape::default();
-    let mut rest = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--pidfd" => shape.pidfd = true,
-            "--cgroup" => shape.cgroup = true,
-            "--levels" => match it.next().and_then(|l| l.parse().ok()) {
-                Some(l) if l <= 32 => shape.levels = l,
-                _ => usage(),
-            },
-            _ => rest.push(a),
-        }
-    }
-    let profile: Option<Profile> = rest.first().and_then(|p| p.parse().ok());
-    let n: Option<u64> = rest.get(1).and_then(|n| n.parse().ok());
-    let (Some(profile), Some(n), 2) = (profile, n, rest.len()) else {
-        usage()
-    };
+    let Cli { shape, profile, n } = Cli::parse();
     // One parent (in the root namespace unless `--levels`), as `threadspawn` runs per
     // worker.
     let setup = Setup::new(profile, shape, 1).expect("a runtime and a parent");
@@ -46,9 +39,4 @@ fn main() {
             std::process::exit(1);
         }
     }
-}
-
-fn usage() -> ! {
-    eprintln!("usage: lifecycles [--pidfd] [--cgroup] [--levels L] linux618|linux70|scalable N");
-    std::process::exit(2);
 }

@@ -273,6 +273,17 @@ fn a_nested_pid_counts_only_its_own_namespace() {
             let (grandchild, grandchild_init) = child_with_init(&child);
             let counts = || [&root, &child, &grandchild].map(Arc::strong_count);
             let before = counts();
+            // A nested fork that fails after its numbers were built (`set_tid` naming
+            // the init's number: EEXIST) gives back exactly what it took.
+            assert_eq!(
+                alloc_pid(&grandchild, &[1], true).unwrap_err(),
+                uproc_abi::Errno::EEXIST
+            );
+            assert_eq!(
+                counts(),
+                before,
+                "{p:?}: a failed nested alloc_pid balances"
+            );
             let pid = alloc_pid(&grandchild, &[], false).unwrap();
             let [r, c, g] = counts();
             assert_eq!(

@@ -125,30 +125,35 @@ fn attached(w: World) -> World {
     w
 }
 
-#[test]
-fn an_index_lookup_never_reads_a_recycled_task() {
-    loom::model(|| {
-        let w = Arc::new(attached(World::reaped(0, 1)));
+/// One model: a reaped task (`World::reaped(pid_holders, index_clones)`, its slot as
+/// a lookup that read it before the detach finds it) whose lookup `look` races the
+/// last handle's `put_task(check_pid)`. Either the check refuses (the lookup still
+/// reaches the pid), or the lookup has finished with the task, or never reached it,
+/// before the write: it sees the task whole or nothing.
+fn lookup_races_the_recycler(
+    pid_holders: usize,
+    index_clones: usize,
+    look: fn(&World) -> Option<u32>,
+    check_pid: bool,
+) {
+    loom::model(move || {
+        let w = Arc::new(attached(World::reaped(pid_holders, index_clones)));
         let w2 = w.clone();
-        let t = thread::spawn(move || w2.look_through_index());
-        // Either the check refuses (the lookup still reaches the pid) or the lookup
-        // has finished with the task, or never reached it, before the write.
-        let _ = w.put_task(true);
+        let t = thread::spawn(move || look(&w2));
+        let _ = w.put_task(check_pid);
         let seen = t.join().unwrap();
         assert!(matches!(seen, None | Some(7)), "{seen:?}");
     });
 }
 
 #[test]
+fn an_index_lookup_never_reads_a_recycled_task() {
+    lookup_races_the_recycler(0, 1, World::look_through_index, true);
+}
+
+#[test]
 fn a_pidfd_lookup_never_reads_a_recycled_task() {
-    loom::model(|| {
-        let w = Arc::new(attached(World::reaped(1, 0)));
-        let w2 = w.clone();
-        let t = thread::spawn(move || w2.look_through_pid());
-        let _ = w.put_task(true);
-        let seen = t.join().unwrap();
-        assert!(matches!(seen, None | Some(7)), "{seen:?}");
-    });
+    lookup_races_the_recycler(1, 0, World::look_through_pid, true);
 }
 
 #[test]
@@ -166,11 +171,5 @@ fn with_no_lookup_the_task_is_recycled() {
 #[test]
 #[should_panic(expected = "Causality violation")]
 fn recycle_without_the_pid_check() {
-    loom::model(|| {
-        let w = Arc::new(attached(World::reaped(0, 1)));
-        let w2 = w.clone();
-        let t = thread::spawn(move || w2.look_through_index());
-        let _ = w.put_task(false);
-        let _ = t.join().unwrap();
-    });
+    lookup_races_the_recycler(0, 1, World::look_through_index, false);
 }
