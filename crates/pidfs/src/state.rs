@@ -38,9 +38,9 @@ use uproc_abi::WaitStatus;
 use uproc_pidns::Pid;
 
 /// `PIDFS_PID_DEAD` in [`Pid::pidfs_flags`]: `pidfs_exit` ran; no pidfd can be made.
-pub(crate) const DEAD: u8 = 1;
+pub(crate) const DEAD: u8 = uproc_pidns::PIDFS_DEAD;
 /// In [`Pid::pidfs_flags`]: an opener created (or found) the slot.
-pub(crate) const OPENED: u8 = 2;
+pub(crate) const OPENED: u8 = uproc_pidns::PIDFS_OPENED;
 /// In [`Pid::pidfs_flags`] (`Scalable`): the pid got an entry in the ino index (set
 /// under the entry's bucket lock by the first pidfd's registration).
 pub(crate) const INDEXED: u8 = 4;
@@ -285,8 +285,18 @@ fn notify_pidfds(pid: &Pid, state: &PidState, status: WaitStatus) {
 pub fn pidfs_exit(pid: &Pid, status: WaitStatus, cgroupid: u64) {
     // Acquire: an opener whose fetch_or(OPENED) came first made its slot visible.
     pid.pidfs_flags().fetch_or(DEAD, Ordering::AcqRel);
-    // Inline, the common case: no pidfd was ever opened.
-    match PidState::get(pid) {
+    // Inline, the common case: no opener came first (none ever came, or one that
+    // created the slot has yet to set OPENED: its fetch_or comes after ours in the
+    // byte's order, sees DEAD and fails), so there is no state to update and the slot
+    // is not read. A load after our fetch_or reads the byte at least as late as it (an
+    // `OPENED` it shows may be a later opener's, which only costs the slot read); a
+    // plain `fetch_or` whose old value is used would be a compare-exchange loop.
+    let state = if pid.pidfs_flags().load(Ordering::Acquire) & OPENED == 0 {
+        None
+    } else {
+        PidState::get(pid)
+    };
+    match state {
         None => tracing::debug!(ino = pid.ino(), nr = pid.nr(), "pidfs: exit, marked dead"),
         Some(state) => record_exit(pid, state, status, cgroupid),
     }

@@ -1,7 +1,8 @@
 //! Loom model of the handshake between the first pidfd open and `pidfs_exit` on
 //! `Pid::pidfs_flags` (crates/pidfs/src/state.rs, "Race rule"): the opener creates the
 //! slot, then `fetch_or(OPENED)`; the reaper does `fetch_or(DEAD)`, then looks at the
-//! slot. Whatever the interleaving, either the open fails (it saw DEAD) or the reaper
+//! slot if a load of the flags after its mark shows `OPENED` (an opener whose
+//! `fetch_or` comes later sees `DEAD` and fails, so no slot needs reading). Whatever the interleaving, either the open fails (it saw DEAD) or the reaper
 //! sees the opener's slot and records the exit info in it — an opened pidfd never misses
 //! its exit info.
 //!
@@ -48,9 +49,12 @@ impl ModelPid {
         Some(state)
     }
 
-    /// `pidfs_exit`.
+    /// `pidfs_exit`: the slot is read only when a load after the mark shows OPENED.
     fn exit(&self) {
         self.flags.fetch_or(DEAD, Ordering::AcqRel);
+        if self.flags.load(Ordering::Acquire) & OPENED == 0 {
+            return;
+        }
         let state = self.slot.lock().unwrap().clone();
         if let Some(s) = state {
             s.lock().unwrap().exit_recorded = true;

@@ -623,7 +623,11 @@ pub fn free_pid(pid: &Arc<Pid>) {
             }
         }
     }
-    if map.profile() != Profile::Linux618 {
+    // `Scalable`: a pid reaped before anyone asked pidfs for a pidfd has nothing in
+    // pidfs's index (the usual reap): no call.
+    if map.profile() != Profile::Linux618
+        && (map.profile() != Profile::Scalable || pid.pidfs_may_hold_entry())
+    {
         if let Some(hooks) = map.pidfs.get() {
             hooks.remove_pid(pid);
         }

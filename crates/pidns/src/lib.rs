@@ -86,7 +86,7 @@ mod task_slot;
 
 pub use alloc::{alloc_pid, free_pid};
 pub use namespace::{PidMap, PidNamespace, PidfsHooks, ReaperWakeup};
-pub use pid::{Attachment, Pid, Upid};
+pub use pid::{Attachment, PIDFS_DEAD, PIDFS_OPENED, Pid, Upid};
 pub use pid_cache::{cached_numbers, cached_pids, put_pid};
 pub use ref_credits::PidRefCredits;
 pub use task_slot::TaskSlot;

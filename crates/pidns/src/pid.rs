@@ -105,6 +105,13 @@ impl Drop for Pid {
     }
 }
 
+/// `PIDFS_PID_DEAD` in [`Pid::pidfs_flags`]: pidfs's `pidfs_exit` ran for the pid; no
+/// pidfd can be made for it any more.
+pub const PIDFS_DEAD: u8 = 1;
+/// In [`Pid::pidfs_flags`]: a pidfd opener created (or found) pidfs's state for the
+/// pid; set before the opener reads [`PIDFS_DEAD`].
+pub const PIDFS_OPENED: u8 = 2;
+
 /// `Pid::ino`'s value for a pid whose inode number pidfs assigns on first read.
 /// Never a real inode number (pidfs counts up from 1).
 const INO_ON_FIRST_READ: u64 = u64::MAX;
@@ -263,9 +270,24 @@ impl Pid {
     /// pidfs's per-pid flag bits (`PIDFS_PID_DEAD` and the like), owned and interpreted
     /// by pidfs; 0 for a new pid. A flag word next to the slot lets pidfs mark a pid
     /// reaped with one atomic instruction instead of installing a marker in the slot.
+    ///
+    /// Two bits are part of the contract with [`free_pid`](crate::free_pid):
+    /// [`PIDFS_DEAD`] set with [`PIDFS_OPENED`] clear says pidfs keeps nothing for the
+    /// pid past its reap, so `Scalable`'s `free_pid` skips the
+    /// [`remove_pid`](crate::PidfsHooks::remove_pid) call (the common reap: no pidfd
+    /// was ever asked for).
     #[inline]
     pub fn pidfs_flags(&self) -> &AtomicU8 {
         &self.pidfs_flags
+    }
+
+    /// `Scalable`: whether `free_pid` must call pidfs's `remove_pid` for this pid (see
+    /// [`Pid::pidfs_flags`]). The bits are only ever set, and `OPENED` is set by an
+    /// opener that then reads `DEAD`: one that comes after this read sees `DEAD` and
+    /// fails without indexing anything.
+    #[inline(always)]
+    pub(crate) fn pidfs_may_hold_entry(&self) -> bool {
+        self.pidfs_flags.load(Ordering::Acquire) & (PIDFS_DEAD | PIDFS_OPENED) != PIDFS_DEAD
     }
 
     /// The attached task, if one is attached and alive.
