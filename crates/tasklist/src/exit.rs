@@ -23,7 +23,9 @@ use crate::reparent;
 use crate::signal::SigChld;
 use crate::sync::{Ordering, SpinGuard};
 use crate::system::System;
-use crate::task::{Children, DEAD, DELAYED, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE};
+use crate::task::{
+    Children, DEAD, DELAYED, Managed, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE,
+};
 use std::sync::{Arc, Weak};
 use uproc_abi::{Signal, WaitStatus};
 use uproc_cgroup::CgroupMember;
@@ -101,10 +103,10 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
             if !th.started.load(Ordering::Acquire) {
                 continue;
             }
-            let hook = th.hook();
-            match hook {
-                Some(h) => hooks.push(h),
-                None => bare.push(th),
+            match th.managed() {
+                Managed::Hook(Some(h)) => hooks.push(h),
+                Managed::Hook(None) => {}
+                Managed::Bare => bare.push(th),
             }
         }
         status

@@ -121,7 +121,28 @@ impl Task {
     ///
     /// # References
     /// `copy_process` in `kernel/fork.c`.
+    #[inline]
     pub fn fork(&self, args: &CloneArgs) -> Result<Task, Errno> {
+        self.copy_process(args, false)
+    }
+
+    /// [`fork`](Task::fork) of a child that is *managed* from its creation, as if
+    /// [`set_signal_hook`](Task::set_signal_hook) had installed a hook with nothing to
+    /// do before anyone could signal it: a fatal signal is made pending
+    /// ([`fatal_signal_pending`](Task::fatal_signal_pending)), not acted on, and the
+    /// runtime ends the task when its body learns of it. What a runtime whose bodies
+    /// poll their pending signals wants, without a hook to install (a lock and two
+    /// atomics at the spawn, a lock at the exit) or a window between the fork and the
+    /// install in which the child is bare. A hook installed later is called as usual;
+    /// `set_signal_hook(None)` makes the task bare. Same errors as `fork`.
+    #[inline]
+    pub fn fork_managed(&self, args: &CloneArgs) -> Result<Task, Errno> {
+        self.copy_process(args, true)
+    }
+
+    /// `copy_process`: [`fork`](Task::fork), the child managed from its creation when
+    /// `managed` ([`fork_managed`](Task::fork_managed)).
+    fn copy_process(&self, args: &CloneArgs, managed: bool) -> Result<Task, Errno> {
         let me = &self.0;
         if me.exiting.load(Ordering::Acquire) {
             return Err(Errno::ESRCH);
@@ -234,6 +255,7 @@ impl Task {
             },
             exit_signal,
             cap,
+            managed,
             autoreap,
             css,
             pidfd,
@@ -315,6 +337,8 @@ struct Proto {
     locked_runtime: Weak<crate::system::System>,
     exit_signal: i32,
     cap: bool,
+    /// [`Task::fork_managed`]: the task starts with [`MANAGED`](crate::task::MANAGED).
+    managed: bool,
     autoreap: bool,
     css: uproc_cgroup::CssLink,
     pidfd: Option<uproc_pidfs::PidFd>,
@@ -337,11 +361,17 @@ impl Proto {
             started: StartFlag::new(false),
             exit_signal: AtomicI32::new(self.exit_signal),
             pending: AtomicU64::new(0),
-            flags: AtomicU8::new(if self.cap {
-                crate::task::CAP_CHECKPOINT_RESTORE
-            } else {
-                0
-            }),
+            flags: AtomicU8::new(
+                if self.cap {
+                    crate::task::CAP_CHECKPOINT_RESTORE
+                } else {
+                    0
+                } | if self.managed {
+                    crate::task::MANAGED
+                } else {
+                    0
+                },
+            ),
             rare: ManuallyDrop::new(SpinMutex::new(RareSlot::EMPTY)),
             css: self.css,
             pidfd: self.pidfd,

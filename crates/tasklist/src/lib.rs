@@ -167,9 +167,10 @@
 //! ```
 //!
 //! Tasks are bookkeeping ("bare") unless a runtime installs a signal hook
-//! ([`Task::set_signal_hook`], "managed"): a bare task dies at once from a fatal
-//! signal; a managed one gets it pending and its hook called. See IMPLEMENTATION.md for
-//! the diagrams.
+//! ([`Task::set_signal_hook`], "managed") or forks them managed
+//! ([`Task::fork_managed`]: managed from their creation, with no hook): a bare task
+//! dies at once from a fatal signal; a managed one gets it pending and its hook, if it
+//! has one, called. See IMPLEMENTATION.md for the diagrams.
 // `unsafe` only where it removes real cost, each item allowed on its own with its
 // `SAFETY:` argument (`task::LeaderRef`, `task::SharedPending`).
 #![deny(unsafe_code)]

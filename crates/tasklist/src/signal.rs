@@ -36,7 +36,7 @@
 
 use crate::sync::Ordering;
 use crate::system::System;
-use crate::task::{GroupState, Task, TaskInner, ThreadGroup, pid_task};
+use crate::task::{GroupState, Managed, Task, TaskInner, ThreadGroup, pid_task};
 use std::collections::HashSet;
 use std::sync::Arc;
 use uproc_abi::{DefaultAction, Errno, SIGRTMAX, Signal, WaitStatus};
@@ -504,10 +504,10 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
             if !th.started.load(Ordering::Acquire) {
                 continue; // post_fork ends it
             }
-            let hook = th.hook();
-            match hook {
-                Some(h) => hooks.push(h),
-                None => bare.push(th),
+            match th.managed() {
+                Managed::Hook(Some(h)) => hooks.push(h),
+                Managed::Hook(None) => {}
+                Managed::Bare => bare.push(th),
             }
         }
     }
@@ -532,7 +532,10 @@ fn force_kill_hooks(t: &Arc<TaskInner>) {
         let st = t.group().sig.lock();
         ThreadGroup::live_threads(&st)
             .filter(|th| th.started.load(Ordering::Acquire))
-            .filter_map(|th| th.hook())
+            .filter_map(|th| match th.managed() {
+                Managed::Hook(h) => h,
+                Managed::Bare => None,
+            })
             .collect()
     };
     for h in hooks {

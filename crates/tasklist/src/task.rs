@@ -356,6 +356,21 @@ pub(crate) const CHLD_NOOP: u8 = 8;
 /// group's last thread to exit, a leader or not). Set once, under the group's siglock,
 /// with the group's `zapping`; [`Task::state`] reads it while `zapping` lasts.
 pub(crate) const ZAPPER: u8 = 16;
+/// [`TaskInner::flags`]: a managed task with no hook to call ([`Task::fork_managed`]):
+/// a fatal signal is made pending, as for a task with a hook, and nothing is called.
+/// Set at fork, before the task can be reached; cleared (under the `rare` lock) by
+/// `set_signal_hook(None)`, which makes the task bare. A hook, when one is installed,
+/// decides on its own: managed either way.
+pub(crate) const MANAGED: u8 = 32;
+
+/// What a fatal signal does to one thread ([`TaskInner::managed`]).
+pub(crate) enum Managed {
+    /// No hook, not [`MANAGED`]: the thread exits at once.
+    Bare,
+    /// Managed: the signal is made pending, then the hook (if any) is called with no
+    /// lock held.
+    Hook(Option<SignalHook>),
+}
 
 /// `started` (post-fork done), read and written without a lock.
 ///
@@ -1072,9 +1087,15 @@ impl TaskInner {
         leader.flags.load(Ordering::Acquire)
     }
 
-    /// The managed-mode signal hook, if one is installed.
-    pub(crate) fn hook(&self) -> Option<SignalHook> {
-        self.rare.lock().hook.clone()
+    /// Whether the thread is managed, and the hook to call if it has one. Read under
+    /// the `rare` lock, where `set_signal_hook` changes both.
+    pub(crate) fn managed(&self) -> Managed {
+        let rare = self.rare.lock();
+        match rare.hook.clone() {
+            Some(h) => Managed::Hook(Some(h)),
+            None if self.flags.load(Ordering::Acquire) & MANAGED != 0 => Managed::Hook(None),
+            None => Managed::Bare,
+        }
     }
 
     /// `pid_ns_for_children` if it is not the active namespace (`None` if it is).
@@ -1685,8 +1706,10 @@ impl Task {
     /// the signal itself in the group's) and the hook is called with the signal, with
     /// no lock held, so the runtime can stop the body and call
     /// [`exit_signaled`](Task::exit_signaled). Without one (a bare task) the task ends
-    /// immediately. The hook is dropped when the task exits; once it has exited this
-    /// call does nothing.
+    /// immediately; a task made by [`fork_managed`](Task::fork_managed) is managed
+    /// without a hook (signals made pending, nothing called) until
+    /// `set_signal_hook(None)` makes it bare. The hook is dropped when the task exits;
+    /// once it has exited this call does nothing.
     pub fn set_signal_hook(&self, hook: Option<Arc<dyn Fn(Signal) + Send + Sync>>) {
         let old = {
             // Raises the "ever set" flag before reading `exiting` (see `RARE_USED`).
@@ -1700,6 +1723,10 @@ impl Task {
             if self.0.exiting.load(Ordering::SeqCst) {
                 hook
             } else {
+                if hook.is_none() {
+                    // Bare from here on, a task made managed at its fork included.
+                    self.0.flags.fetch_and(!MANAGED, Ordering::AcqRel);
+                }
                 std::mem::replace(&mut rare.hook, hook)
             }
         };

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use std::sync::{Arc, Mutex};
 use uproc_abi::{Errno, Signal, WaitOptions};
-use uproc_tasklist::{SigChld, TaskState, WaitId};
+use uproc_tasklist::{CloneArgs, SigChld, TaskState, WaitId};
 
 fn kill_errors_and_probe() {
     let sys = system();
@@ -499,6 +499,76 @@ fn sigchld_after_one_already_pending() {
     assert_at_rest(&sys);
 }
 
+/// `fork_managed`: managed from the fork with no hook. A fatal signal is made pending
+/// and acted on by nobody (the runtime's body reads it); a hook installed later is
+/// called; `set_signal_hook(None)` makes the task bare; a group exit marks its
+/// hookless thread and leaves it to its runtime, as it does a hooked one.
+fn fork_managed_makes_a_task_managed_without_a_hook() {
+    let sys = system();
+    let init = sys.init();
+    let args = CloneArgs::default();
+    let c = init.fork_managed(&args).expect("fork_managed");
+    init.kill(init.pid_of(&c), Signal::TERM).unwrap();
+    assert_eq!(c.state(), TaskState::Running, "made pending, not acted on");
+    assert!(c.fatal_signal_pending());
+    assert_eq!(c.pending_signals(), vec![Signal::KILL, Signal::TERM]);
+    c.exit_signaled(Signal::TERM);
+    assert_eq!(reap(&init, &c).status.signaled(), Some(Signal::TERM));
+
+    // A hook installed afterwards is called, as on any managed task.
+    let c = init.fork_managed(&args).expect("fork_managed");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    c.set_signal_hook(Some(Arc::new(move |sig| s.lock().unwrap().push(sig))));
+    init.kill(init.pid_of(&c), Signal::KILL).unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![Signal::KILL]);
+    assert_eq!(c.state(), TaskState::Running);
+    c.exit_signaled(Signal::KILL);
+    reap(&init, &c);
+
+    // Removing the hook (there is none) makes it bare: it dies at once.
+    let c = init.fork_managed(&args).expect("fork_managed");
+    c.set_signal_hook(None);
+    init.kill(init.pid_of(&c), Signal::TERM).unwrap();
+    assert_eq!(
+        c.exit_status().and_then(|s| s.signaled()),
+        Some(Signal::TERM),
+        "bare now: ended by the signal itself"
+    );
+    reap(&init, &c);
+
+    // A group exit: a bare thread exits with the group, a hookless managed one is
+    // marked and left to its runtime.
+    let p = fork(&init);
+    let managed = p
+        .fork_managed(&CloneArgs {
+            flags: uproc_abi::CloneFlags::NEW_THREAD,
+            ..CloneArgs::default()
+        })
+        .expect("a managed thread");
+    let bare = thread(&p);
+    p.exit_group(3);
+    assert!(
+        bare.exit_status().is_some(),
+        "the bare thread exited with the group"
+    );
+    assert!(
+        managed.exit_status().is_none(),
+        "the managed one waits for its runtime"
+    );
+    assert!(managed.fatal_signal_pending());
+    managed.exit_signaled(Signal::KILL);
+    assert_eq!(reap(&init, &p).status.exited(), Some(3));
+
+    // Its errors are fork's, and a failed one leaves nothing behind.
+    let bad = CloneArgs {
+        flags: uproc_abi::CloneFlags::THREAD,
+        ..CloneArgs::default()
+    };
+    assert_eq!(init.fork_managed(&bad).err(), Some(Errno::EINVAL));
+    assert_at_rest(&sys);
+}
+
 every_profile!(
     sigchld_after_one_already_pending,
     kill_errors_and_probe,
@@ -506,6 +576,7 @@ every_profile!(
     ignored_by_default_signals_are_dropped,
     stop_and_continue_both_modes,
     managed_task_gets_hook_and_pending_set,
+    fork_managed_makes_a_task_managed_without_a_hook,
     kill_process_group_and_zero_and_minus_one,
     tgkill_rules,
     setpgid_and_setsid_rules,

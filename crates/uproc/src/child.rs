@@ -324,13 +324,14 @@ impl Tracker {
         .then_some(now)
     }
 
-    /// Called by the job when its async body first parks: replaces the runtime's
-    /// shared signal hook with one that raises this tracker's kill flag, which wakes
-    /// the parked body on `SIGKILL`. A body that never parks (most) never pays for it.
+    /// Called by the job when its async body first parks: gives the task (managed
+    /// since its fork, with no hook) a signal hook that raises this tracker's kill
+    /// flag, which wakes the parked body on `SIGKILL`. A body that never parks (most)
+    /// never pays for it.
     ///
-    /// A kill that landed before this hook was in place reached the shared hook only,
-    /// so it is read from the task afterwards: the task list marks `SIGKILL` pending
-    /// (and queues the group's fatal signal) before it reads a task's hook, under the
+    /// A kill that landed before this hook was in place was only made pending, so it
+    /// is read from the task afterwards: the task list marks `SIGKILL` pending (and
+    /// queues the group's fatal signal) before it reads a task's hook, under the
     /// hook's own lock, which `set_signal_hook` takes too. So either the signaller read
     /// this hook (and calls it), or its marks are visible here. A group that dies of
     /// `SIGKILL` itself (no other fatal signal queued) is what the hook would have been

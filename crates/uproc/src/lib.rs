@@ -229,11 +229,11 @@
 //!  JobGuard ─Shared┘      (the job: runs the body, exits the task, reaps if detached)
 //! ```
 //!
-//! One `Tracker` per spawned task holds what its handles share. A task starts with its
-//! thread's shared hook (in `rt`, needing nothing of the task); an async body that
-//! parks swaps in a hook of its own, which holds the tracker until the task exits (the
-//! task list drops a hook at exit, and the job, which exits the task, holds the tracker
-//! anyway until then). `rt` is the spawning thread's
+//! One `Tracker` per spawned task holds what its handles share. A task is managed from
+//! its fork with no signal hook (`Task::fork_managed`: a fatal signal is made pending
+//! for its body to read); an async body that parks installs a hook of its own, which
+//! holds the tracker until the task exits (the task list drops a hook at exit, and the
+//! job, which exits the task, holds the tracker anyway until then). `rt` is the spawning thread's
 //! share of the runtime (one per thread, made on its first spawn), so that spawning
 //! writes no count that other worker threads write too. `flags` (atomic) records
 //! "detached" and "exited", and whose an awaiting `Child`'s waker cell is; the side that

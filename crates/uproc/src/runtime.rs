@@ -35,7 +35,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use uproc_abi::lockstat::LockStat;
-use uproc_abi::{Errno, PidfdFlags, Profile, Signal};
+use uproc_abi::{Errno, PidfdFlags, Profile};
 use uproc_cgroup::Cgroup;
 use uproc_pidfs::{FileHandle, PidFd};
 use uproc_pidns::{PID_MAX_DEFAULT, PID_MAX_LIMIT, PID_MAX_MIN};
@@ -80,25 +80,10 @@ pub(crate) struct RtShare {
     /// Dead once the thread that made the share ended: the runtime's list then drops
     /// the share at its next prune (the trackers holding it keep it alive as needed).
     thread: Weak<()>,
-    /// The signal hook every task spawned from this thread starts with: it makes the
-    /// task managed (a fatal signal is made pending, not acted on) and needs nothing
-    /// of the task, so one hook serves them all and a spawn only clones it (a count
-    /// only this thread and the tasks' exits write). An async body that parks swaps
-    /// in a hook of its own, which can wake it (see `async_body.rs`).
-    pub(crate) hook: SignalHook,
     /// The runtime's init, the default parent: a spawn from it borrows this handle and
     /// its tracker holds none, so that default-parent spawns do not write init's count,
     /// which every worker would share.
     pub(crate) init: Task,
-}
-
-/// A task's managed-mode signal hook, as the task list stores it.
-pub(crate) type SignalHook = Arc<dyn Fn(Signal) + Send + Sync>;
-
-/// The hook of [`RtShare::hook`]: a managed task's body learns of a fatal signal from
-/// the task's pending set (`signal_pending`), so there is nothing to do but trace.
-fn shared_hook(sig: Signal) {
-    tracing::debug!(target: "uproc", signal = %sig, "signal hook");
 }
 
 impl RtShare {
@@ -383,7 +368,6 @@ impl Runtime {
         let share = Arc::new(RtShare {
             rt: self.uncounted(),
             thread,
-            hook: Arc::new(shared_hook),
             init: self.init(),
         });
         // Listed only while a user handle exists (see `users.rs`); the shares of ended

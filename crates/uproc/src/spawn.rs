@@ -3,11 +3,13 @@
 //!
 //! # One allocation of facade state per task
 //!
-//! `launch` forks the task, installs its thread's shared signal hook (managed mode, a
-//! count clone), and builds everything its handles share in one [`Tracker`], in place
-//! and not yet shared; the split makes the [`Child`] and the job's [`JobGuard`] at once
-//! (`Shared`, one count store), and the body's [`TaskCx`] is a third handle. Only an
-//! async body that parks allocates a hook of its own (see `Tracker::hook_for_parked_body`).
+//! `launch` forks the task managed from its creation (`Task::fork_managed`: a fatal
+//! signal is made pending for the body to notice, with no hook to install or call),
+//! and builds everything its handles share in one [`Tracker`], in place and not yet
+//! shared; the split makes the [`Child`] and the job's [`JobGuard`] at once (`Shared`,
+//! one count store), and the body's [`TaskCx`] is a third handle. Only an async body
+//! that parks installs a signal hook, one that can wake it (see
+//! `Tracker::hook_for_parked_body`).
 
 use crate::child::{Child, Tracker};
 use crate::coroutine;
@@ -15,7 +17,6 @@ use crate::cx::{self, ExitRequest, TaskCx, fatal_pending};
 use crate::runtime::Runtime;
 use crate::shared::Unshared;
 use std::any::Any;
-use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal};
 use uproc_cgroup::Cgroup;
 use uproc_tasklist::{CloneArgs, Task};
@@ -303,7 +304,7 @@ impl Launched {
     }
 }
 
-/// fork + name + pidfd + signal hook: everything but running the body. Inlined into
+/// fork (managed) + name + pidfd: everything but running the body. Inlined into
 /// its callers: a call would copy the 112-byte `Spawn`.
 #[inline(always)]
 pub(crate) fn launch(rt: &Runtime, mut s: Spawn) -> Result<Launched, Errno> {
@@ -324,11 +325,14 @@ pub(crate) fn launch(rt: &Runtime, mut s: Spawn) -> Result<Launched, Errno> {
         s.args.flags |= CloneFlags::INTO_CGROUP;
         s.args.cgroup = Some(cg);
     }
-    // This thread's share of the runtime: the tracker's runtime handle, the shared
-    // signal hook, and init (the default parent, borrowed: no count taken on it).
+    // This thread's share of the runtime: the tracker's runtime handle and init (the
+    // default parent, borrowed: no count taken on it).
     let share = rt.share();
     let parent = s.parent.as_ref().unwrap_or(&share.init);
-    let task = parent.fork(&s.args)?;
+    // Managed mode from the fork on: a fatal signal is made pending, and the body (or
+    // its runner, before it starts) ends the task when it sees it. An async body that
+    // parks installs a hook that can wake it (`Tracker::hook_for_parked_body`).
+    let task = parent.fork_managed(&s.args)?;
     if let Some(n) = &s.name {
         task.set_name(n);
     }
@@ -343,9 +347,6 @@ pub(crate) fn launch(rt: &Runtime, mut s: Spawn) -> Result<Launched, Errno> {
         name = s.name.as_deref(),
         "spawn"
     );
-    // Managed mode: this thread's shared hook (a count clone, no allocation); an async
-    // body that parks installs one that can wake it (`Tracker::hook_for_parked_body`).
-    task.set_signal_hook(Some(Arc::clone(&share.hook)));
     let tracker = Tracker::new(share, task, s.parent, pidfd);
     Ok(Launched { tracker })
 }
