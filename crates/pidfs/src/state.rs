@@ -4,9 +4,10 @@
 //!
 //! # The slot and the flag word
 //!
-//! The slot is a `OnceLock` holding an `Arc<PidState>`, created by the first attempt to
-//! make a pidfd and shared with every [`PidFd`](crate::PidFd) of the pid, so exit info
-//! outlives the `Pid`'s numbers for as long as any handle lives.
+//! The slot is a set-once cell ([`uproc_pidns::PidfsSlot`]) holding an
+//! `Arc<PidState>`, created by the first attempt to make a pidfd and shared with every
+//! [`PidFd`](crate::PidFd) of the pid, so exit info outlives the `Pid`'s numbers for as
+//! long as any handle lives.
 //!
 //! `PIDFS_PID_DEAD` (the pid was reaped: no pidfd can be made for it any more) is a bit
 //! of [`Pid::pidfs_flags`], set by `pidfs_exit` with one `fetch_or`; an opener that

@@ -79,6 +79,7 @@ mod idr;
 mod namespace;
 mod pid;
 mod pid_cache;
+mod pidfs_slot;
 mod pool;
 mod ref_credits;
 mod sync;
@@ -88,6 +89,7 @@ pub use alloc::{alloc_pid, free_pid};
 pub use namespace::{PidMap, PidNamespace, PidfsHooks, ReaperWakeup};
 pub use pid::{Attachment, PIDFS_DEAD, PIDFS_OPENED, Pid, Upid};
 pub use pid_cache::{cached_numbers, cached_pids, put_pid};
+pub use pidfs_slot::PidfsSlot;
 pub use ref_credits::PidRefCredits;
 pub use task_slot::TaskSlot;
 pub use uproc_abi::Profile;
@@ -216,6 +218,11 @@ pub mod loom_model {
     /// An empty task slot, as every `Pid` starts with.
     pub fn task_slot() -> crate::TaskSlot {
         crate::TaskSlot::new()
+    }
+
+    /// An empty pidfs slot, as every `Pid` starts with.
+    pub fn pidfs_slot() -> crate::PidfsSlot {
+        crate::PidfsSlot::new()
     }
 
     /// A root namespace's reference-count credits over a model strong count (loom

@@ -1,12 +1,13 @@
 //! `Pid`: the kernel's `struct pid`, one number per namespace level.
 
 use crate::PidNamespace;
+use crate::pidfs_slot::PidfsSlot;
 use crate::task_slot::TaskSlot;
 use std::any::Any;
 use std::fmt;
 use std::mem::ManuallyDrop;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 
 /// A type-erased object another crate hangs on a pid (pidfs state, the attached task).
 pub type Attachment = Arc<dyn Any + Send + Sync>;
@@ -49,7 +50,7 @@ pub struct Pid {
     ino: AtomicU64,
     freed: AtomicBool,
     pidfs_flags: AtomicU8,
-    pidfs: OnceLock<Attachment>,
+    pidfs: PidfsSlot,
     task: TaskSlot,
 }
 
@@ -125,7 +126,7 @@ impl Pid {
             ino: AtomicU64::new(if lazy_ino { INO_ON_FIRST_READ } else { 0 }),
             freed: AtomicBool::new(false),
             pidfs_flags: AtomicU8::new(0),
-            pidfs: OnceLock::new(),
+            pidfs: PidfsSlot::new(),
             task: TaskSlot::new(),
         }
     }
@@ -255,7 +256,7 @@ impl Pid {
 
     /// pidfs's per-pid state, created when first needed.
     #[inline]
-    pub fn pidfs_slot(&self) -> &OnceLock<Attachment> {
+    pub fn pidfs_slot(&self) -> &PidfsSlot {
         &self.pidfs
     }
 
