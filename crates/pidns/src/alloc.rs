@@ -157,7 +157,7 @@ pub fn alloc_pid(
     };
     let map = ns.map();
     let lazy_ino = map.profile() == Profile::Scalable && map.pidfs.get().is_some();
-    let mut pid = new_pid(Pid::new(numbers, lazy_ino));
+    let mut pid = new_pid(|| Pid::new(numbers, lazy_ino));
 
     match map.profile() {
         Profile::Linux618 => alloc_two_phase(ns, set_tid, pid_max, &mut pid)?,
@@ -453,13 +453,15 @@ fn alloc_scalable_root(ns: &Arc<PidNamespace>) -> Result<Arc<Pid>, Errno> {
     };
     // pidfs numbers the pid when its number is first read (`Pid::ino`), not here.
     let lazy_ino = ns.map().pidfs.get().is_some();
-    let pid = new_pid(Pid::new(
-        Numbers::One(std::mem::ManuallyDrop::new(Upid {
-            nr,
-            ns: ns.get_for_pid(),
-        })),
-        lazy_ino,
-    ));
+    let pid = new_pid(|| {
+        Pid::new(
+            Numbers::One(std::mem::ManuallyDrop::new(Upid {
+                nr,
+                ns: ns.get_for_pid(),
+            })),
+            lazy_ino,
+        )
+    });
     pool.publish(nr, Arc::clone(&pid));
     if !pool.count.add() {
         pool.unpublish_release(nr);

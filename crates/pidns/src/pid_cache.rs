@@ -19,7 +19,7 @@
 //!   thread-local cache of 8    ◄───┘ (full, or the thread's cache gone: free it)
 //!          │
 //!          ▼
-//!  alloc_pid ──► new_pid(value): write the new Pid into a cached ArcInner,
+//!  alloc_pid ──► new_pid(make): write the new Pid into a cached ArcInner,
 //!                else into a new one
 //! ```
 //!
@@ -146,12 +146,13 @@ pub fn cached_numbers() -> usize {
     NUMBERS.try_with(|c| c.borrow().len()).unwrap_or(0)
 }
 
-/// `kmem_cache_alloc` of a pid: `value` in an allocation this thread's cache kept,
-/// else in a new one.
+/// `kmem_cache_alloc` of a pid: the pid `make` builds, in an allocation this thread's
+/// cache kept, else in a new one. Built after the allocation is taken, so that it is
+/// written in place rather than built on the stack and copied in.
 #[inline(always)]
-pub(crate) fn new_pid(value: Pid) -> Arc<Pid> {
+pub(crate) fn new_pid(make: impl FnOnce() -> Pid) -> Arc<Pid> {
     let cached = CACHE.try_with(|c| c.borrow_mut().pop()).ok().flatten();
-    cached.unwrap_or_default().fill(value)
+    cached.unwrap_or_default().fill(make())
 }
 
 /// `put_pid`: drops a reference to a pid. When it is the last one (no other `Arc`

@@ -217,7 +217,7 @@ impl Task {
             Some(c) => c.can_fork(),
             None => me.css.can_fork(),
         };
-        let charge = match charge {
+        let mut charge = match charge {
             Ok(c) => c,
             Err(e) => {
                 if e == Errno::EAGAIN {
@@ -242,28 +242,35 @@ impl Task {
         // The child's cgroup link, built now so that the task holds it from its
         // creation; a fork into the listed root moves the charge's anchor count into
         // it (`ForkCharge::take_link`) and leaves `charge` nothing to cancel.
-        let mut charge = charge;
         let css = charge.take_link();
         // Everything of the task but its group: the task object itself is built inside
         // the attach's critical section, once its parent and ids are known, so that its
         // group state is written before anyone can see it (no lock round on it).
-        let proto = Proto {
-            pid,
-            locked_runtime: match hot.as_ref() {
-                None => Weak::new(),
-                Some(sys) => Arc::downgrade(sys),
-            },
-            exit_signal,
-            cap,
-            managed,
-            autoreap,
-            css,
-            pidfd,
-            name: me.name.get(&me.name_seq),
+        let locked_runtime = match hot.as_ref() {
+            None => Weak::new(),
+            Some(sys) => Arc::downgrade(sys),
         };
+        let name = me.name.get(&me.name_seq);
         // 5. attach: fork's only `tasklist_lock` acquisition (`Linux*`; none under
         // `Scalable`).
-        let child = match attach(hot.as_deref(), me, proto, thread, parent_flag) {
+        let attached = attach(
+            hot.as_deref(),
+            me,
+            Proto {
+                pid,
+                locked_runtime,
+                exit_signal,
+                cap,
+                managed,
+                autoreap,
+                css,
+                pidfd,
+                name,
+            },
+            thread,
+            parent_flag,
+        );
+        let child = match attached {
             Ok(child) => child,
             Err((e, proto)) => {
                 // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
@@ -346,13 +353,15 @@ struct Proto {
 }
 
 impl Proto {
-    /// The task object, living in `home`.
+    /// The task object, living in the `home` that `home` makes (made as the task is
+    /// written, so that a process's group is written in place, not built on the stack
+    /// and copied in).
     #[inline(always)]
-    fn into_task(self, home: GroupHome, leader: bool) -> TaskInner {
+    fn into_task(self, home: impl FnOnce() -> GroupHome, leader: bool) -> TaskInner {
         TaskInner {
             pid: ManuallyDrop::new(self.pid),
             locked_runtime: self.locked_runtime,
-            home,
+            home: home(),
             leader,
             exit_state: AtomicU8::new(RUNNING),
             exit_code: AtomicI32::new(0),
@@ -466,7 +475,7 @@ fn attach(
             return Err((Errno::EINTR, proto));
         }
         let child = crate::task_cache::new_task_slot()
-            .fill(proto.into_task(GroupHome::Leader(TaskInner::group_owner(me)), false));
+            .fill(proto.into_task(|| GroupHome::Leader(TaskInner::group_owner(me)), false));
         st.threads.push(Arc::downgrade(&child));
         st.nr_live += 1;
         let leader = st.leader().upgrade();
@@ -549,11 +558,11 @@ fn attach(
         // they are published below (the parent's list, the pid's task slot), so no
         // lock is taken on them.
         let real_parent = Arc::downgrade(rp);
-        let child = build_leader(|leader| {
+        let child = build_leader(proto, |leader| {
             let st = GroupState::for_child(leader, real_parent, ids, has_sub, init, sigchld);
             let group = ThreadGroup::new(st);
             group.autoreap.store(autoreap, Ordering::Relaxed);
-            proto.into_task(GroupHome::Own(group), true)
+            group
         });
         if init {
             child
@@ -567,8 +576,9 @@ fn attach(
     }
 }
 
-/// The `Arc` of a new process's leader, built by `make` from the leader's own address
-/// (its group's [`LeaderRef`](crate::task::LeaderRef)), known before the task is.
+/// The `Arc` of a new process's leader: `proto` living in the group that `group` builds
+/// from the leader's own address (its [`LeaderRef`](crate::task::LeaderRef)), known
+/// before the task is.
 ///
 /// `Arc::new_cyclic` would give the address too, through a `Weak` whose hand-over to
 /// the finished `Arc` is a locked increment of the strong count: one atomic per fork
@@ -576,10 +586,14 @@ fn attach(
 /// a new one) is taken uninitialised, the task written into it, and the `Arc` taken as
 /// initialised: no atomic.
 #[inline(always)]
-fn build_leader(make: impl FnOnce(crate::task::LeaderRef) -> TaskInner) -> Arc<TaskInner> {
+fn build_leader(
+    proto: Proto,
+    group: impl FnOnce(crate::task::LeaderRef) -> ThreadGroup,
+) -> Arc<TaskInner> {
     let slot = crate::task_cache::new_task_slot();
-    // `make` only takes the address (`LeaderRef` reads nothing through it while the
-    // task is built).
-    let task = make(crate::task::LeaderRef::new(slot.as_ptr()));
-    slot.fill(task)
+    // `group` only takes the address (`LeaderRef` reads nothing through it while the
+    // task is built). The task is passed in, not captured by `group`: a capture would
+    // copy it into the closure first.
+    let leader = crate::task::LeaderRef::new(slot.as_ptr());
+    slot.fill(proto.into_task(|| GroupHome::Own(group(leader)), true))
 }
