@@ -289,36 +289,29 @@ fn exit_notify(
             });
         }
     }
-    // Taken apart: each piece is dropped where it is used up, so no drop of the whole
-    // runs at the end.
-    let PostExit {
-        release,
-        release_self,
-        notify_self,
-        zap,
-        exit_signal,
-        orphan_checks,
-    } = post;
-    if let Some(checks) = orphan_checks {
+    // Used up field by field (partial moves, read in place): each piece is dropped
+    // where it is used up, so no drop of the whole runs at the end, and nothing is
+    // copied out first.
+    if let Some(checks) = post.orphan_checks {
         reparent_orphans_pgrps(t, *checks);
     }
-    send_exit_signal(t, exit_signal);
-    if notify_self {
+    send_exit_signal(t, post.exit_signal);
+    if post.notify_self {
         uproc_pidfs::do_notify_pidfd(&t.pid, status);
     }
     // Usually never pushed to: a `Vec` that never allocated holds nothing to drop or
     // free, so it is forgotten rather than handed to its (out-of-line) drop.
-    if release.capacity() == 0 {
-        std::mem::forget(release);
+    if post.release.capacity() == 0 {
+        std::mem::forget(post.release);
     } else {
-        for c in release {
+        for c in post.release {
             release_task(sys, &c);
         }
     }
-    if release_self {
+    if post.release_self {
         release_task(sys, t);
     }
-    if zap {
+    if post.zap {
         if let Some(sys) = t.sys() {
             zap_pid_ns_processes(&sys, t);
         }
