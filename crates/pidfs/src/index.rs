@@ -28,8 +28,9 @@
 //!
 //! The common free needs neither: a pid reaped before any pidfd was opened has `DEAD`
 //! set and `OPENED` clear, and since the bits are only ever set, any later opener's
-//! `fetch_or(OPENED)` sees `DEAD` and fails before it could insert. `remove_pid` then
-//! reads the byte and is done (no read-modify-write per free).
+//! `fetch_or(OPENED)` sees `DEAD` and fails before it could insert. `free_pid` reads
+//! the byte itself (`uproc-pidns` exports the two bits) and makes no `remove_pid` call
+//! at all (no read-modify-write, no call per free).
 //!
 //! Under `Scalable` a pid's inode number is not made at fork either: [`Pid::ino`]
 //! takes it from the reading thread's [`InoCookie`] batch on first read (a pidfd, a
@@ -37,7 +38,7 @@
 //! none). Numbers stay unique and never reused; a pid nobody asked about has none.
 
 use crate::ino::InoCookie;
-use crate::state::{DEAD, INDEXED, OPENED, REMOVED};
+use crate::state::{INDEXED, REMOVED};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -183,14 +184,13 @@ impl InoIndex {
     }
 
     /// `Scalable`'s `pidfs_remove_pid`: marks the pid removed and drops its entry if it
-    /// has one. For a pid reaped (`DEAD`) before any opener came (`OPENED` clear), one
-    /// plain read: the flag bits are only ever set, so an opener's `fetch_or(OPENED)`
-    /// comes after that `DEAD` in the byte's order, sees it and fails before it could
-    /// insert. Otherwise one read-modify-write of the pid's own flag byte.
+    /// has one, with one read-modify-write of the pid's own flag byte. `free_pid` calls
+    /// it only for a pid that may have an entry: a pid reaped (`DEAD`) before any opener
+    /// came (`OPENED` clear) never gets one (an opener's `fetch_or(OPENED)` comes after
+    /// that `DEAD` in the byte's order, sees it and fails before it could insert), and
+    /// `free_pid` reads that itself. Called for such a pid anyway, it marks it removed
+    /// and finds no entry.
     pub(crate) fn remove_registered(&self, pid: &Pid) {
-        if pid.pidfs_flags().load(Ordering::Acquire) & (DEAD | OPENED) == DEAD {
-            return;
-        }
         if pid.pidfs_flags().fetch_or(REMOVED, Ordering::AcqRel) & INDEXED != 0 {
             self.remove(pid.ino());
         }

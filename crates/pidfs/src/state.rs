@@ -298,7 +298,11 @@ pub fn pidfs_exit(pid: &Pid, status: WaitStatus, cgroupid: u64) {
         PidState::get(pid)
     };
     match state {
-        None => tracing::debug!(ino = pid.ino(), nr = pid.nr(), "pidfs: exit, marked dead"),
+        // `ino_if_assigned`: a trace must not number a pid that nobody asked about
+        // (under `Scalable` `Pid::ino` assigns one on first read).
+        None => {
+            tracing::debug!(ino = ?pid.ino_if_assigned(), nr = pid.nr(), "pidfs: exit, marked dead")
+        }
         Some(state) => record_exit(pid, state, status, cgroupid),
     }
 }
