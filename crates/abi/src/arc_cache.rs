@@ -24,7 +24,8 @@
 //!
 //! Who may touch what: each user keeps its cache in a `thread_local!` `RefCell`, so
 //! only the owning thread reads or writes it. An entry is an [`Emptied`], a unique
-//! `Arc<MaybeUninit<T>>` (no other `Arc`, no `Weak`), so nothing else can reach it;
+//! `Arc<MaybeUninit<T>>` (no other `Arc`, no `Weak` but one its user keeps beside it
+//! and does not upgrade, see [`empty_sole_owner`]), so nothing else can reach it;
 //! dropping one (the cache full, the thread ending) frees the allocation without
 //! dropping the dead value again (`MaybeUninit` drops nothing). Nothing observable
 //! changes: the `T`'s drop runs at the moment the last drop would have run it.
@@ -37,8 +38,10 @@ use crate::stash::Stash;
 
 /// A unique allocation for a `T` whose value is not (or no longer) there: an emptied
 /// one from [`empty_if_unique`], or a new one. Not `Clone`: its `Arc` is the only
-/// handle to the allocation (no other `Arc`, no `Weak`), which is what lets
-/// [`fill`](Emptied::fill) write without an atomic.
+/// handle to the allocation (no other `Arc`, and no `Weak` but those
+/// [`empty_sole_owner`]'s caller keeps beside it, which nothing upgrades before the
+/// next value is written), which is what lets [`fill`](Emptied::fill) write without an
+/// atomic.
 #[derive(Debug)]
 pub struct Emptied<T>(Arc<MaybeUninit<T>>);
 
@@ -70,6 +73,20 @@ impl<T> Emptied<T> {
             at.write(MaybeUninit::new(value));
             self.0.assume_init()
         }
+    }
+}
+
+impl<T> Emptied<T> {
+    /// A new allocation with one `Weak` counted besides its `Arc`, for a user that
+    /// keeps a `Weak` with each of its emptied allocations ([`empty_sole_owner`]'s
+    /// `kept_weaks`) as a count rather than a value: that count is the caller's, to be
+    /// taken back with `Weak::<T>::from_raw(self.as_ptr())` (the pointer is the one
+    /// `Weak::into_raw` gave for it). One atomic, on the allocation no one else sees.
+    #[inline]
+    pub fn new_with_kept_weak() -> Self {
+        let arc = Arc::new_uninit();
+        let _ = std::sync::Weak::into_raw(Arc::downgrade(&arc));
+        Emptied(arc)
     }
 }
 
@@ -140,22 +157,63 @@ pub fn empty_if_unique<T>(mut arc: Arc<T>) -> Option<Emptied<T>> {
     }
 }
 
+/// Drops the value of `arc` in place and returns the emptied allocation, when the
+/// caller knows without asking that `arc` is its only handle: [`empty_if_unique`]
+/// without `Arc::get_mut`'s compare-exchange on the weak count (an object reachable
+/// only through another one the caller has proved unreachable: the pid of a task
+/// recycled by the task cache).
+///
+/// # Safety
+///
+/// `arc` is the only `Arc` of its value and no `Weak` to it exists, and nobody can make
+/// one while this call runs: the caller read both counts (strong 1, weak 0) after an
+/// `Acquire` fence that follows every other holder's last use, and nothing outside the
+/// caller can reach the value since. (A count read too early, or a value still
+/// reachable, would drop a value others use.)
+#[inline]
+pub unsafe fn empty_unique<T>(arc: Arc<T>) -> Emptied<T> {
+    debug_assert_eq!(
+        (Arc::strong_count(&arc), Arc::weak_count(&arc)),
+        (1, 0),
+        "empty_unique: not the only handle"
+    );
+    let raw = Arc::into_raw(arc).cast_mut();
+    // SAFETY: by the caller's contract `arc` was the only handle and none can be made,
+    // so dropping the value in place is the drop the last `Arc` would have run, and
+    // the rebuilt `Arc` (of `MaybeUninit<T>`, `T`'s layout, so `Arc::from_raw` may take
+    // the pointer as one) is the allocation's one handle; the dead value is never read
+    // as a `T` again (`MaybeUninit` drops nothing).
+    unsafe {
+        raw.drop_in_place();
+        Emptied(Arc::from_raw(raw.cast::<MaybeUninit<T>>().cast_const()))
+    }
+}
+
 /// Drops the value of `arc` in place and returns the emptied allocation, for a value
 /// that holds weak references to itself (a task whose pid's task slot names it), which
 /// [`empty_if_unique`] would refuse. `None` (the allocation left to the weak references
 /// that outlived the value's drop, freed with the last of them) if a weak reference
-/// survived the drop after all.
+/// other than the `kept_weaks` the caller holds survived the drop after all.
+///
+/// `kept_weaks`: `Weak`s to the value that the caller took out of it before the call
+/// (so that the value's drop does not drop them) and keeps beside the returned
+/// allocation, to hand to the next value written there instead of making new ones
+/// (the task cache keeps the pid task slot's `Weak`: one atomic less at the reap, one
+/// less at the next fork). The returned [`Emptied`] then has those `Weak`s besides its
+/// `Arc`; they must not be upgraded before [`Emptied::fill`] has written the next
+/// value (an upgrade would hand out the dead one), and must be dropped with the
+/// allocation if it is never filled.
 ///
 /// # Safety
 ///
 /// The caller read `Arc::strong_count(&arc) == 1` (no other `Arc` exists, and none can
 /// be made but from `arc`), and no `Weak` to the value can be upgraded by anyone while
-/// this call runs: those the value owns are reachable only through it, and any other
-/// is left untouched until the call returns. (A `Weak` upgraded while the value is
-/// dropped in place would hand out the dying value: the strong count stays 1 here,
-/// where a plain drop makes it 0 first.)
+/// this call runs: those the value owns are reachable only through it, the
+/// `kept_weaks` only through the caller, and any other is left untouched until the call
+/// returns. (A `Weak` upgraded while the value is dropped in place would hand out the
+/// dying value: the strong count stays 1 here, where a plain drop makes it 0 first.)
 #[inline]
-pub unsafe fn empty_sole_owner<T>(arc: Arc<T>) -> Option<Emptied<T>> {
+pub unsafe fn empty_sole_owner<T>(arc: Arc<T>, kept_weaks: usize) -> Option<Emptied<T>> {
     // The counts were read with relaxed loads: this fence makes every other holder's
     // last use of the value (each released its `Arc` or `Weak` with a `Release`
     // decrement) happen before the drop below, as `Arc`'s own drop does.
@@ -170,9 +228,9 @@ pub unsafe fn empty_sole_owner<T>(arc: Arc<T>) -> Option<Emptied<T>> {
         raw.drop_in_place();
         Arc::from_raw(raw.cast::<MaybeUninit<T>>().cast_const())
     };
-    // The value's drop dropped its own weak references; any that remains keeps the
-    // allocation, which is then not this thread's to reuse.
-    if Arc::weak_count(&emptied) == 0 {
+    // The value's drop dropped its own weak references; any that remains but the
+    // caller's keeps the allocation, which is then not this thread's to reuse.
+    if Arc::weak_count(&emptied) == kept_weaks {
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
         Some(Emptied(emptied))
     } else {
@@ -182,7 +240,7 @@ pub unsafe fn empty_sole_owner<T>(arc: Arc<T>) -> Option<Emptied<T>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ArcCache, Emptied, empty_if_unique, empty_sole_owner};
+    use super::{ArcCache, Emptied, empty_if_unique, empty_sole_owner, empty_unique};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -239,11 +297,73 @@ mod tests {
         assert!(empty_if_unique(Arc::clone(&a)).is_none() && Arc::strong_count(&a) == 1);
         assert_eq!((Arc::strong_count(&a), Arc::weak_count(&a)), (1, 1));
         // SAFETY: `a` is the only `Arc`; its one `Weak` lives inside the value.
-        let e = unsafe { empty_sole_owner(a) }.expect("its own weak went with the value");
+        let e = unsafe { empty_sole_owner(a, 0) }.expect("its own weak went with the value");
         assert_eq!(drops.load(Ordering::Relaxed), 1);
         assert_eq!(e.as_ptr().cast::<u8>(), at);
         let b = e.fill(SelfRef(&drops, std::sync::Mutex::new(None)));
         assert_eq!((Arc::strong_count(&b), Arc::weak_count(&b)), (1, 0));
+    }
+
+    #[test]
+    fn a_known_unique_arc_is_emptied_without_the_check() {
+        let drops = AtomicUsize::new(0);
+        let a = Arc::new(Counted(&drops, 1));
+        let at = Arc::as_ptr(&a).cast::<u8>();
+        // SAFETY: `a` is the only handle and no `Weak` exists.
+        let e = unsafe { empty_unique(a) };
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            1,
+            "the value dropped at once"
+        );
+        let b = e.fill(Counted(&drops, 2));
+        assert_eq!(Arc::as_ptr(&b).cast::<u8>(), at);
+        assert_eq!((b.1, Arc::strong_count(&b), Arc::weak_count(&b)), (2, 1, 0));
+    }
+
+    #[test]
+    fn a_kept_weak_goes_with_the_allocation_to_the_next_value() {
+        let drops = AtomicUsize::new(0);
+        let a = Arc::new(SelfRef(&drops, std::sync::Mutex::new(None)));
+        *a.1.lock().unwrap() = Some(Arc::downgrade(&a));
+        let at = Arc::as_ptr(&a).cast::<u8>();
+        // Taken out of the value before its drop: the value's drop drops no `Weak`.
+        let kept = a.1.lock().unwrap().take().expect("its own weak");
+        // SAFETY: `a` is the only `Arc`; the one `Weak` is `kept`, held here and not
+        // upgraded until the next value is written.
+        let e = unsafe { empty_sole_owner(a, 1) }.expect("only the kept weak is left");
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        let b = e.fill(SelfRef(&drops, std::sync::Mutex::new(None)));
+        assert_eq!(Arc::as_ptr(&b).cast::<u8>(), at);
+        assert_eq!((Arc::strong_count(&b), Arc::weak_count(&b)), (1, 1));
+        // The kept `Weak` names the new value.
+        let up = kept.upgrade().expect("the new value");
+        assert!(Arc::ptr_eq(&up, &b));
+        drop(up);
+        drop(b);
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
+        assert!(kept.upgrade().is_none(), "gone with its last Arc");
+        // A kept `Weak` whose allocation is never filled again frees it with its own
+        // drop (Miri checks the allocation is freed once).
+        let c = Arc::new(Counted(&drops, 3));
+        let kept = Arc::downgrade(&c);
+        // SAFETY: `c` is the only `Arc`; `kept` is held here and not upgraded.
+        let e = unsafe { empty_sole_owner(c, 1) }.expect("only the kept weak is left");
+        drop(e);
+        drop(kept);
+        assert_eq!(drops.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn a_weak_beyond_the_kept_ones_keeps_the_allocation() {
+        let drops = AtomicUsize::new(0);
+        let a = Arc::new(Counted(&drops, 1));
+        let kept = Arc::downgrade(&a);
+        let outside = Arc::downgrade(&a);
+        // SAFETY: `a` is the only `Arc`; both `Weak`s are held here, untouched.
+        assert!(unsafe { empty_sole_owner(a, 1) }.is_none());
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        assert!(outside.upgrade().is_none() && kept.upgrade().is_none());
     }
 
     #[test]
@@ -253,7 +373,7 @@ mod tests {
         let outside = Arc::downgrade(&a);
         // SAFETY: `a` is the only `Arc`; the one `Weak` is held here and not touched
         // until the call returns.
-        assert!(unsafe { empty_sole_owner(a) }.is_none());
+        assert!(unsafe { empty_sole_owner(a, 0) }.is_none());
         assert_eq!(drops.load(Ordering::Relaxed), 1, "dropped once");
         assert!(
             outside.upgrade().is_none(),

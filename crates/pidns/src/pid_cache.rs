@@ -50,7 +50,7 @@ use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
-use uproc_abi::arc_cache::{ArcCache, empty_if_unique};
+use uproc_abi::arc_cache::{ArcCache, empty_unique};
 use uproc_abi::stash::Stash;
 
 use crate::PidNamespace;
@@ -164,10 +164,50 @@ pub(crate) fn new_pid(make: impl FnOnce() -> Pid) -> Arc<Pid> {
 /// `put_pid` in `kernel/pid.c`.
 #[inline]
 pub fn put_pid(pid: Arc<Pid>) {
-    if let Some(emptied) = empty_if_unique(pid) {
-        // Full, or the thread's cache gone: the emptied allocation is freed.
-        let _ = CACHE.try_with(|c| c.borrow_mut().push(emptied));
+    // SAFETY: `known_unique` false: `put_pid_as` asks `Arc::get_mut` itself.
+    #[allow(unsafe_code)]
+    unsafe {
+        put_pid_as(pid, false)
     }
+}
+
+/// [`put_pid`] for a pid known to be unreachable but through the caller's one
+/// reference: no `Arc::get_mut` (a compare-exchange on the weak count) to ask. The
+/// task cache's recycling of a task calls it from the task's drop, having proved the
+/// task's pid unreachable (`sole_owner` in `uproc-tasklist`).
+///
+/// # Safety
+///
+/// As [`empty_unique`](uproc_abi::arc_cache::empty_unique): `pid` is the only `Arc`,
+/// no `Weak` to it exists, and none can be made while this runs (the caller read both
+/// counts after an `Acquire` fence, and nothing outside the caller can reach the pid).
+#[inline]
+#[allow(unsafe_code)]
+pub unsafe fn put_pid_unique(pid: Arc<Pid>) {
+    // SAFETY: the caller's contract.
+    unsafe { put_pid_as(pid, true) }
+}
+
+/// [`put_pid`] (`known_unique` false) or [`put_pid_unique`] (true), for a caller that
+/// knows which at run time (a task's drop): one place that drops a pid in place, so
+/// that the pid's drop is inlined once.
+///
+/// # Safety
+///
+/// With `known_unique`, [`put_pid_unique`]'s contract; none otherwise.
+#[inline]
+#[allow(unsafe_code)]
+pub unsafe fn put_pid_as(mut pid: Arc<Pid>, known_unique: bool) {
+    if !known_unique && Arc::get_mut(&mut pid).is_none() {
+        // Others hold it (or a `Weak` names it): a plain drop of this reference.
+        drop(pid);
+        return;
+    }
+    // SAFETY: unique, by the caller's contract or by `Arc::get_mut` just now (no other
+    // `Arc`, no `Weak`; none can be made but from `pid`, which this call owns).
+    let emptied = unsafe { empty_unique(pid) };
+    // Full, or the thread's cache gone: the emptied allocation is freed.
+    let _ = CACHE.try_with(|c| c.borrow_mut().push(emptied));
 }
 
 /// How many emptied allocations this thread's cache holds (tests).

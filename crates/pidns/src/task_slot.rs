@@ -142,6 +142,33 @@ impl TaskSlot {
         self.state.load(Ordering::Relaxed) != EMPTY
     }
 
+    /// Takes the slot's `Weak` out, for the task's own recycling (the task cache of
+    /// `uproc-tasklist`, which keeps it beside the task's emptied allocation and hands
+    /// it to the next task written there): the pid's drop then drops no `Weak`, and the
+    /// next fork makes none. Lookups find nothing from here on (as after
+    /// [`detach`](TaskSlot::detach), which they find already).
+    ///
+    /// # Safety
+    ///
+    /// Nobody else reads or writes the slot while this runs or after: the caller holds
+    /// the pid's only reference and has proved that no other can be made (the task
+    /// cache's `sole_owner`: the pid's counts read after `Acquire` fences), so no
+    /// lookup can be reading the value.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub unsafe fn take_unique(&self) -> Option<Weak<dyn Any + Send + Sync>> {
+        self.state.store(DETACHED, Ordering::Relaxed);
+        #[cfg(not(loom))]
+        // SAFETY: the caller's contract: nothing else accesses the value now or later
+        // (the drop, with `&mut self`, comes after), so this write races with nothing.
+        return unsafe { (*self.value.get()).take() };
+        #[cfg(loom)]
+        return self.value.with_mut(|v| {
+            // SAFETY: as above (loom records the access and checks that claim).
+            unsafe { (*v).take() }
+        });
+    }
+
     /// The attached task, if one is attached and still alive (`pid_task`).
     #[inline]
     #[allow(unsafe_code)]

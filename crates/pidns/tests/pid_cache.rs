@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use common::{any_reaper, root_with_init};
 use uproc_abi::Profile;
-use uproc_pidns::{Pid, PidNamespace, alloc_pid, cached_numbers, cached_pids, free_pid, put_pid};
+use uproc_pidns::{
+    Pid, PidNamespace, alloc_pid, cached_numbers, cached_pids, free_pid, put_pid, put_pid_unique,
+};
 
 /// Counts the allocations and frees made on threads that ask for it ([`COUNTED`]):
 /// the test harness's own threads allocate at any time and stay out of the count.
@@ -108,6 +110,55 @@ fn a_last_reference_is_kept_and_reused_by_the_next_fork() {
                 2,
                 "{p:?}: the caller's and the table's"
             );
+            free_pid(&next);
+            put_pid(next);
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+#[allow(unsafe_code)]
+fn a_pid_known_unique_is_kept_without_the_check_and_its_slots_weak_taken() {
+    let _s = serial();
+    std::thread::spawn(|| {
+        for &p in Profile::ALL.iter() {
+            let (ns, _init) = root_with_init(p, 1000);
+            let pid = alloc_pid(&ns, &[], false).unwrap();
+            let addr = Arc::as_ptr(&pid);
+            // A task attached and detached, as a reaped task's pid is.
+            let task: Arc<dyn std::any::Any + Send + Sync> = Arc::new(7u32);
+            // SAFETY: the pid's first and only attach.
+            unsafe { pid.task_slot().attach(Arc::downgrade(&task)) };
+            free_pid(&pid);
+            pid.task_slot().detach();
+            // SAFETY: the only reference to the pid, no `Weak` to it, nothing else
+            // reaches it: nobody reads the slot.
+            let weak = unsafe { pid.task_slot().take_unique() }.expect("the slot's Weak");
+            assert!(pid.task_slot().get().is_none(), "{p:?}: nothing attached");
+            assert_eq!(
+                Arc::weak_count(&task),
+                1,
+                "{p:?}: the Weak moved, not dropped"
+            );
+            // SAFETY: as above: strong 1, weak 0, unreachable.
+            unsafe { put_pid_unique(pid) };
+            assert_eq!(cached_pids(), 1, "{p:?}: kept without the check");
+            assert_eq!(
+                Arc::weak_count(&task),
+                1,
+                "{p:?}: the pid's drop dropped no Weak"
+            );
+            drop(weak);
+            assert_eq!(Arc::weak_count(&task), 0);
+            let next = alloc_pid(&ns, &[], false).unwrap();
+            assert_eq!(
+                Arc::as_ptr(&next),
+                addr,
+                "{p:?}: the kept allocation is reused"
+            );
+            assert!(next.task_slot().get().is_none() && !next.is_freed());
             free_pid(&next);
             put_pid(next);
         }

@@ -483,7 +483,7 @@ fn attach(
         if let Some(l) = leader {
             l.with_rare(|r| r.threads.push(Task::from_inner(child.clone())));
         }
-        crate::task::publish_in_pid(&child);
+        crate::task::publish_kept_in_pid(&child);
         return Ok(child);
     }
     // `CLONE_PARENT`: the caller's parent, re-read under its list's lock. Otherwise
@@ -571,14 +571,15 @@ fn attach(
                 .set_child_reaper(Some(TaskInner::as_any_weak(&child)));
         }
         ch.list.push(Task::from_inner(child.clone()));
-        crate::task::publish_in_pid(&child);
+        crate::task::publish_kept_in_pid(&child);
         return Ok(child);
     }
 }
 
 /// The `Arc` of a new process's leader: `proto` living in the group that `group` builds
 /// from the leader's own address (its [`LeaderRef`](crate::task::LeaderRef)), known
-/// before the task is.
+/// before the task is (the allocation's kept weak still to be handed to the pid,
+/// [`publish_kept_in_pid`](crate::task::publish_kept_in_pid)).
 ///
 /// `Arc::new_cyclic` would give the address too, through a `Weak` whose hand-over to
 /// the finished `Arc` is a locked increment of the strong count: one atomic per fork
@@ -590,10 +591,10 @@ fn build_leader(
     proto: Proto,
     group: impl FnOnce(crate::task::LeaderRef) -> ThreadGroup,
 ) -> Arc<TaskInner> {
-    let slot = crate::task_cache::new_task_slot();
+    let kept = crate::task_cache::new_task_slot();
     // `group` only takes the address (`LeaderRef` reads nothing through it while the
     // task is built). The task is passed in, not captured by `group`: a capture would
     // copy it into the closure first.
-    let leader = crate::task::LeaderRef::new(slot.as_ptr());
-    slot.fill(proto.into_task(|| GroupHome::Own(group(leader)), true))
+    let leader = crate::task::LeaderRef::new(kept.as_ptr());
+    kept.fill(proto.into_task(|| GroupHome::Own(group(leader)), true))
 }

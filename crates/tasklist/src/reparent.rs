@@ -46,7 +46,7 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
     let Some(heir) = alive_thread(t.group()) else {
         return;
     };
-    for c in &ch.list {
+    for c in ch.list.iter() {
         let cg = c.0.group();
         let mut cs = cg.sig.lock();
         if std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t)) {
@@ -132,7 +132,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
         let mut ch = g.children.lock();
         g.close_children(&mut ch);
         g.notify_waiters(&ch);
-        for c in &ch.list {
+        for c in ch.list.iter() {
             if claim(&c.0, &ch) {
                 post.release.push(Arc::clone(&c.0));
             }

@@ -363,6 +363,12 @@ pub(crate) const ZAPPER: u8 = 16;
 /// decides on its own: managed either way.
 pub(crate) const MANAGED: u8 = 32;
 
+/// [`TaskInner::flags`]: the task cache recycles this task and has proved its pid
+/// unreachable but through the task (`task_cache::sole_owner`): the task's drop
+/// empties the pid with [`uproc_pidns::put_pid_unique`], without `put_pid`'s
+/// compare-exchange. Set (a plain store) just before that drop, never otherwise.
+pub(crate) const PID_UNIQUE: u8 = 64;
+
 /// What a fatal signal does to one thread ([`TaskInner::managed`]).
 pub(crate) enum Managed {
     /// No hook, not [`MANAGED`]: the thread exits at once.
@@ -520,7 +526,23 @@ impl ThreadList {
 /// The children list of a thread group.
 /// (Its `closed` mark is [`ThreadGroup::closed`], under the same lock.)
 pub(crate) struct Children {
-    pub(crate) list: Vec<Task>,
+    /// (`ManuallyDrop`: the drop below skips the empty list most groups end with,
+    /// without a call.)
+    pub(crate) list: ManuallyDrop<Vec<Task>>,
+}
+
+impl Drop for Children {
+    /// Drops the list, unless it never had room for a child (no allocation, so no
+    /// element: nothing to drop): a reaped process's own list usually, whose drop
+    /// glue the compiler would otherwise call out of line on every reap.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        if self.list.capacity() != 0 {
+            // SAFETY: dropped once, here, in the list's owner's drop; never used again.
+            unsafe { ManuallyDrop::drop(&mut self.list) };
+        }
+    }
 }
 
 /// `group_leader` without a reference count: the address of the task whose
@@ -828,7 +850,9 @@ impl ThreadGroup {
         reaps_orphans: bool,
     ) -> ThreadGroup {
         ThreadGroup {
-            children: SpinMutex::new(Children { list: Vec::new() }),
+            children: SpinMutex::new(Children {
+                list: ManuallyDrop::new(Vec::new()),
+            }),
             wait_chldexit: Condvar::new(),
             threadgroup_rwsem: RwLock::new(()),
             parent_addr: AtomicPtr::new(st.real_parent.as_ptr().cast_mut()),
@@ -1221,10 +1245,28 @@ impl TaskInner {
 #[inline]
 #[allow(unsafe_code)]
 pub(crate) fn publish_in_pid(t: &Arc<TaskInner>) {
-    // SAFETY: `t.pid` is `t`'s own pid, made for it by `alloc_pid` in this fork (or at
-    // boot) and given to no other task; this is its only attach (`TaskSlot::attach`'s
-    // contract), and no other thread attaches it meanwhile.
+    // SAFETY: `t.pid` is `t`'s own pid, made for it by `alloc_pid` at boot and given to
+    // no other task; this is its only attach (`TaskSlot::attach`'s contract), and no
+    // other thread attaches it meanwhile.
     unsafe { t.pid.task_slot().attach(TaskInner::as_any_weak(t)) };
+}
+
+/// [`publish_in_pid`] for a task a fork wrote into a [`KeptTask`](crate::task_cache::KeptTask)
+/// (`KeptTask::fill`): the slot takes the allocation's kept weak instead of a new
+/// `Weak` (no atomic). The one place a forked task's slot is attached: by the fork
+/// that allocated the pid, once, before `t` is returned to anyone.
+#[inline]
+#[allow(unsafe_code)]
+pub(crate) fn publish_kept_in_pid(t: &Arc<TaskInner>) {
+    // SAFETY: `t` was written by `KeptTask::fill`, whose allocation carries one `Weak`
+    // count that nothing has taken back (the fork calls this once, right after the
+    // fill): `Weak::from_raw` takes it, with the pointer that count's `into_raw` gave
+    // (the allocation's value address, `Arc::as_ptr`), for the same type's layout.
+    let weak: Weak<TaskInner> = unsafe { Weak::from_raw(Arc::as_ptr(t)) };
+    // SAFETY: `t.pid` is `t`'s own pid, made for it by `alloc_pid` in this fork and
+    // given to no other task; this is its only attach (`TaskSlot::attach`'s contract),
+    // and no other thread attaches it meanwhile.
+    unsafe { t.pid.task_slot().attach(weak) };
 }
 
 /// The task attached to a pid as `PIDTYPE_PID` (`pid_task`).
@@ -1253,7 +1295,13 @@ impl Drop for TaskInner {
         // SAFETY: `pid` is taken exactly once, here, in the task's drop; nothing reads
         // it afterwards, and the `ManuallyDrop` keeps the field's own drop from running.
         let pid = unsafe { ManuallyDrop::take(&mut self.pid) };
-        uproc_pidns::put_pid(pid);
+        let known_unique = self.flags.load(Ordering::Relaxed) & PID_UNIQUE != 0;
+        // SAFETY: `PID_UNIQUE` is set only by the task cache's recycling, after
+        // `sole_owner` read the pid held by this task alone (no other `Arc`, no `Weak`,
+        // none can be made: nothing outside the task reaches it) and only for a task
+        // without its own pidfd (whose drop above could have touched the pid):
+        // `put_pid_unique`'s contract. Without it, `put_pid`.
+        unsafe { uproc_pidns::put_pid_as(pid, known_unique) };
     }
 }
 
@@ -1566,7 +1614,7 @@ impl Task {
         let Some(sys) = self.0.sys() else { return };
         // Slow path: tasklist_lock (read) keeps the tree still while it is walked.
         let _r = sys.tasklist_lock.read();
-        let mut stack: Vec<Task> = self.0.group().children.lock().list.clone();
+        let mut stack: Vec<Task> = self.0.group().children.lock().list.to_vec();
         while let Some(t) = stack.pop() {
             let mut st = t.0.group().sig.lock();
             if st.has_child_subreaper {

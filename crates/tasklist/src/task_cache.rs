@@ -15,19 +15,22 @@
 //!                 can reach it (sole_owner)? ─ no ──► plain drop
 //!                                 │ yes
 //!                                 ▼
-//!        drop the TaskInner in place (its pid to put_pid, its cgroup link, its
-//!        group state: everything a last drop drops, at the same moment) and keep
-//!        the allocation, counts 1/1, value dead
+//!        take the pid's task slot `Weak` out (its count stays: the kept weak),
+//!        drop the TaskInner in place (its pid to put_pid_unique, its cgroup link,
+//!        its group state: everything a last drop drops, at the same moment) and
+//!        keep the allocation, counts 1/2 (the kept weak), value dead
 //!                                 │
-//!   thread-local cache of 8   ◄───┘ (full, or the thread's cache gone: freed)
-//!          │
+//!   thread-local cache of 8   ◄───┘ (full, or the thread's cache gone: freed,
+//!          │                         the kept weak with it)
 //!          ▼
-//!  fork ──► new_task_slot(): the allocation the new task is written into
+//!  fork ──► new_task_slot(): the allocation the new task is written into;
+//!           publish_kept_in_pid(): its kept weak becomes the new pid's slot `Weak`
 //! ```
 //!
 //! Who may touch what: only the owning thread reads or writes its cache (a
 //! `thread_local!`); an entry is a unique allocation whose value was dropped, so no
-//! handle to it exists anywhere. Only the drop of a [`Task`](crate::Task) handle
+//! handle to it exists anywhere (its kept weak is a count the entry owns, not a
+//! handle anyone holds). Only the drop of a [`Task`](crate::Task) handle
 //! feeds the cache (in a fork/exit/reap loop the caller's handle of the child is the
 //! last: the parent's list lets go of it at the reap); every other holder
 //! (`Arc<TaskInner>` clones inside the crate) drops plainly, and so does a last
@@ -43,9 +46,11 @@
 //! Nothing observable changes: the task's drop runs when it would have.
 
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Weak};
 
-use uproc_abi::arc_cache::{ArcCache, Emptied, empty_sole_owner};
+use uproc_abi::arc_cache::{Emptied, empty_sole_owner};
+use uproc_abi::stash::Stash;
 
 use crate::task::TaskInner;
 
@@ -53,19 +58,85 @@ use crate::task::TaskInner;
 /// loop, a few absorb a burst of reaps).
 const CACHED: usize = 8;
 
+/// A task allocation for the next fork: an emptied one, or a new one, with one `Weak`
+/// counted besides its `Arc` (the *kept weak*) for the new task's pid's task slot.
+///
+/// A task's pid names it with a `Weak` from the fork (the task slot) until the pid
+/// drops. Made at each fork (`Arc::downgrade`: a compare-exchange loop) and dropped at
+/// each reap (a locked decrement), that count would go up and down by one on the same
+/// allocation every life cycle; the cache instead takes the reaped task's slot `Weak`
+/// out before the task's drop ([`put_task`]) and keeps its count with the allocation,
+/// and the next fork's [`publish_kept_in_pid`](crate::task::publish_kept_in_pid) hands
+/// it to the new pid. The count is kept as a count, not a `Weak` value (a `Weak<dyn Any>`
+/// is two words), and taken back with `Weak::from_raw` on the allocation's address.
+///
+/// The kept weak is never upgraded while the allocation is empty (the value it would
+/// name is dead until [`fill`](KeptTask::fill) writes one), and it drops with the
+/// allocation when the allocation is freed instead (the cache full, the thread ending).
+pub(crate) struct KeptTask(ManuallyDrop<Emptied<TaskInner>>);
+
+impl KeptTask {
+    /// A new allocation, its kept weak counted (one atomic; a fork that found the cache
+    /// empty).
+    #[cold]
+    #[inline(never)]
+    fn new() -> KeptTask {
+        KeptTask(ManuallyDrop::new(Emptied::new_with_kept_weak()))
+    }
+
+    /// Where the task will live (see [`Emptied::as_ptr`]).
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> *const TaskInner {
+        self.0.as_ptr()
+    }
+
+    /// Writes the task in. The kept weak is now the new task's: the caller hands it to
+    /// the task's pid with [`publish_kept_in_pid`](crate::task::publish_kept_in_pid)
+    /// before the task can be dropped (else it keeps the allocation, leaked).
+    #[inline]
+    #[allow(unsafe_code)]
+    pub(crate) fn fill(self, task: TaskInner) -> Arc<TaskInner> {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped (the `ManuallyDrop` above), so the emptied
+        // allocation is taken out of it exactly once, here.
+        let emptied = unsafe { ManuallyDrop::take(&mut this.0) };
+        emptied.fill(task)
+    }
+}
+
+impl Drop for KeptTask {
+    /// Frees the allocation, its kept weak included (the cache full or gone). Out of
+    /// line: the reap's path only names it.
+    #[allow(unsafe_code)]
+    #[inline(never)]
+    fn drop(&mut self) {
+        // SAFETY: the kept weak is a count on this allocation that this entry owns (made
+        // by `Emptied::new_with_kept_weak`, or the reaped task's slot `Weak`, whose
+        // `into_raw` pointer is this address, taken in `put_task`); nothing else took it
+        // back. `Weak<TaskInner>` and that `Weak`'s type have the same data layout (the
+        // slot's `Weak<dyn Any>` was made from a `Weak<TaskInner>`), and the value is
+        // not read (a `Weak`'s drop never touches it). The `Emptied` is then dropped
+        // once, here, and never used again.
+        unsafe {
+            drop(Weak::from_raw(self.0.as_ptr()));
+            ManuallyDrop::drop(&mut self.0);
+        }
+    }
+}
+
 thread_local! {
     // Const-initialised: no lazy-initialisation check on the fork and reap paths.
-    static CACHE: RefCell<ArcCache<TaskInner, CACHED>> = const { RefCell::new(ArcCache::new()) };
+    static CACHE: RefCell<Stash<KeptTask, CACHED>> = const { RefCell::new(Stash::new()) };
 }
 
 /// `alloc_task_struct_node`: an allocation this thread's cache kept, else a new one.
 #[inline(always)]
-pub(crate) fn new_task_slot() -> Emptied<TaskInner> {
+pub(crate) fn new_task_slot() -> KeptTask {
     CACHE
         .try_with(|c| c.borrow_mut().pop())
         .ok()
         .flatten()
-        .unwrap_or_default()
+        .unwrap_or_else(KeptTask::new)
 }
 
 /// `put_task_struct`: drops a task handle's reference; the last one drops the task now
@@ -78,16 +149,51 @@ pub(crate) fn put_task(task: Arc<TaskInner>) {
     if Arc::strong_count(&task) != 1 || !sole_owner(&task) {
         return;
     }
-    // SAFETY: `sole_owner` read that `task` is the only `Arc` and that the one `Weak`
-    // counted, if any, is its pid's task slot's, with the pid itself held by the task
-    // alone and named by no `Weak`: nothing outside the task can reach that `Weak` to
-    // upgrade it while the task is dropped in place (the argument is `sole_owner`'s).
-    let emptied = unsafe { empty_sole_owner(task) };
-    // The task's own drop (nested `Task` handles of a leader's thread list included)
-    // ran inside `empty_sole_owner`, before the cache is borrowed below.
-    if let Some(emptied) = emptied {
-        let _ = CACHE.try_with(|c| c.borrow_mut().push(emptied));
+    // The pid's task slot's `Weak` stays with the allocation as its kept weak (see
+    // [`KeptTask`]).
+    // SAFETY: `sole_owner` read that the task's pid is held by the task alone with no
+    // `Weak` to it, and nothing outside the task can reach it (the argument is
+    // `sole_owner`'s): nobody reads its task slot now or later.
+    let Some(own_weak) = (unsafe { task.pid.task_slot().take_unique() }) else {
+        // Never attached (no fork returns such a task): a plain drop.
+        return;
+    };
+    // Not dropped (its count stays with the allocation), and not turned into a raw
+    // pointer either: the address arithmetic of a `dyn` pointer is needed only if it
+    // has to be given back (`give_back`).
+    let kept = ManuallyDrop::new(own_weak);
+    if task.pidfd.is_none() {
+        // The task's drop may then empty its pid without asking again (its own pidfd,
+        // when it has one, is dropped first there and may have done anything with the
+        // pid: that case keeps `put_pid`'s check). A plain store: nothing else can
+        // reach the task.
+        use std::sync::atomic::Ordering::Relaxed;
+        let f = task.flags.load(Relaxed);
+        task.flags.store(f | crate::task::PID_UNIQUE, Relaxed);
     }
+    // SAFETY: `sole_owner` read that `task` is the only `Arc` and that the one `Weak`
+    // counted is its pid's task slot's, with the pid itself held by the task alone and
+    // named by no `Weak`: nothing outside the task can reach that `Weak` (now the
+    // `kept`, held here and not upgraded) to upgrade it while the task is dropped
+    // in place (the argument is `sole_owner`'s).
+    match unsafe { empty_sole_owner(task, 1) } {
+        // The task's own drop (nested `Task` handles of a leader's thread list
+        // included) ran inside `empty_sole_owner`, before the cache is borrowed here.
+        Some(emptied) => {
+            let _ = CACHE.try_with(|c| c.borrow_mut().push(KeptTask(ManuallyDrop::new(emptied))));
+        }
+        // Another `Weak` outlived the task's drop after all: it keeps the allocation,
+        // and the kept count is given back.
+        None => give_back(ManuallyDrop::into_inner(kept)),
+    }
+}
+
+/// Drops the kept weak of a task allocation that another `Weak` keeps (out of line:
+/// no reap of a task nothing else reaches comes here).
+#[cold]
+#[inline(never)]
+fn give_back(kept: Weak<dyn std::any::Any + Send + Sync>) {
+    drop(kept);
 }
 
 /// Whether the caller's one `Arc` of `task` is the only way to reach it: the weak
@@ -182,6 +288,14 @@ mod tests {
         c
     }
 
+    /// `c`, a child of `init` that exited, reaped.
+    fn reaped_child_with_pid(init: &Task, c: Task) -> Task {
+        init.wait(WaitId::Pid(init.pid_of(&c)), WaitOptions::EXITED)
+            .expect("waitable")
+            .expect("blocking wait");
+        c
+    }
+
     /// How many allocations dropping `t` added to this thread's task cache.
     fn kept_by_drop(t: Task) -> usize {
         let before = cached_tasks();
@@ -206,6 +320,27 @@ mod tests {
             assert_eq!(addr(&next), at, "{p:?}: the next fork reuses it");
             assert_eq!(cached_tasks(), before - 1);
             assert_eq!(next.pid(), init.pid_of(&next));
+            // The kept weak went to the new task's pid: as many `Weak`s as a task in
+            // a new allocation has (whose slot's `Weak` was made for it), and a lookup
+            // through the pid finds the new task.
+            let other = init.fork(&CloneArgs::default()).expect("fork");
+            assert_ne!(addr(&other), at);
+            assert_eq!(
+                Arc::weak_count(&next.0),
+                Arc::weak_count(&other.0),
+                "{p:?}: the slot's Weak, and no other"
+            );
+            if *p == Profile::Scalable {
+                // (No cgroup member list names a task under `Scalable`.)
+                assert_eq!(Arc::weak_count(&next.0), 1, "the slot's Weak only");
+            }
+            other.exit(0);
+            drop(reaped_child_with_pid(&init, other));
+            let found = sys
+                .find_task(init.0.active_ns(), init.pid_of(&next))
+                .expect("found by number");
+            assert_eq!(addr(&found), at, "{p:?}: the slot names the new task");
+            drop(found);
             next.exit(0);
             drop(reaped_child(&init));
         }

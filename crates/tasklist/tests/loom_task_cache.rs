@@ -16,6 +16,10 @@
 //! the pid's strong count and the task's counts is implied by the last one, which
 //! follows both loads; `sole_owner` keeps it for the reading's sake (on x86 an
 //! `Acquire` fence emits no instruction).
+//! The recycler also writes the pid (it takes the task slot's `Weak` out and drops the
+//! pid in place without `Arc::get_mut`'s check, on the strength of the same counts),
+//! and a lookup reads the slot's `Weak` once it finds the slot attached: loom checks
+//! that write against those reads too.
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p uproc-tasklist --test loom_task_cache --release`.
 #![cfg(loom)]
 #![allow(unsafe_code)]
@@ -40,6 +44,11 @@ struct World {
     task_weak: AtomicUsize,
     /// The task's contents: 7 until the recycler drops it in place.
     value: UnsafeCell<u32>,
+    /// The pid's contents, its task slot's `Weak` among them: 7 until the recycler
+    /// takes the slot's `Weak` out (`TaskSlot::take_unique`, kept with the task's
+    /// allocation) and drops the pid in place without asking `Arc::get_mut`
+    /// (`put_pid_unique`), both on the strength of the same check.
+    pid_value: UnsafeCell<u32>,
 }
 
 // SAFETY: `value` is only accessed under the protocol the model checks; loom tracks
@@ -58,6 +67,7 @@ impl World {
             task_strong: AtomicUsize::new(1),
             task_weak: AtomicUsize::new(1),
             value: UnsafeCell::new(7),
+            pid_value: UnsafeCell::new(7),
         }
     }
 
@@ -78,7 +88,10 @@ impl World {
     /// A lookup holding a pid count: the slot, the task's upgrade, a read of the task.
     fn look_through_pid(&self) -> Option<u32> {
         let mut seen = None;
-        if self.slot.load(Ordering::Acquire) == ATTACHED && Self::upgrade(&self.task_strong) {
+        // The slot's `Weak` is read (to upgrade it) only once the state says attached.
+        let attached = self.slot.load(Ordering::Acquire) == ATTACHED
+            && self.pid_value.with(|v| unsafe { *v }) == 7;
+        if attached && Self::upgrade(&self.task_strong) {
             seen = Some(self.value.with(|v| unsafe { *v }));
             self.task_strong.fetch_sub(1, Ordering::Release);
         }
@@ -112,7 +125,9 @@ impl World {
             return false;
         }
         fence(Ordering::Acquire);
-        // The drop in place and the next fork's fill: strong count still 1.
+        // The slot's `Weak` taken out and the pid dropped in place (no `Arc::get_mut`),
+        // then the task's drop in place and the next fork's fill: strong count still 1.
+        self.pid_value.with_mut(|v| unsafe { *v = 0 });
         self.value.with_mut(|v| unsafe { *v = 8 });
         true
     }
