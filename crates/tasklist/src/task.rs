@@ -1260,8 +1260,9 @@ pub(crate) fn publish_in_pid(t: &Arc<TaskInner>) {
 pub(crate) fn publish_kept_in_pid(t: &Arc<TaskInner>) {
     // SAFETY: `t` was written by `KeptTask::fill`, whose allocation carries one `Weak`
     // count that nothing has taken back (the fork calls this once, right after the
-    // fill): `Weak::from_raw` takes it, with the pointer that count's `into_raw` gave
-    // (the allocation's value address, `Arc::as_ptr`), for the same type's layout.
+    // fill): `Weak::from_raw` takes it. The pointer is the one that count's `Weak`
+    // would give from `into_raw`: the allocation's value address (`Arc::as_ptr`),
+    // with `TaskInner`'s layout (see `KeptTask`'s drop).
     let weak: Weak<TaskInner> = unsafe { Weak::from_raw(Arc::as_ptr(t)) };
     // SAFETY: `t.pid` is `t`'s own pid, made for it by `alloc_pid` in this fork and
     // given to no other task; this is its only attach (`TaskSlot::attach`'s contract),

@@ -110,13 +110,15 @@ impl Drop for KeptTask {
     #[allow(unsafe_code)]
     #[inline(never)]
     fn drop(&mut self) {
-        // SAFETY: the kept weak is a count on this allocation that this entry owns (made
-        // by `Emptied::new_with_kept_weak`, or the reaped task's slot `Weak`, whose
-        // `into_raw` pointer is this address, taken in `put_task`); nothing else took it
-        // back. `Weak<TaskInner>` and that `Weak`'s type have the same data layout (the
-        // slot's `Weak<dyn Any>` was made from a `Weak<TaskInner>`), and the value is
-        // not read (a `Weak`'s drop never touches it). The `Emptied` is then dropped
-        // once, here, and never used again.
+        // SAFETY: the kept weak is a count on this allocation that this entry owns (left
+        // by `Emptied::new_with_kept_weak`'s `Weak::into_raw`, or by the reaped task's
+        // slot `Weak`, which `put_task` never dropped), and nothing else took it back.
+        // Either `Weak`'s raw pointer is this address, the allocation's value address
+        // (`Weak::into_raw` and `Arc::as_ptr` both point at the value), and
+        // `Weak<TaskInner>` has that `Weak`'s data layout (the slot's `Weak<dyn Any>` was
+        // made from a `Weak<TaskInner>`; `MaybeUninit<TaskInner>` is laid out as
+        // `TaskInner`); the value is not read (a `Weak`'s drop never touches it). The
+        // `Emptied` is then dropped once, here, and never used again.
         unsafe {
             drop(Weak::from_raw(self.0.as_ptr()));
             ManuallyDrop::drop(&mut self.0);
