@@ -227,7 +227,8 @@ pub(crate) struct TaskInner {
     pub(crate) pid: ManuallyDrop<Arc<Pid>>,
     /// `Linux*` only: the runtime, for the `tasklist_lock` of the fork/exit/reap path
     /// ([`TaskInner::hot_sys`]). `Scalable`: `Weak::new()`, which counts on nothing
-    /// (the path needs nothing of the runtime there). Immutable.
+    /// (the path needs nothing of the runtime there), and which `hot_sys` reads as the
+    /// profile (a `Linux*` task's is never `Weak::new()`: a runtime's own). Immutable.
     pub(crate) locked_runtime: Weak<System>,
     /// Where the process this thread belongs to lives ([`TaskInner::group`]).
     /// Immutable.
@@ -1027,11 +1028,20 @@ impl TaskInner {
     /// (`Ok(None)`: no reference count on a shared object is touched; the path
     /// reaches every object it uses through the task itself); under `Linux*` the
     /// [`System`] for its `tasklist_lock`. ESRCH once the runtime was dropped.
+    ///
+    /// The profile is read from `locked_runtime` itself: `Weak::new()` exactly when the
+    /// profile takes no `tasklist_lock` on this path (set so at fork and boot), a
+    /// compare with a constant where the profile's own word is four loads away (the
+    /// pid, its numbers, the namespace, its map).
+    #[inline]
     pub(crate) fn hot_sys(&self) -> Result<Option<Arc<System>>, Errno> {
         if self.runtime_dropped() {
             return Err(Errno::ESRCH);
         }
-        if !crate::system::tasklist_on_hot_path(self.pid.ns().map().profile()) {
+        if Weak::ptr_eq(&self.locked_runtime, &Weak::new()) {
+            debug_assert!(!crate::system::tasklist_on_hot_path(
+                self.pid.ns().map().profile()
+            ));
             return Ok(None);
         }
         self.locked_runtime.upgrade().map(Some).ok_or(Errno::ESRCH)
