@@ -60,6 +60,14 @@ fn validate(
     args: &CloneArgs,
 ) -> Result<Option<Arc<uproc_pidns::PidNamespace>>, Errno> {
     let f = args.flags;
+    if f.is_empty() {
+        // The plain fork (what nearly every fork is): of the checks below only these
+        // two can fail without a flag (`INTO_CGROUP` unset, so no cgroup may be given).
+        if args.set_tid.len() > MAX_PID_NS_LEVEL as usize || args.cgroup.is_some() {
+            return Err(Errno::EINVAL);
+        }
+        return Ok(t.changed_ns_for_children());
+    }
     if f.bits() & !KNOWN.bits() != 0 {
         return Err(Errno::EINVAL);
     }
