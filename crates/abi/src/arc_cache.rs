@@ -142,19 +142,9 @@ impl<T, const N: usize> Default for ArcCache<T, N> {
 #[inline]
 pub fn empty_if_unique<T>(mut arc: Arc<T>) -> Option<Emptied<T>> {
     Arc::get_mut(&mut arc)?;
-    let raw = Arc::into_raw(arc).cast_mut();
-    // SAFETY: `Arc::get_mut` succeeded, so `arc` was the only `Arc` and no `Weak`
-    // exists; `into_raw` consumed it, so nothing else can reach the value, and dropping
-    // it in place is the drop the last `Arc` would have run. `MaybeUninit<T>` has
-    // `T`'s size and alignment, so `Arc::from_raw` may take the pointer as one
-    // (`Arc::from_raw`'s documented condition); the rebuilt `Arc` is the allocation's
-    // one handle, and its value is never read as a `T` again until `fill` writes one.
-    unsafe {
-        raw.drop_in_place();
-        Some(Emptied(Arc::from_raw(
-            raw.cast::<MaybeUninit<T>>().cast_const(),
-        )))
-    }
+    // SAFETY: `Arc::get_mut` succeeded, so `arc` is the only `Arc` and no `Weak`
+    // exists, and none can be made but from `arc`, which this call owns.
+    Some(unsafe { empty_unique(arc) })
 }
 
 /// Drops the value of `arc` in place and returns the emptied allocation, when the

@@ -88,7 +88,7 @@ mod task_slot;
 pub use alloc::{alloc_pid, free_pid};
 pub use namespace::{PidMap, PidNamespace, PidfsHooks, ReaperWakeup};
 pub use pid::{Attachment, PIDFS_DEAD, PIDFS_OPENED, Pid, Upid};
-pub use pid_cache::{cached_numbers, cached_pids, put_pid, put_pid_as, put_pid_unique};
+pub use pid_cache::{cached_numbers, cached_pids, put_pid, put_pid_as};
 pub use pidfs_slot::PidfsSlot;
 pub use ref_credits::PidRefCredits;
 pub use task_slot::TaskSlot;

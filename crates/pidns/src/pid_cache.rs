@@ -171,30 +171,19 @@ pub fn put_pid(pid: Arc<Pid>) {
     }
 }
 
-/// [`put_pid`] for a pid known to be unreachable but through the caller's one
-/// reference: no `Arc::get_mut` (a compare-exchange on the weak count) to ask. The
-/// task cache's recycling of a task calls it from the task's drop, having proved the
-/// task's pid unreachable (`sole_owner` in `uproc-tasklist`).
+/// [`put_pid`], or with `known_unique` the same for a pid known to be unreachable but
+/// through the caller's one reference: no `Arc::get_mut` (a compare-exchange on the
+/// weak count) to ask. The task cache's recycling of a task passes `true` from the
+/// task's drop, having proved the task's pid unreachable (`sole_owner` in
+/// `uproc-tasklist`); one place that drops a pid in place either way, so that the
+/// pid's drop is inlined once.
 ///
 /// # Safety
 ///
-/// As [`empty_unique`](uproc_abi::arc_cache::empty_unique): `pid` is the only `Arc`,
-/// no `Weak` to it exists, and none can be made while this runs (the caller read both
-/// counts after an `Acquire` fence, and nothing outside the caller can reach the pid).
-#[inline]
-#[allow(unsafe_code)]
-pub unsafe fn put_pid_unique(pid: Arc<Pid>) {
-    // SAFETY: the caller's contract.
-    unsafe { put_pid_as(pid, true) }
-}
-
-/// [`put_pid`] (`known_unique` false) or [`put_pid_unique`] (true), for a caller that
-/// knows which at run time (a task's drop): one place that drops a pid in place, so
-/// that the pid's drop is inlined once.
-///
-/// # Safety
-///
-/// With `known_unique`, [`put_pid_unique`]'s contract; none otherwise.
+/// With `known_unique`, as [`empty_unique`](uproc_abi::arc_cache::empty_unique): `pid`
+/// is the only `Arc`, no `Weak` to it exists, and none can be made while this runs
+/// (the caller read both counts after an `Acquire` fence, and nothing outside the
+/// caller can reach the pid). None without it.
 #[inline]
 #[allow(unsafe_code)]
 pub unsafe fn put_pid_as(mut pid: Arc<Pid>, known_unique: bool) {

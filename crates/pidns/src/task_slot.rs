@@ -145,8 +145,8 @@ impl TaskSlot {
     /// Takes the slot's `Weak` out, for the task's own recycling (the task cache of
     /// `uproc-tasklist`, which keeps it beside the task's emptied allocation and hands
     /// it to the next task written there): the pid's drop then drops no `Weak`, and the
-    /// next fork makes none. Lookups find nothing from here on (as after
-    /// [`detach`](TaskSlot::detach), which they find already).
+    /// next fork makes none. The state is left as it is ([`detach`](TaskSlot::detach)ed
+    /// by the reap already; by the contract below nothing reads it again).
     ///
     /// # Safety
     ///
@@ -157,7 +157,6 @@ impl TaskSlot {
     #[inline]
     #[allow(unsafe_code)]
     pub unsafe fn take_unique(&self) -> Option<Weak<dyn Any + Send + Sync>> {
-        self.state.store(DETACHED, Ordering::Relaxed);
         #[cfg(not(loom))]
         // SAFETY: the caller's contract: nothing else accesses the value now or later
         // (the drop, with `&mut self`, comes after), so this write races with nothing.

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use common::{any_reaper, root_with_init};
 use uproc_abi::Profile;
 use uproc_pidns::{
-    Pid, PidNamespace, alloc_pid, cached_numbers, cached_pids, free_pid, put_pid, put_pid_unique,
+    Pid, PidNamespace, alloc_pid, cached_numbers, cached_pids, free_pid, put_pid, put_pid_as,
 };
 
 /// Counts the allocations and frees made on threads that ask for it ([`COUNTED`]):
@@ -83,6 +83,27 @@ fn child_with_init(parent: &Arc<PidNamespace>) -> (Arc<PidNamespace>, Arc<Pid>) 
     (child, init)
 }
 
+/// The next `alloc_pid` in `ns` takes the one allocation this thread's cache kept (at
+/// `addr`), and the pid is a fresh one in every respect; then freed and kept again.
+fn next_fork_reuses(p: Profile, ns: &Arc<PidNamespace>, addr: *const Pid) {
+    let next = alloc_pid(ns, &[], false).unwrap();
+    assert_eq!(
+        Arc::as_ptr(&next),
+        addr,
+        "{p:?}: the kept allocation is reused"
+    );
+    assert_eq!(cached_pids(), 0);
+    assert!(!next.is_freed());
+    assert!(next.task_slot().get().is_none());
+    assert_eq!(
+        Arc::strong_count(&next),
+        2,
+        "{p:?}: the caller's and the table's"
+    );
+    free_pid(&next);
+    put_pid(next);
+}
+
 #[test]
 fn a_last_reference_is_kept_and_reused_by_the_next_fork() {
     let _s = serial();
@@ -95,23 +116,7 @@ fn a_last_reference_is_kept_and_reused_by_the_next_fork() {
             assert_eq!(cached_pids(), 0);
             put_pid(pid);
             assert_eq!(cached_pids(), 1, "{p:?}: the last reference is kept");
-            let next = alloc_pid(&ns, &[], false).unwrap();
-            assert_eq!(
-                Arc::as_ptr(&next),
-                addr,
-                "{p:?}: the kept allocation is reused"
-            );
-            assert_eq!(cached_pids(), 0);
-            // A fresh pid in every respect.
-            assert!(!next.is_freed());
-            assert!(next.task_slot().get().is_none());
-            assert_eq!(
-                Arc::strong_count(&next),
-                2,
-                "{p:?}: the caller's and the table's"
-            );
-            free_pid(&next);
-            put_pid(next);
+            next_fork_reuses(p, &ns, addr);
         }
     })
     .join()
@@ -143,7 +148,7 @@ fn a_pid_known_unique_is_kept_without_the_check_and_its_slots_weak_taken() {
                 "{p:?}: the Weak moved, not dropped"
             );
             // SAFETY: as above: strong 1, weak 0, unreachable.
-            unsafe { put_pid_unique(pid) };
+            unsafe { put_pid_as(pid, true) };
             assert_eq!(cached_pids(), 1, "{p:?}: kept without the check");
             assert_eq!(
                 Arc::weak_count(&task),
@@ -152,15 +157,7 @@ fn a_pid_known_unique_is_kept_without_the_check_and_its_slots_weak_taken() {
             );
             drop(weak);
             assert_eq!(Arc::weak_count(&task), 0);
-            let next = alloc_pid(&ns, &[], false).unwrap();
-            assert_eq!(
-                Arc::as_ptr(&next),
-                addr,
-                "{p:?}: the kept allocation is reused"
-            );
-            assert!(next.task_slot().get().is_none() && !next.is_freed());
-            free_pid(&next);
-            put_pid(next);
+            next_fork_reuses(p, &ns, addr);
         }
     })
     .join()

@@ -103,11 +103,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
             if !th.started.load(Ordering::Acquire) {
                 continue;
             }
-            match th.managed() {
-                Managed::Hook(Some(h)) => hooks.push(h),
-                Managed::Hook(None) => {}
-                Managed::Bare => bare.push(th),
-            }
+            Managed::file(th, &mut hooks, &mut bare);
         }
         status
     };

@@ -504,11 +504,7 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
             if !th.started.load(Ordering::Acquire) {
                 continue; // post_fork ends it
             }
-            match th.managed() {
-                Managed::Hook(Some(h)) => hooks.push(h),
-                Managed::Hook(None) => {}
-                Managed::Bare => bare.push(th),
-            }
+            Managed::file(th, &mut hooks, &mut bare);
         }
     }
     // A waiter in this group returns EINTR.

@@ -366,7 +366,7 @@ pub(crate) const MANAGED: u8 = 32;
 
 /// [`TaskInner::flags`]: the task cache recycles this task and has proved its pid
 /// unreachable but through the task (`task_cache::sole_owner`): the task's drop
-/// empties the pid with [`uproc_pidns::put_pid_unique`], without `put_pid`'s
+/// empties the pid with [`uproc_pidns::put_pid_as`]`(pid, true)`, without `put_pid`'s
 /// compare-exchange. Set (a plain store) just before that drop, never otherwise.
 pub(crate) const PID_UNIQUE: u8 = 64;
 
@@ -377,6 +377,24 @@ pub(crate) enum Managed {
     /// Managed: the signal is made pending, then the hook (if any) is called with no
     /// lock held.
     Hook(Option<SignalHook>),
+}
+
+impl Managed {
+    /// Files a started thread that a group-wide fatal signal was just made pending
+    /// for: its hook into `hooks` (called once the siglock is dropped), the thread
+    /// into `bare` (it exits now); a managed thread without a hook needs neither (its
+    /// runtime ends it when the body sees the signal).
+    pub(crate) fn file(
+        th: Arc<TaskInner>,
+        hooks: &mut Vec<SignalHook>,
+        bare: &mut Vec<Arc<TaskInner>>,
+    ) {
+        match th.managed() {
+            Managed::Hook(Some(h)) => hooks.push(h),
+            Managed::Hook(None) => {}
+            Managed::Bare => bare.push(th),
+        }
+    }
 }
 
 /// `started` (post-fork done), read and written without a lock.
@@ -1249,9 +1267,9 @@ impl TaskInner {
     }
 }
 
-/// Publishes `t` in its pid's task slot (`attach_pid(PIDTYPE_PID)`): `pid_task` finds
-/// it from here on. The one place the slot is attached: by the fork that allocated the
-/// pid (or the boot, for the runtime init), once, before `t` is returned to anyone.
+/// Publishes the runtime init `t` in its pid's task slot (`attach_pid(PIDTYPE_PID)`):
+/// `pid_task` finds it from here on. The boot's attach, once, before `t` is returned
+/// to anyone; a fork attaches with [`publish_kept_in_pid`].
 #[inline]
 #[allow(unsafe_code)]
 pub(crate) fn publish_in_pid(t: &Arc<TaskInner>) {
@@ -1311,7 +1329,7 @@ impl Drop for TaskInner {
         // `sole_owner` read the pid held by this task alone (no other `Arc`, no `Weak`,
         // none can be made: nothing outside the task reaches it) and only for a task
         // without its own pidfd (whose drop above could have touched the pid):
-        // `put_pid_unique`'s contract. Without it, `put_pid`.
+        // `put_pid_as`'s contract for `known_unique`. Without it, `put_pid`.
         unsafe { uproc_pidns::put_pid_as(pid, known_unique) };
     }
 }

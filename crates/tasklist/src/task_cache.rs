@@ -16,7 +16,7 @@
 //!                                 │ yes
 //!                                 ▼
 //!        take the pid's task slot `Weak` out (its count stays: the kept weak),
-//!        drop the TaskInner in place (its pid to put_pid_unique, its cgroup link,
+//!        drop the TaskInner in place (its pid to put_pid_as(_, true), its cgroup link,
 //!        its group state: everything a last drop drops, at the same moment) and
 //!        keep the allocation, counts 1/2 (the kept weak), value dead
 //!                                 │

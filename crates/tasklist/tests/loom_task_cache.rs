@@ -47,7 +47,7 @@ struct World {
     /// The pid's contents, its task slot's `Weak` among them: 7 until the recycler
     /// takes the slot's `Weak` out (`TaskSlot::take_unique`, kept with the task's
     /// allocation) and drops the pid in place without asking `Arc::get_mut`
-    /// (`put_pid_unique`), both on the strength of the same check.
+    /// (`put_pid_as(pid, true)`), both on the strength of the same check.
     pid_value: UnsafeCell<u32>,
 }
 
