@@ -482,14 +482,28 @@ fn concurrent_charge_uncharge_never_exceeds_max_and_balances() {
                 }
             })
         };
+        let all_rejected = Arc::new(AtomicU64::new(0));
         let workers: Vec<_> = (0..4)
             .map(|w| {
                 let target = if w % 2 == 0 { x.clone() } else { y.clone() };
+                let (samples, all_rejected) = (samples.clone(), all_rejected.clone());
                 std::thread::spawn(move || {
+                    // Race the sampler, not a sampler not yet scheduled (a loaded host).
+                    while samples.load(Ordering::Relaxed) == 0 {
+                        std::thread::yield_now();
+                    }
                     let mut rng = Rng(w as u64 + 1);
                     let mut held = Vec::new();
                     let mut rejected = 0u64;
-                    for i in 0..20_000 {
+                    // 20,000 rounds, and on until some worker met a limit (the workers
+                    // overlapped), for ten seconds at most.
+                    let since = std::time::Instant::now();
+                    let mut i = 0;
+                    while i < 20_000
+                        || (all_rejected.load(Ordering::Relaxed) == 0
+                            && since.elapsed() < std::time::Duration::from_secs(10))
+                    {
+                        i += 1;
                         match target.can_fork() {
                             Ok(charge) if rng.below(4) == 0 => charge.cancel(),
                             Ok(charge) => {
@@ -508,6 +522,7 @@ fn concurrent_charge_uncharge_never_exceeds_max_and_balances() {
                             Err(e) => {
                                 assert_eq!(e, Errno::EAGAIN);
                                 rejected += 1;
+                                all_rejected.fetch_add(1, Ordering::Relaxed);
                             }
                         }
                         if held.len() > 2 || (!held.is_empty() && rng.below(2) == 0) {
