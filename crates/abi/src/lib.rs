@@ -21,6 +21,7 @@
 pub mod arc_cache;
 mod errno;
 mod flags;
+pub mod hint;
 pub mod lockstat;
 mod profile;
 mod signal;

@@ -27,6 +27,7 @@ use crate::task::{
     Children, DEAD, DELAYED, Managed, RUNNING, Task, TaskInner, ThreadGroup, ZOMBIE,
 };
 use std::sync::{Arc, Weak};
+use uproc_abi::hint::cold_path;
 use uproc_abi::{Signal, WaitStatus};
 use uproc_cgroup::CgroupMember;
 
@@ -123,12 +124,17 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     // locks below.
     let g = t.group();
     if t.leader && g.runtime_init() {
+        cold_path();
         tracing::warn!("exit of the runtime init ignored: it never exits");
         return;
     }
     // ESRCH: the runtime was dropped (a handle that outlived it does nothing).
-    let Ok(hot) = t.hot_sys() else { return };
+    let Ok(hot) = t.hot_sys() else {
+        cold_path();
+        return;
+    };
     if t.exiting.swap(true, Ordering::SeqCst) {
+        cold_path();
         return;
     }
     // The hook may hold the task (a runtime closure): drop it to break that cycle.
@@ -145,6 +151,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         // an init waiting in its exit for its namespace shows it no more. Under the
         // siglock, where every sender sets it; a plain load on the common path.
         if t.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0 {
+            cold_path();
             t.pending.fetch_and(!Signal::KILL.mask(), Ordering::AcqRel);
         }
         st.nr_live -= 1;
@@ -168,6 +175,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
                 .as_ref()
                 .is_some_and(|i| i.pgrp.has_stopped_members())
             {
+                cold_path();
                 orphan = exit_orphan_check(&st);
             }
         }
@@ -207,6 +215,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         (parent, threadless, childless),
     );
     if let Some(check) = orphan {
+        cold_path();
         exit_orphans_pgrp(t, *check);
     }
 }

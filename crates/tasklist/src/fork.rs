@@ -28,6 +28,7 @@ use crate::task::{
 };
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Weak};
+use uproc_abi::hint::cold_path;
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal};
 use uproc_cgroup::Cgroup;
 use uproc_pidns::{MAX_PID_NS_LEVEL, alloc_pid, free_pid};
@@ -59,15 +60,25 @@ fn validate(
     t: &TaskInner,
     args: &CloneArgs,
 ) -> Result<Option<Arc<uproc_pidns::PidNamespace>>, Errno> {
-    let f = args.flags;
-    if f.is_empty() {
+    if args.flags.is_empty() {
         // The plain fork (what nearly every fork is): of the checks below only these
         // two can fail without a flag (`INTO_CGROUP` unset, so no cgroup may be given).
         if args.set_tid.len() > MAX_PID_NS_LEVEL as usize || args.cgroup.is_some() {
+            cold_path();
             return Err(Errno::EINVAL);
         }
         return Ok(t.changed_ns_for_children());
     }
+    validate_flags(t, args)
+}
+
+/// [`validate`] of a fork with flags, out of line: the plain fork's code stays short.
+#[inline(never)]
+fn validate_flags(
+    t: &TaskInner,
+    args: &CloneArgs,
+) -> Result<Option<Arc<uproc_pidns::PidNamespace>>, Errno> {
+    let f = args.flags;
     if f.bits() & !KNOWN.bits() != 0 {
         return Err(Errno::EINVAL);
     }
@@ -153,13 +164,15 @@ impl Task {
     fn copy_process(&self, args: &CloneArgs, managed: bool) -> Result<Task, Errno> {
         let me = &self.0;
         if me.exiting.load(Ordering::Acquire) {
+            cold_path();
             return Err(Errno::ESRCH);
         }
         // `Linux*`: the runtime, for `tasklist_lock`. `Scalable`: nothing (no count on
         // the runtime every fork shares); the slow branches below fetch it themselves.
-        let hot = me.hot_sys()?;
+        // (Each `inspect_err(|_| cold_path())` lays its error return out of line.)
+        let hot = me.hot_sys().inspect_err(|_| cold_path())?;
         // 1. validate
-        let changed_ns = validate(me, args)?;
+        let changed_ns = validate(me, args).inspect_err(|_| cold_path())?;
         // The usual case borrows the active namespace: no refcount round trip on the
         // namespace every fork shares.
         let for_children = changed_ns.as_ref().unwrap_or(me.active_ns());
@@ -170,6 +183,7 @@ impl Task {
         if let Some(cg) = &args.cgroup {
             let sys = me.sys().ok_or(Errno::ESRCH)?;
             if !Arc::ptr_eq(&cg.hierarchy(), &sys.cgroups) {
+                cold_path();
                 return Err(Errno::EINVAL);
             }
         }
@@ -183,6 +197,7 @@ impl Task {
         };
         let cap = me.cap_checkpoint_restore();
         let pid = alloc_pid(ns, &args.set_tid, cap).inspect_err(|e| {
+            cold_path();
             if *e == Errno::EAGAIN {
                 tracing::warn!(level = ns.level(), "fork rejected: pid namespace full");
             }
@@ -201,6 +216,7 @@ impl Task {
             // The runtime's pidfs through the pid's map, borrowed: fetching the
             // runtime itself would take the root init's locks and counts.
             let Some(pidfs) = uproc_pidfs::Pidfs::of_map(pid.ns().map()) else {
+                cold_path();
                 free_pid(&pid);
                 return Err(Errno::ESRCH);
             };
@@ -220,6 +236,7 @@ impl Task {
             // has no threaded cgroups). A removed target fails as for a process. Read
             // under the group's `threadgroup_rwsem`, so no migration moves it meanwhile.
             Some(c) if thread && !c.is_removed() && c.id() != me.cgroup_id() => {
+                cold_path();
                 Err(Errno::EOPNOTSUPP)
             }
             Some(c) => c.can_fork(),
@@ -228,6 +245,7 @@ impl Task {
         let mut charge = match charge {
             Ok(c) => c,
             Err(e) => {
+                cold_path();
                 if e == Errno::EAGAIN {
                     let cg = args.cgroup.clone().unwrap_or_else(|| me.cgroup());
                     tracing::warn!(cgroup = %cg.path(), "fork rejected: pids.max reached");
@@ -281,6 +299,7 @@ impl Task {
         let child = match attached {
             Ok(child) => child,
             Err((e, proto)) => {
+                cold_path();
                 // Unwind in reverse: cancel the charge, drop the pidfd, free the pid.
                 charge.cancel();
                 drop(caller_group_guard);
@@ -335,10 +354,12 @@ impl Task {
         // found the child and this fork's `zapped` check can be true at once). The
         // status was decided under the siglock before SIGKILL was marked.
         if fatal {
+            cold_path();
             let status = child.group().sig.lock().group_exit;
             let status = status.unwrap_or(uproc_abi::WaitStatus::signaled_by(Signal::KILL, false));
             crate::exit::do_exit(&child, status);
         } else if killed || zapped {
+            cold_path();
             let _ = crate::signal::send_group(&child, Signal::KILL, crate::signal::Sender::Runtime);
         }
         Ok(Task::from_inner(child))
@@ -472,27 +493,11 @@ fn attach(
 ) -> Result<Arc<TaskInner>, (Errno, Proto)> {
     let _tl = sys.and_then(crate::system::System::tasklist_write_hot);
     if !proto.pid.ns().is_adding() {
+        cold_path();
         return Err((Errno::ENOMEM, proto));
     }
     if thread {
-        // The "group is dying" check and the insertion are one siglock hold, as in
-        // `copy_process`: a group exit (which marks every thread under the siglock)
-        // either came first (EINTR) or will see, and kill, the new thread.
-        let mut st = me.group().sig.lock();
-        if group_dying(me, &st) || st.nr_live == 0 {
-            return Err((Errno::EINTR, proto));
-        }
-        let child = crate::task_cache::new_task_slot()
-            .fill(proto.into_task(|| GroupHome::Leader(TaskInner::group_owner(me)), false));
-        st.threads.push(Arc::downgrade(&child));
-        st.nr_live += 1;
-        let leader = st.leader().upgrade();
-        drop(st);
-        if let Some(l) = leader {
-            l.with_rare(|r| r.threads.push(Task::from_inner(child.clone())));
-        }
-        crate::task::publish_kept_in_pid(&child);
-        return Ok(child);
+        return attach_thread(me, proto);
     }
     // `CLONE_PARENT`: the caller's parent, re-read under its list's lock. Otherwise
     // the caller itself, borrowed (no reference count taken and dropped per fork).
@@ -505,7 +510,10 @@ fn attach(
         let p: &Arc<TaskInner> = if parent_flag {
             match rp_owned.as_ref() {
                 Some(p) => p,
-                None => return Err((Errno::EINVAL, proto)),
+                None => {
+                    cold_path();
+                    return Err((Errno::EINVAL, proto));
+                }
             }
         } else {
             me
@@ -538,6 +546,7 @@ fn attach(
                 .is_some_and(|n| std::ptr::eq(n.group(), p.group()))
         {
             // Reparented between the read and the lock: retry with the new parent.
+            cold_path();
             drop(ch);
             rp_owned = now_parent;
             continue;
@@ -545,9 +554,11 @@ fn attach(
         if dying || p.group().children_closed(&ch) {
             // A closed list with the caller still its member: the caller's own group
             // died (a CLONE_PARENT caller would have been handed on already).
+            cold_path();
             return Err((Errno::EINTR, proto));
         }
         let Some(ids) = ids else {
+            cold_path();
             return Err((Errno::EINTR, proto));
         };
         // The parent thread: `p` itself, or (`CLONE_PARENT`) the thread of `p`'s group
@@ -582,6 +593,32 @@ fn attach(
         crate::task::publish_kept_in_pid(&child);
         return Ok(child);
     }
+}
+
+/// [`attach`] of a thread, out of line: a process fork (the common case of most
+/// embeddings) then runs through a shorter `attach`, and a thread fork through this
+/// one, each without the other's code between its instructions.
+#[inline(never)]
+fn attach_thread(me: &Arc<TaskInner>, proto: Proto) -> Result<Arc<TaskInner>, (Errno, Proto)> {
+    // The "group is dying" check and the insertion are one siglock hold, as in
+    // `copy_process`: a group exit (which marks every thread under the siglock)
+    // either came first (EINTR) or will see, and kill, the new thread.
+    let mut st = me.group().sig.lock();
+    if group_dying(me, &st) || st.nr_live == 0 {
+        cold_path();
+        return Err((Errno::EINTR, proto));
+    }
+    let child = crate::task_cache::new_task_slot()
+        .fill(proto.into_task(|| GroupHome::Leader(TaskInner::group_owner(me)), false));
+    st.threads.push(Arc::downgrade(&child));
+    st.nr_live += 1;
+    let leader = st.leader().upgrade();
+    drop(st);
+    if let Some(l) = leader {
+        l.with_rare(|r| r.threads.push(Task::from_inner(child.clone())));
+    }
+    crate::task::publish_kept_in_pid(&child);
+    Ok(child)
 }
 
 /// The `Arc` of a new process's leader: `proto` living in the group that `group` builds

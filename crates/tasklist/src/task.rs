@@ -1054,6 +1054,7 @@ impl TaskInner {
     #[inline]
     pub(crate) fn hot_sys(&self) -> Result<Option<Arc<System>>, Errno> {
         if self.runtime_dropped() {
+            uproc_abi::hint::cold_path();
             return Err(Errno::ESRCH);
         }
         if Weak::ptr_eq(&self.locked_runtime, &Weak::new()) {
