@@ -62,5 +62,13 @@ pub fn dedup<T: PartialEq>(v: impl IntoIterator<Item = T>) -> Vec<T> {
 
 /// `map_err`'s argument for a uproc call: its `Errno` as `what: error`.
 pub fn errno(what: &str) -> impl FnOnce(uproc::Errno) -> String + '_ {
-    move |e| format!("{what}: {e}")
+    move |e| failure(what, &e)
+}
+
+/// A failed call's message, out of line: the measured loops carry no formatting code
+/// between their instructions.
+#[cold]
+#[inline(never)]
+pub fn failure(what: &str, e: &dyn std::fmt::Display) -> String {
+    format!("{what}: {e}")
 }

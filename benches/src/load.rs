@@ -217,7 +217,10 @@ fn exit_and_reap(parent: &Task, child: &Task, pid: i32) -> Result<(), String> {
 fn exited_0(what: &str, st: Result<uproc::WaitStatus, Errno>) -> Result<(), String> {
     match st {
         Ok(st) if st.exited() == Some(0) => Ok(()),
-        Ok(st) => Err(format!("{what}: the child ended with {st:?}")),
+        Ok(st) => Err(crate::failure(
+            what,
+            &format_args!("the child ended with {st:?}"),
+        )),
         Err(e) => Err(errno(what)(e)),
     }
 }

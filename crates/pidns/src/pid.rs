@@ -117,6 +117,13 @@ pub const PIDFS_OPENED: u8 = 2;
 /// Never a real inode number (pidfs counts up from 1).
 const INO_ON_FIRST_READ: u64 = u64::MAX;
 
+/// The panic of [`Pid::innermost`] for a pid without numbers (never made).
+#[cold]
+#[inline(never)]
+fn no_numbers() -> ! {
+    unreachable!("a pid has at least one number")
+}
+
 impl Pid {
     /// A pid with `numbers`; `lazy_ino`: pidfs numbers it on the first read of
     /// [`Pid::ino`] (`Scalable` with pidfs installed), else it starts at 0.
@@ -159,7 +166,12 @@ impl Pid {
     fn innermost(&self) -> &Upid {
         match &self.numbers {
             Numbers::One(u) => u,
-            Numbers::Many(b) => &b[b.len() - 1],
+            // Never empty (two levels at least); the panic out of line, not inlined
+            // into every caller.
+            Numbers::Many(b) => match b.last() {
+                Some(u) => u,
+                None => no_numbers(),
+            },
         }
     }
 

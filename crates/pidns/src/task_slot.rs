@@ -109,9 +109,12 @@ impl TaskSlot {
         );
         #[cfg(not(loom))]
         // SAFETY: the caller's contract: no other attach, so no other write; no reader
-        // reads the value before the `Release` store below lets it in.
+        // reads the value before the `Release` store below lets it in. Written without
+        // dropping the old value, which is `None` (a slot is made empty and attached
+        // once): no drop code for a value that is never there.
         unsafe {
-            *self.value.get() = Some(task);
+            debug_assert!((*self.value.get()).is_none());
+            self.value.get().write(Some(task));
         }
         #[cfg(loom)]
         self.value.with_mut(|v| {

@@ -533,6 +533,7 @@ pub(crate) fn release_claimed_child(i: usize, mut ch: SpinGuard<'_, Children>) {
 #[inline]
 fn recheck_zaps_without_runtime(cur: &TaskInner, ids_may_free: bool) {
     if ids_may_free || in_closed_namespace(&cur.pid) {
+        cold_path();
         if let Some(sys) = cur.sys() {
             sys.process_zaps();
         }

@@ -1005,6 +1005,15 @@ impl ThreadGroup {
     }
 }
 
+/// The panic of [`TaskInner::group`] for a thread whose home is not a leader (never
+/// made so): one call, out of line, instead of a panic's set-up inlined into each of
+/// `group`'s callers.
+#[cold]
+#[inline(never)]
+fn home_not_a_leader() -> ! {
+    unreachable!("a thread's home is a group leader")
+}
+
 impl TaskInner {
     /// The process this thread belongs to (`signal_struct` + `sighand_struct`).
     ///
@@ -1019,7 +1028,7 @@ impl TaskInner {
         };
         match &owner.home {
             GroupHome::Own(g) => g,
-            GroupHome::Leader(_) => unreachable!("a thread's home is a group leader"),
+            GroupHome::Leader(_) => home_not_a_leader(),
         }
     }
 

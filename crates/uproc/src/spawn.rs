@@ -17,6 +17,7 @@ use crate::cx::{self, ExitRequest, TaskCx, fatal_pending};
 use crate::runtime::Runtime;
 use crate::shared::Unshared;
 use std::any::Any;
+use uproc_abi::hint::cold_path;
 use uproc_abi::{CloneFlags, Errno, Signal};
 use uproc_cgroup::Cgroup;
 use uproc_tasklist::{CloneArgs, Task};
@@ -314,6 +315,7 @@ pub(crate) fn launch(rt: &Runtime, mut s: Spawn) -> Result<Launched, Errno> {
         .as_ref()
         .is_some_and(|p| !p.belongs_to(rt.system()))
     {
+        cold_path();
         return Err(Errno::EINVAL);
     }
     // The flags go into the builder's own arguments, in place: moving them out would
@@ -332,7 +334,7 @@ pub(crate) fn launch(rt: &Runtime, mut s: Spawn) -> Result<Launched, Errno> {
     // Managed mode from the fork on: a fatal signal is made pending, and the body (or
     // its runner, before it starts) ends the task when it sees it. An async body that
     // parks installs a hook that can wake it (`Tracker::hook_for_parked_body`).
-    let task = parent.fork_managed(&s.args)?;
+    let task = parent.fork_managed(&s.args).inspect_err(|_| cold_path())?;
     if let Some(n) = &s.name {
         task.set_name(n);
     }
