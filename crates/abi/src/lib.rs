@@ -8,8 +8,9 @@
 //! lock [`Profile`] a runtime imitates, [`lockstat`]: named global locks whose
 //! acquisitions the benchmark counts, and [`spin`]: the one-atomic-a-round lock of the
 //! short per-task and per-process critical sections (the siglock, a cgroup link's
-//! state, a member set), and [`arc_cache`]: the per-thread slab caches of emptied `Arc`
-//! allocations that the pid and task objects of a life cycle are made in.
+//! state, a member set), [`arc_cache`]: the per-thread slab caches of emptied `Arc`
+//! allocations that the pid and task objects of a life cycle are made in, and
+//! [`hint`]: the branch hint that lays the life cycle's rare paths out of its hot code.
 //!
 //! Everything here is plain data, a lock or a cache; the behaviour lives in `uproc-pidns`,
 //! `uproc-pidfs`, `uproc-cgroup` and `uproc-tasklist`, and users reach it through the
