@@ -89,6 +89,9 @@ impl World {
     fn look_through_pid(&self) -> Option<u32> {
         let mut seen = None;
         // The slot's `Weak` is read (to upgrade it) only once the state says attached.
+        // SAFETY (both reads): loom's cells hand out a valid pointer to an initialised
+        // `u32`; whether the read races the recycler's write is what the model checks
+        // (loom reports an unordered access as a failure).
         let attached = self.slot.load(Ordering::Acquire) == ATTACHED
             && self.pid_value.with(|v| unsafe { *v }) == 7;
         if attached && Self::upgrade(&self.task_strong) {
@@ -127,6 +130,8 @@ impl World {
         fence(Ordering::Acquire);
         // The slot's `Weak` taken out and the pid dropped in place (no `Arc::get_mut`),
         // then the task's drop in place and the next fork's fill: strong count still 1.
+        // SAFETY (both writes): valid pointers to initialised `u32`s; the model checks
+        // that no lookup's read is unordered with them.
         self.pid_value.with_mut(|v| unsafe { *v = 0 });
         self.value.with_mut(|v| unsafe { *v = 8 });
         true
