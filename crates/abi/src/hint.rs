@@ -2,12 +2,13 @@
 //!
 //! Without a profile, the compiler lays a function's blocks out in source order and
 //! treats both sides of a branch alike, so every error return, race retry and rare
-//! case sits between the instructions every life cycle runs. The hot path then spans
-//! twice the 64-byte code lines its instructions need, and once the loop around it (a
-//! fork, its body on an executor, the exit, the reap) no longer fits the L1
-//! instruction cache, each life cycle fetches those lines again from L2
-//! (`benches/icache.sh` counts both; benches/IMPLEMENTATION.md, "Code that does not
-//! fit").
+//! case sits between the instructions every life cycle runs: the hot path spans about
+//! twice the 64-byte code lines its instructions need (`benches/icache.sh`), jumps
+//! over the rare code, and keeps registers free for it. Laying the rare branches of
+//! the fork and the exit out of line took ~50 instructions off the life cycle
+//! (crates/tasklist/IMPLEMENTATION.md, "Rare branches out of line"); what the lines
+//! themselves cost in instruction-cache misses is measured in benches/IMPLEMENTATION.md,
+//! "Code that does not fit" (less than their count suggests).
 //!
 //! [`cold_path`] tells the compiler which side is rare: a block that calls it, and
 //! every block only it leads to, is placed after the function's hot code. The call
