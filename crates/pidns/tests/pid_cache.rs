@@ -104,19 +104,15 @@ fn next_fork_reuses(p: Profile, ns: &Arc<PidNamespace>, addr: *const Pid) {
     put_pid(next);
 }
 
-#[test]
-fn a_last_reference_is_kept_and_reused_by_the_next_fork() {
-    let _s = serial();
-    std::thread::spawn(|| {
+/// Runs `f` on a thread of its own (an empty pid cache, counted allocations aside)
+/// once per profile, with a root namespace that has its init and a pid just allocated
+/// there.
+fn with_a_fresh_pid_per_profile(f: fn(Profile, &Arc<PidNamespace>, Arc<Pid>)) {
+    std::thread::spawn(move || {
         for &p in Profile::ALL.iter() {
             let (ns, _init) = root_with_init(p, 1000);
             let pid = alloc_pid(&ns, &[], false).unwrap();
-            let addr = Arc::as_ptr(&pid);
-            free_pid(&pid);
-            assert_eq!(cached_pids(), 0);
-            put_pid(pid);
-            assert_eq!(cached_pids(), 1, "{p:?}: the last reference is kept");
-            next_fork_reuses(p, &ns, addr);
+            f(p, &ns, pid);
         }
     })
     .join()
@@ -124,44 +120,51 @@ fn a_last_reference_is_kept_and_reused_by_the_next_fork() {
 }
 
 #[test]
+fn a_last_reference_is_kept_and_reused_by_the_next_fork() {
+    let _s = serial();
+    with_a_fresh_pid_per_profile(|p, ns, pid| {
+        let addr = Arc::as_ptr(&pid);
+        free_pid(&pid);
+        assert_eq!(cached_pids(), 0);
+        put_pid(pid);
+        assert_eq!(cached_pids(), 1, "{p:?}: the last reference is kept");
+        next_fork_reuses(p, ns, addr);
+    });
+}
+
+#[test]
 #[allow(unsafe_code)]
 fn a_pid_known_unique_is_kept_without_the_check_and_its_slots_weak_taken() {
     let _s = serial();
-    std::thread::spawn(|| {
-        for &p in Profile::ALL.iter() {
-            let (ns, _init) = root_with_init(p, 1000);
-            let pid = alloc_pid(&ns, &[], false).unwrap();
-            let addr = Arc::as_ptr(&pid);
-            // A task attached and detached, as a reaped task's pid is.
-            let task: Arc<dyn std::any::Any + Send + Sync> = Arc::new(7u32);
-            // SAFETY: the pid's first and only attach.
-            unsafe { pid.task_slot().attach(Arc::downgrade(&task)) };
-            free_pid(&pid);
-            pid.task_slot().detach();
-            // SAFETY: the only reference to the pid, no `Weak` to it, nothing else
-            // reaches it: nobody reads the slot.
-            let weak = unsafe { pid.task_slot().take_unique() }.expect("the slot's Weak");
-            assert!(pid.task_slot().get().is_none(), "{p:?}: nothing attached");
-            assert_eq!(
-                Arc::weak_count(&task),
-                1,
-                "{p:?}: the Weak moved, not dropped"
-            );
-            // SAFETY: as above: strong 1, weak 0, unreachable.
-            unsafe { put_pid_as(pid, true) };
-            assert_eq!(cached_pids(), 1, "{p:?}: kept without the check");
-            assert_eq!(
-                Arc::weak_count(&task),
-                1,
-                "{p:?}: the pid's drop dropped no Weak"
-            );
-            drop(weak);
-            assert_eq!(Arc::weak_count(&task), 0);
-            next_fork_reuses(p, &ns, addr);
-        }
-    })
-    .join()
-    .unwrap();
+    with_a_fresh_pid_per_profile(|p, ns, pid| {
+        let addr = Arc::as_ptr(&pid);
+        // A task attached and detached, as a reaped task's pid is.
+        let task: Arc<dyn std::any::Any + Send + Sync> = Arc::new(7u32);
+        // SAFETY: the pid's first and only attach.
+        unsafe { pid.task_slot().attach(Arc::downgrade(&task)) };
+        free_pid(&pid);
+        pid.task_slot().detach();
+        // SAFETY: the only reference to the pid, no `Weak` to it, nothing else
+        // reaches it: nobody reads the slot.
+        let weak = unsafe { pid.task_slot().take_unique() }.expect("the slot's Weak");
+        assert!(pid.task_slot().get().is_none(), "{p:?}: nothing attached");
+        assert_eq!(
+            Arc::weak_count(&task),
+            1,
+            "{p:?}: the Weak moved, not dropped"
+        );
+        // SAFETY: as above: strong 1, weak 0, unreachable.
+        unsafe { put_pid_as(pid, true) };
+        assert_eq!(cached_pids(), 1, "{p:?}: kept without the check");
+        assert_eq!(
+            Arc::weak_count(&task),
+            1,
+            "{p:?}: the pid's drop dropped no Weak"
+        );
+        drop(weak);
+        assert_eq!(Arc::weak_count(&task), 0);
+        next_fork_reuses(p, ns, addr);
+    });
 }
 
 #[test]

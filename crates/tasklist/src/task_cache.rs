@@ -282,19 +282,17 @@ mod tests {
     fn reaped_child_with(init: &Task, args: &CloneArgs) -> Task {
         let c = init.fork(args).expect("fork");
         c.exit(0);
+        reap(init, c)
+    }
+
+    /// `c`, a child of `init` that exited with 0, reaped: only the returned handle
+    /// holds it.
+    fn reap(init: &Task, c: Task) -> Task {
         let info = init
             .wait(WaitId::Pid(init.pid_of(&c)), WaitOptions::EXITED)
             .expect("waitable")
             .expect("blocking wait");
         assert_eq!(info.status.exited(), Some(0));
-        c
-    }
-
-    /// `c`, a child of `init` that exited, reaped.
-    fn reaped_child_with_pid(init: &Task, c: Task) -> Task {
-        init.wait(WaitId::Pid(init.pid_of(&c)), WaitOptions::EXITED)
-            .expect("waitable")
-            .expect("blocking wait");
         c
     }
 
@@ -337,14 +335,14 @@ mod tests {
                 assert_eq!(Arc::weak_count(&next.0), 1, "the slot's Weak only");
             }
             other.exit(0);
-            drop(reaped_child_with_pid(&init, other));
+            drop(reap(&init, other));
             let found = sys
                 .find_task(init.0.active_ns(), init.pid_of(&next))
                 .expect("found by number");
             assert_eq!(addr(&found), at, "{p:?}: the slot names the new task");
             drop(found);
             next.exit(0);
-            drop(reaped_child(&init));
+            assert_eq!(kept_by_drop(reap(&init, next)), 1, "{p:?}: and kept again");
         }
     }
 
@@ -387,8 +385,7 @@ mod tests {
                 .pidfd_open(init.pid_of(&c), PidfdFlags::empty())
                 .expect("pidfd");
             c.exit(0);
-            init.wait(WaitId::Pid(init.pid_of(&c)), WaitOptions::EXITED)
-                .expect("waitable");
+            let c = reap(&init, c);
             assert_eq!(kept_by_drop(c), 0, "{p:?}: a pidfd holds its pid");
             assert_eq!(fd.send_signal(Signal::TERM), Err(Errno::ESRCH));
             drop(fd);
