@@ -22,8 +22,9 @@
 //!  pop() ──► an Emptied<T> to write the next T into (else Emptied::new)
 //! ```
 //!
-//! Who may touch what: each user keeps its cache in a `thread_local!` `RefCell`, so
-//! only the owning thread reads or writes it. An entry is an [`Emptied`], a unique
+//! Who may touch what: each user keeps its cache in a `thread_local!` (the cache is a
+//! [`LocalStash`], its own interior mutability), so only the owning thread reads or
+//! writes it. An entry is an [`Emptied`], a unique
 //! `Arc<MaybeUninit<T>>` (no other `Arc`, no `Weak` but one its user keeps beside it
 //! and does not upgrade, see [`empty_sole_owner`]), so nothing else can reach it;
 //! dropping one (the cache full, the thread ending) frees the allocation without
@@ -34,7 +35,7 @@
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
-use crate::stash::Stash;
+use crate::stash::LocalStash;
 
 /// A unique allocation for a `T` whose value is not (or no longer) there: an emptied
 /// one from [`empty_if_unique`], or a new one. Not `Clone`: its `Arc` is the only
@@ -98,23 +99,23 @@ impl<T> Default for Emptied<T> {
 
 /// Up to `N` emptied allocations of `T` (see the module docs).
 #[derive(Debug)]
-pub struct ArcCache<T, const N: usize>(Stash<Emptied<T>, N>);
+pub struct ArcCache<T, const N: usize>(LocalStash<Emptied<T>, N>);
 
 impl<T, const N: usize> ArcCache<T, N> {
     /// An empty cache (usable in a `const` `thread_local!` initialiser).
     pub const fn new() -> Self {
-        ArcCache(Stash::new())
+        ArcCache(LocalStash::new())
     }
 
     /// An allocation to write the next `T` into, if the cache keeps one.
     #[inline]
-    pub fn pop(&mut self) -> Option<Emptied<T>> {
+    pub fn pop(&self) -> Option<Emptied<T>> {
         self.0.pop()
     }
 
     /// Keeps an emptied allocation, or hands it back when the cache is full.
     #[inline]
-    pub fn push(&mut self, emptied: Emptied<T>) -> Result<(), Emptied<T>> {
+    pub fn push(&self, emptied: Emptied<T>) -> Result<(), Emptied<T>> {
         self.0.push(emptied)
     }
 
@@ -253,7 +254,7 @@ mod tests {
             1,
             "the value dropped at once"
         );
-        let mut cache: ArcCache<Counted<'_>, 1> = ArcCache::new();
+        let cache: ArcCache<Counted<'_>, 1> = ArcCache::new();
         assert!(cache.push(emptied).is_ok());
         assert!(cache.push(Emptied::new()).is_err(), "bounded");
         let slot = cache.pop().expect("kept");

@@ -15,8 +15,9 @@
 //! Everything here is plain data, a lock or a cache; the behaviour lives in `uproc-pidns`,
 //! `uproc-pidfs`, `uproc-cgroup` and `uproc-tasklist`, and users reach it through the
 //! `uproc` facade. The crate's `unsafe` code is [`spin::RawSpin`]'s
-//! `lock_api::RawMutex` implementation and [`arc_cache`]'s in-place drop and write of
-//! a unique `Arc`'s value, each with its safety argument.
+//! `lock_api::RawMutex` implementation, [`arc_cache`]'s in-place drop and write of a
+//! unique `Arc`'s value, and [`stash`]'s uninitialised slots and flagless
+//! thread-local cell, each with its safety argument.
 #![deny(unsafe_code)]
 
 pub mod arc_cache;

@@ -196,19 +196,23 @@ fn claim_shard() -> usize {
 /// This thread's shard: `< SHARDS` if it owns it alone, `SHARDS` (the overflow shard,
 /// shared) if every shard was owned when it first counted or its thread-local storage
 /// is already torn down.
+///
+/// One load and one compare once the shard is known: `UNASSIGNED` is the only value
+/// above `SHARDS`, so the compare that sends a first count to the claim also tells the
+/// compiler the index is in bounds (no clamp, no bounds check at the callers).
 #[inline]
 pub(crate) fn my_shard() -> usize {
-    MY_SHARD
-        .try_with(|s| {
-            let mut i = s.get();
-            if i == UNASSIGNED {
-                i = claim_shard();
-                s.set(i);
-            }
-            i
-        })
-        .unwrap_or(SHARDS)
-        .min(SHARDS)
+    let i = MY_SHARD.try_with(Cell::get).unwrap_or(SHARDS);
+    if i <= SHARDS { i } else { first_shard() }
+}
+
+/// [`my_shard`]'s first call on a thread: claims its shard and remembers it.
+#[cold]
+#[inline(never)]
+fn first_shard() -> usize {
+    let i = claim_shard().min(SHARDS);
+    let _ = MY_SHARD.try_with(|s| s.set(i));
+    i
 }
 
 /// `membarrier(2)` commands (`linux/membarrier.h`).

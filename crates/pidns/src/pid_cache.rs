@@ -68,7 +68,8 @@ type EmptyNumbers = Box<[MaybeUninit<Upid>]>;
 
 thread_local! {
     // Const-initialised: no lazy-initialisation check on the fork and reap paths.
-    static CACHE: RefCell<ArcCache<Pid, CACHED>> = const { RefCell::new(ArcCache::new()) };
+    static CACHE: ArcCache<Pid, CACHED> = const { ArcCache::new() };
+    // A `RefCell`: its `pop_if` looks at the kept box (a nested pid's path only).
     static NUMBERS: RefCell<Stash<EmptyNumbers, NUMBERS_CACHED>> =
         const { RefCell::new(Stash::new()) };
 }
@@ -151,7 +152,7 @@ pub fn cached_numbers() -> usize {
 /// written in place rather than built on the stack and copied in.
 #[inline(always)]
 pub(crate) fn new_pid(make: impl FnOnce() -> Pid) -> Arc<Pid> {
-    let cached = CACHE.try_with(|c| c.borrow_mut().pop()).ok().flatten();
+    let cached = CACHE.try_with(|c| c.pop()).ok().flatten();
     cached.unwrap_or_default().fill(make())
 }
 
@@ -196,11 +197,11 @@ pub unsafe fn put_pid_as(mut pid: Arc<Pid>, known_unique: bool) {
     // `Arc`, no `Weak`; none can be made but from `pid`, which this call owns).
     let emptied = unsafe { empty_unique(pid) };
     // Full, or the thread's cache gone: the emptied allocation is freed.
-    let _ = CACHE.try_with(|c| c.borrow_mut().push(emptied));
+    let _ = CACHE.try_with(|c| c.push(emptied));
 }
 
 /// How many emptied allocations this thread's cache holds (tests).
 #[doc(hidden)]
 pub fn cached_pids() -> usize {
-    CACHE.try_with(|c| c.borrow().len()).unwrap_or(0)
+    CACHE.try_with(|c| c.len()).unwrap_or(0)
 }

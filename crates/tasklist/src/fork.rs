@@ -391,6 +391,7 @@ impl Proto {
             pid: ManuallyDrop::new(self.pid),
             locked_runtime: self.locked_runtime,
             home: home(),
+            group_at: crate::task::GroupAt::unlinked(),
             leader,
             exit_state: AtomicU8::new(RUNNING),
             exit_code: AtomicI32::new(0),
@@ -610,6 +611,7 @@ fn attach_thread(me: &Arc<TaskInner>, proto: Proto) -> Result<Arc<TaskInner>, (E
     }
     let child = crate::task_cache::new_task_slot()
         .fill(proto.into_task(|| GroupHome::Leader(TaskInner::group_owner(me)), false));
+    TaskInner::link_group(&child);
     st.threads.push(Arc::downgrade(&child));
     st.nr_live += 1;
     let leader = st.leader().upgrade();
@@ -641,5 +643,7 @@ fn build_leader(
     // task is built). The task is passed in, not captured by `group`: a capture would
     // copy it into the closure first.
     let leader = crate::task::LeaderRef::new(kept.as_ptr());
-    kept.fill(proto.into_task(|| GroupHome::Own(group(leader)), true))
+    let child = kept.fill(proto.into_task(|| GroupHome::Own(group(leader)), true));
+    TaskInner::link_group(&child);
+    child
 }

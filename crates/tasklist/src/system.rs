@@ -107,6 +107,7 @@ impl System {
                     Weak::new()
                 },
                 home: GroupHome::Own(group),
+                group_at: crate::task::GroupAt::unlinked(),
                 leader: true,
                 exit_state: AtomicU8::new(RUNNING),
                 exit_code: AtomicI32::new(0),
@@ -130,6 +131,7 @@ impl System {
                 name: NameWords::new(Comm::new("init")),
                 name_seq: AtomicU16::new(0),
             });
+            TaskInner::link_group(&inner);
             let mut tl = TaskList::default();
             {
                 // The init leads the first session and process group (`init_struct_pid`).

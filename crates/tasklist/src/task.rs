@@ -230,9 +230,13 @@ pub(crate) struct TaskInner {
     /// (the path needs nothing of the runtime there), and which `hot_sys` reads as the
     /// profile (a `Linux*` task's is never `Weak::new()`: a runtime's own). Immutable.
     pub(crate) locked_runtime: Weak<System>,
-    /// Where the process this thread belongs to lives ([`TaskInner::group`]).
+    /// Where the process this thread belongs to lives.
     /// Immutable.
     pub(crate) home: GroupHome,
+    /// The address of that process ([`TaskInner::group`]): `home`'s group, or its
+    /// leader's. Written once, by [`TaskInner::link_group`], before the task is shared
+    /// with anyone; null until then.
+    pub(crate) group_at: GroupAt,
     /// `thread_group_leader()`. Immutable.
     pub(crate) leader: bool,
     /// `exit_state`: RUNNING / ZOMBIE / DELAYED / DEAD. Written under the parent
@@ -280,6 +284,26 @@ pub(crate) struct TaskInner {
     pub(crate) name: NameWords,
     /// The sequence count of `name`.
     pub(crate) name_seq: AtomicU16,
+}
+
+/// [`TaskInner::group_at`]: the address of the task's [`ThreadGroup`], so that
+/// [`TaskInner::group`], which nearly every step of a life cycle calls (a dozen times
+/// per fork, exit and reap), is one load rather than a match on [`GroupHome`] (a
+/// compare and a branch more per call: ~24 instructions per life cycle, measured in
+/// `IMPLEMENTATION.md`, "The group's address").
+///
+/// An atomic only to be writable through the shared task once it sits in its `Arc`
+/// (the leader's group lives inside the task, so its address is known only then); it
+/// is written once, before the task is published (the pid's task slot, the parent's
+/// list, the returned handle), and every reader reaches the task through one of those
+/// publications, which order the write before the read: `Relaxed` (a plain load).
+pub(crate) struct GroupAt(std::sync::atomic::AtomicPtr<ThreadGroup>);
+
+impl GroupAt {
+    /// Not linked yet ([`TaskInner::link_group`] links it).
+    pub(crate) const fn unlinked() -> GroupAt {
+        GroupAt(std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()))
+    }
 }
 
 /// Where a thread's process lives: in its leader's allocation, so that a process is
@@ -1005,31 +1029,39 @@ impl ThreadGroup {
     }
 }
 
-/// The panic of [`TaskInner::group`] for a thread whose home is not a leader (never
-/// made so): one call, out of line, instead of a panic's set-up inlined into each of
-/// `group`'s callers.
-#[cold]
-#[inline(never)]
-fn home_not_a_leader() -> ! {
-    unreachable!("a thread's home is a group leader")
-}
-
 impl TaskInner {
     /// The process this thread belongs to (`signal_struct` + `sighand_struct`).
     ///
-    /// Not recursive, so that it inlines into its many callers (a recursive version
-    /// stayed a call: ~40 instructions per life cycle): a thread's home is its leader,
-    /// whose home is always its own group ([`TaskInner::group_owner`]).
+    /// One load ([`GroupAt`]).
     #[inline]
+    #[allow(unsafe_code)]
     pub(crate) fn group(&self) -> &ThreadGroup {
-        let owner = match &self.home {
-            GroupHome::Own(g) => return g,
-            GroupHome::Leader(l) => l,
-        };
-        match &owner.home {
+        let at = self.group_at.0.load(std::sync::atomic::Ordering::Relaxed);
+        debug_assert!(
+            !at.is_null(),
+            "a task's group is linked before it is shared"
+        );
+        // SAFETY: `link_group` wrote the address of this task's group before the task
+        // was shared (every `TaskInner` is linked right after it is written into its
+        // `Arc`, and nothing calls `group` before), and the group outlives `&self`: a
+        // leader's lives inside the task itself, which is never moved once in its
+        // `Arc`; a thread's lives inside its leader, which `home` holds strongly for
+        // as long as the thread lives. A `ThreadGroup` is only ever used shared.
+        unsafe { &*at }
+    }
+
+    /// Writes [`group_at`](TaskInner::group_at): the address of `home`'s group (a
+    /// leader's own, inside this very allocation) or of its leader's. Called once per
+    /// task, right after the task is written into its `Arc` and before it is shared.
+    #[inline]
+    pub(crate) fn link_group(this: &Arc<TaskInner>) {
+        let at: *const ThreadGroup = match &this.home {
             GroupHome::Own(g) => g,
-            GroupHome::Leader(_) => home_not_a_leader(),
-        }
+            GroupHome::Leader(l) => l.group(),
+        };
+        this.group_at
+            .0
+            .store(at.cast_mut(), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The thread-group leader holding the group's allocation: `this` itself for a

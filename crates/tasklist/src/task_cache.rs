@@ -45,12 +45,11 @@
 //! is unreachable from outside; the task's drop then drops the `Weak` itself.
 //! Nothing observable changes: the task's drop runs when it would have.
 
-use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Weak};
 
 use uproc_abi::arc_cache::{Emptied, empty_sole_owner};
-use uproc_abi::stash::Stash;
+use uproc_abi::stash::LocalStash;
 
 use crate::task::TaskInner;
 
@@ -128,14 +127,14 @@ impl Drop for KeptTask {
 
 thread_local! {
     // Const-initialised: no lazy-initialisation check on the fork and reap paths.
-    static CACHE: RefCell<Stash<KeptTask, CACHED>> = const { RefCell::new(Stash::new()) };
+    static CACHE: LocalStash<KeptTask, CACHED> = const { LocalStash::new() };
 }
 
 /// `alloc_task_struct_node`: an allocation this thread's cache kept, else a new one.
 #[inline(always)]
 pub(crate) fn new_task_slot() -> KeptTask {
     CACHE
-        .try_with(|c| c.borrow_mut().pop())
+        .try_with(|c| c.pop())
         .ok()
         .flatten()
         .unwrap_or_else(KeptTask::new)
@@ -182,7 +181,7 @@ pub(crate) fn put_task(task: Arc<TaskInner>) {
         // The task's own drop (nested `Task` handles of a leader's thread list
         // included) ran inside `empty_sole_owner`, before the cache is borrowed here.
         Some(emptied) => {
-            let _ = CACHE.try_with(|c| c.borrow_mut().push(KeptTask(ManuallyDrop::new(emptied))));
+            let _ = CACHE.try_with(|c| c.push(KeptTask(ManuallyDrop::new(emptied))));
         }
         // Another `Weak` outlived the task's drop after all: it keeps the allocation,
         // and the kept count is given back.
@@ -256,7 +255,7 @@ fn own_pidfd(fd: &uproc_pidfs::PidFd, pid: &Arc<uproc_pidns::Pid>) -> Option<usi
 /// How many emptied task allocations this thread's cache holds (tests).
 #[cfg(test)]
 pub(crate) fn cached_tasks() -> usize {
-    CACHE.try_with(|c| c.borrow().len()).unwrap_or(0)
+    CACHE.try_with(|c| c.len()).unwrap_or(0)
 }
 
 #[cfg(test)]
