@@ -74,6 +74,7 @@
 #![deny(unsafe_code)]
 
 mod alloc;
+mod chunks;
 mod count;
 mod idr;
 mod namespace;

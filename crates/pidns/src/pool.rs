@@ -107,8 +107,9 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
+use crate::chunks::{Chunk, Chunks};
 use crate::count::AllocCount;
 use crate::sync::{AtomicU8, Ordering, PoolGuard, PoolLock, Slot, backoff, thread_local};
 use uproc_abi::lockstat::LockStat;
@@ -136,34 +137,9 @@ const ENTRIES: u8 = 0x07;
 /// The most entries one number may have out (bounds the pool whatever `set_tid` does).
 const MAX_ENTRIES: u8 = 4;
 /// A number never handed out: free, its one entry in the fresh range.
-const FRESH: u8 = 1;
+pub(crate) const FRESH: u8 = 1;
 
 static NEXT_POOL_ID: StdAtomicU64 = StdAtomicU64::new(1);
-
-/// `CHUNK` numbers' state bytes and lookup slots. Fixed-size arrays: an index
-/// `nr % CHUNK` needs no bounds check on the fork and free paths.
-struct Chunk<T> {
-    state: Box<[AtomicU8; CHUNK]>,
-    slot: Box<[Slot<T>; CHUNK]>,
-}
-
-/// `CHUNK` values built on the heap (a 4096-entry array would not fit every stack).
-fn boxed_array<V>(f: impl FnMut(usize) -> V) -> Box<[V; CHUNK]> {
-    let v: Box<[V]> = (0..CHUNK).map(f).collect();
-    match v.try_into() {
-        Ok(a) => a,
-        Err(_) => unreachable!("CHUNK values were collected"),
-    }
-}
-
-impl<T> Chunk<T> {
-    fn new() -> Box<Chunk<T>> {
-        Box::new(Chunk {
-            state: boxed_array(|_| AtomicU8::new(FRESH)),
-            slot: boxed_array(|_| Slot::empty()),
-        })
-    }
-}
 
 /// The part behind the pool lock.
 struct Shared {
@@ -180,7 +156,7 @@ pub(crate) struct NumberPool<T> {
     batch: usize,
     /// Numbers the table can hold: `PID_MAX_LIMIT` (or the model's bound).
     limit: i32,
-    chunks: Box<[OnceLock<Box<Chunk<T>>>]>,
+    chunks: Chunks<T>,
     /// Shared with the runtime's [`PoolLockStats`] (feature `lockstat`), which reads
     /// its counters and sampled times while the pool lives and folds them in after.
     shared: Arc<PoolLock<Shared>>,
@@ -262,16 +238,9 @@ thread_local! {
 impl<T: Send + Sync + 'static> NumberPool<T> {
     /// A pool for numbers `1..limit`, taking `batch` numbers per refill.
     pub(crate) fn new(limit: i32, batch: usize, stats: &PoolLockStats) -> Arc<Self> {
-        let n_chunks = (limit as usize).div_ceil(CHUNK);
-        let chunks: Box<[OnceLock<Box<Chunk<T>>>]> =
-            (0..n_chunks).map(|_| OnceLock::new()).collect();
-        if cfg!(loom) {
-            // loom cannot model a blocking OnceLock initialisation: the model's pools
-            // are tiny, so every chunk exists from the start.
-            for c in chunks.iter() {
-                let _ = c.set(Chunk::new());
-            }
-        }
+        // loom cannot model a lazy publication it did not see the models ask for: the
+        // model's pools are tiny, so every chunk exists from the start.
+        let chunks = Chunks::new(limit as usize, cfg!(loom));
         let shared = Arc::new(PoolLock::new(Shared {
             fresh_next: 1,
             queue: VecDeque::new(),
@@ -291,16 +260,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// and free paths), the allocation out of line.
     #[inline(always)]
     fn chunk(&self, nr: i32) -> &Chunk<T> {
-        let cell = &self.chunks[nr as usize / CHUNK];
-        match cell.get() {
-            Some(chunk) => chunk,
-            None => Self::chunk_init(cell),
-        }
-    }
-
-    #[cold]
-    fn chunk_init(cell: &OnceLock<Box<Chunk<T>>>) -> &Chunk<T> {
-        cell.get_or_init(Chunk::new)
+        self.chunks.get_or_make(nr as usize)
     }
 
     #[inline]
@@ -717,7 +677,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         if nr <= 0 || nr >= self.limit {
             return None;
         }
-        let chunk = self.chunks[nr as usize / CHUNK].get()?;
+        let chunk = self.chunks.get(nr as usize)?;
         let i = nr as usize % CHUNK;
         Self::read_slot(&chunk.state[i], &chunk.slot[i])
     }
@@ -766,7 +726,7 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     /// Every published object, ascending by number.
     pub(crate) fn published(&self) -> Vec<Arc<T>> {
         let mut out = Vec::new();
-        for c in self.chunks.iter().filter_map(OnceLock::get) {
+        for c in self.chunks.iter() {
             // Only owned numbers can be published: one atomic load skips the others
             // without a read-modify-write.
             let owned = c
