@@ -171,7 +171,13 @@ impl<T, const N: usize> Default for LocalStash<T, N> {
 
 impl<T, const N: usize> fmt::Debug for LocalStash<T, N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.get(), f)
+        // The length is read first: the formatter writes to the caller's writer, which
+        // must not run while the stash is borrowed (it could reach this stash again).
+        let len = self.len();
+        f.debug_struct("LocalStash")
+            .field("len", &len)
+            .field("capacity", &N)
+            .finish()
     }
 }
 

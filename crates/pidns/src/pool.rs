@@ -238,8 +238,8 @@ thread_local! {
 impl<T: Send + Sync + 'static> NumberPool<T> {
     /// A pool for numbers `1..limit`, taking `batch` numbers per refill.
     pub(crate) fn new(limit: i32, batch: usize, stats: &PoolLockStats) -> Arc<Self> {
-        // loom cannot model a lazy publication it did not see the models ask for: the
-        // model's pools are tiny, so every chunk exists from the start.
+        // Under loom every chunk exists from the start: the models' pools are tiny, and
+        // they explore the numbers' protocol, not a chunk's first use.
         let chunks = Chunks::new(limit as usize, cfg!(loom));
         let shared = Arc::new(PoolLock::new(Shared {
             fresh_next: 1,

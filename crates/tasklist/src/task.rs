@@ -289,8 +289,8 @@ pub(crate) struct TaskInner {
 /// [`TaskInner::group_at`]: the address of the task's [`ThreadGroup`], so that
 /// [`TaskInner::group`], which nearly every step of a life cycle calls (a dozen times
 /// per fork, exit and reap), is one load rather than a match on [`GroupHome`] (a
-/// compare and a branch more per call: ~24 instructions per life cycle, measured in
-/// `IMPLEMENTATION.md`, "The group's address").
+/// compare and a branch more per call; measured in `IMPLEMENTATION.md`, "The group's
+/// address").
 ///
 /// An atomic only to be writable through the shared task once it sits in its `Arc`
 /// (the leader's group lives inside the task, so its address is known only then); it
