@@ -15,6 +15,9 @@
 # instructions per life cycle either way, in a loop whose own code did not change
 # (crates/uproc/IMPLEMENTATION.md, crates/pidns/IMPLEMENTATION.md "The chunk table").
 # Compare the program's line across builds; read the libc line as that build's luck.
+# A loop on a multi-threaded runtime (tokio) also varies by a few instructions between
+# runs of one binary (the runtime's idle worker polls and parks at its own pace):
+# differences under ~10 per life cycle there are noise.
 set -euo pipefail
 bin=${1:?usage: benches/instructions.sh BINARY ARGS...}
 shift

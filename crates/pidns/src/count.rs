@@ -210,6 +210,9 @@ pub(crate) fn my_shard() -> usize {
 #[cold]
 #[inline(never)]
 fn first_shard() -> usize {
+    // `claim_shard` never returns more than `SHARDS`; the clamp says so to the
+    // compiler, which inlines this bound into `my_shard`'s callers and drops their
+    // bounds check on the shard arrays (without it: 2 instructions more per life cycle).
     let i = claim_shard().min(SHARDS);
     let _ = MY_SHARD.try_with(|s| s.set(i));
     i

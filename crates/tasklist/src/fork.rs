@@ -611,7 +611,6 @@ fn attach_thread(me: &Arc<TaskInner>, proto: Proto) -> Result<Arc<TaskInner>, (E
     }
     let child = crate::task_cache::new_task_slot()
         .fill(proto.into_task(|| GroupHome::Leader(TaskInner::group_owner(me)), false));
-    TaskInner::link_group(&child);
     st.threads.push(Arc::downgrade(&child));
     st.nr_live += 1;
     let leader = st.leader().upgrade();
@@ -643,7 +642,5 @@ fn build_leader(
     // task is built). The task is passed in, not captured by `group`: a capture would
     // copy it into the closure first.
     let leader = crate::task::LeaderRef::new(kept.as_ptr());
-    let child = kept.fill(proto.into_task(|| GroupHome::Own(group(leader)), true));
-    TaskInner::link_group(&child);
-    child
+    kept.fill(proto.into_task(|| GroupHome::Own(group(leader)), true))
 }

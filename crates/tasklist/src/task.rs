@@ -1052,7 +1052,8 @@ impl TaskInner {
 
     /// Writes [`group_at`](TaskInner::group_at): the address of `home`'s group (a
     /// leader's own, inside this very allocation) or of its leader's. Called once per
-    /// task, right after the task is written into its `Arc` and before it is shared.
+    /// task, right after the task is written into its `Arc` and before it is shared:
+    /// by `KeptTask::fill` for every forked task, and by the boot for the init.
     #[inline]
     pub(crate) fn link_group(this: &Arc<TaskInner>) {
         let at: *const ThreadGroup = match &this.home {

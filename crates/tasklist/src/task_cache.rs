@@ -89,9 +89,11 @@ impl KeptTask {
         self.0.as_ptr()
     }
 
-    /// Writes the task in. The kept weak is now the new task's: the caller hands it to
-    /// the task's pid with [`publish_kept_in_pid`](crate::task::publish_kept_in_pid)
-    /// before the task can be dropped (else it keeps the allocation, leaked).
+    /// Writes the task in and links its group's address
+    /// ([`TaskInner::link_group`]), before anyone else can reach it. The kept weak is
+    /// now the new task's: the caller hands it to the task's pid with
+    /// [`publish_kept_in_pid`](crate::task::publish_kept_in_pid) before the task can be
+    /// dropped (else it keeps the allocation, leaked).
     #[inline]
     #[allow(unsafe_code)]
     pub(crate) fn fill(self, task: TaskInner) -> Arc<TaskInner> {
@@ -99,7 +101,9 @@ impl KeptTask {
         // SAFETY: `this` is never dropped (the `ManuallyDrop` above), so the emptied
         // allocation is taken out of it exactly once, here.
         let emptied = unsafe { ManuallyDrop::take(&mut this.0) };
-        emptied.fill(task)
+        let task = emptied.fill(task);
+        TaskInner::link_group(&task);
+        task
     }
 }
 
