@@ -282,6 +282,7 @@ impl Task {
         let attached = attach(
             hot.as_deref(),
             me,
+            ns,
             Proto {
                 pid,
                 locked_runtime,
@@ -339,7 +340,7 @@ impl Task {
         // - attached vs. a group kill in flight (`group_kill.rs`): either its walk finds
         //   the child, or this fork sees the kill raised and waits for it to end.
         child.started.publish_then_fence();
-        let zapped = zapped_since_attach(me, &child.pid);
+        let zapped = zapped_since_attach(me, ns, &child.pid);
         crate::group_kill::wait_out_group_kills(hot.is_none());
         let fatal = child.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0;
         tracing::debug!(
@@ -421,7 +422,8 @@ impl Proto {
 }
 
 /// After the attach and its fence: whether a namespace zap the child must die with
-/// closed one of its namespaces, so that the zap's walk may have missed it.
+/// closed one of its namespaces, so that the zap's walk may have missed it. `ns` is
+/// the child's own (innermost) namespace, the one its `pid` was allocated in.
 ///
 /// - The innermost namespace closed: the attach saw it open (else ENOMEM, as
 ///   `alloc_pid`'s `PIDNS_ADDING` check), so the zap raced this fork.
@@ -433,12 +435,16 @@ impl Proto {
 ///   below it): its zap kills nothing of this fork's; Linux lets the child live (it
 ///   keeps the dead init unreapable until it dies), and so does this.
 #[inline(always)]
-fn zapped_since_attach(me: &TaskInner, pid: &uproc_pidns::Pid) -> bool {
-    if !pid.ns().is_adding() {
+fn zapped_since_attach(
+    me: &TaskInner,
+    ns: &uproc_pidns::PidNamespace,
+    pid: &uproc_pidns::Pid,
+) -> bool {
+    if !ns.is_adding() {
         return true;
     }
     // The usual child has one level: nothing more to read.
-    pid.level() > 0 && outer_zapped(me, pid)
+    ns.level() > 0 && outer_zapped(me, pid)
 }
 
 /// [`zapped_since_attach`]'s outer levels (a nested child only).
@@ -471,8 +477,9 @@ fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
 }
 
 /// Step 5 of fork: checks that must be made in the attach's critical section, then the
-/// attach. Under the `Linux*` profiles inside `tasklist_lock` (write), once; under
-/// `Scalable` with the per-process locks alone:
+/// attach (`ns`: the namespace the child's pid was allocated in, whose closing fails
+/// the fork with ENOMEM). Under the `Linux*` profiles inside `tasklist_lock` (write),
+/// once; under `Scalable` with the per-process locks alone:
 ///
 /// - a thread attaches under its group's siglock, the lock group death
 ///   (`nr_live`, `group_exit`) is decided under, so it joins a live group or fails;
@@ -488,12 +495,13 @@ fn group_dying(me: &TaskInner, st: &GroupState) -> bool {
 fn attach(
     sys: Option<&crate::system::System>,
     me: &Arc<TaskInner>,
+    ns: &uproc_pidns::PidNamespace,
     proto: Proto,
     thread: bool,
     parent_flag: bool,
 ) -> Result<Arc<TaskInner>, (Errno, Proto)> {
     let _tl = sys.and_then(crate::system::System::tasklist_write_hot);
-    if !proto.pid.ns().is_adding() {
+    if !ns.is_adding() {
         cold_path();
         return Err((Errno::ENOMEM, proto));
     }

@@ -128,7 +128,6 @@ impl Task {
         check_options(opts)?;
         let mut nohang = opts.contains(WaitOptions::NOHANG);
         let mut eagain = false;
-        let ns = self.0.active_ns();
         let target = match which {
             WaitId::All => Target::All,
             WaitId::Pid(n) => {
@@ -144,12 +143,12 @@ impl Task {
                 if n == 0 {
                     Target::Pgrp(self.0.group().sig.lock().pgrp().ok_or(Errno::ECHILD)?)
                 } else {
-                    Target::Pgrp(ns.find_pid(n).ok_or(Errno::ECHILD)?)
+                    Target::Pgrp(self.0.active_ns().find_pid(n).ok_or(Errno::ECHILD)?)
                 }
             }
             WaitId::PidFd(fd) => {
                 // A pidfd of another runtime is no pidfd here.
-                if !Arc::ptr_eq(fd.pid().ns().map(), ns.map()) {
+                if !Arc::ptr_eq(fd.pid().ns().map(), self.0.active_ns().map()) {
                     return Err(Errno::EINVAL);
                 }
                 if fd.is_nonblocking() {
@@ -192,7 +191,7 @@ impl Task {
         let g = self.0.group();
         let mut guard = g.children.lock();
         loop {
-            match scan(&self.0, &guard, &target, opts) {
+            match scan(&self.0, ns, &guard, &target, opts) {
                 Scan::Reap(i, info) => {
                     match sys.as_deref() {
                         // `Scalable`: unlinked in the same hold of the list's lock.
@@ -243,10 +242,16 @@ fn check_options(opts: WaitOptions) -> Result<(), Errno> {
 }
 
 /// `wait_consider_task` over the children list. The caller holds the group's
-/// `children` lock.
+/// `children` lock; `ns` is the caller's active namespace (the one whose numbers the
+/// wait reports).
 #[inline]
-fn scan(me: &Arc<TaskInner>, children: &Children, target: &Target<'_>, opts: WaitOptions) -> Scan {
-    let ns = me.active_ns();
+fn scan(
+    me: &Arc<TaskInner>,
+    ns: &uproc_pidns::PidNamespace,
+    children: &Children,
+    target: &Target<'_>,
+    opts: WaitOptions,
+) -> Scan {
     let mut eligible = false;
     if let Some(order) = wait_order(me, children, opts) {
         for i in order {
@@ -338,6 +343,9 @@ fn consider_child(
     eligible: &mut bool,
 ) -> Option<Scan> {
     let ci = &children.list[i].0;
+    // The child's number in the waiter's namespace, once read (a by-number wait reads
+    // it to match, and reports the same number).
+    let mut nr_seen = None;
     {
         match target {
             Target::All => {}
@@ -345,6 +353,7 @@ fn consider_child(
                 if ci.pid.nr_in(ns) != *n {
                     return None;
                 }
+                nr_seen = Some(*n);
             }
             Target::Pid(p) => {
                 if !Arc::ptr_eq(&ci.pid, p) {
@@ -383,7 +392,7 @@ fn consider_child(
                 *eligible = true;
                 let status = ci.exit_status();
                 let info = WaitInfo {
-                    pid: ci.pid.nr_in(ns),
+                    pid: nr_seen.unwrap_or_else(|| ci.pid.nr_in(ns)),
                     uid: 0,
                     status,
                     code: code_of(status),
@@ -401,7 +410,7 @@ fn consider_child(
             // `wait_task_stopped` / `wait_task_continued`, which read the group).
             RUNNING | DELAYED => {
                 *eligible = true;
-                let pid = ci.pid.nr_in(ns);
+                let pid = nr_seen.unwrap_or_else(|| ci.pid.nr_in(ns));
                 if opts.contains(WaitOptions::STOPPED) {
                     let nowait = opts.contains(WaitOptions::NOWAIT);
                     let sig = if nowait {
