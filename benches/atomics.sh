@@ -15,9 +15,10 @@
 # Why count them: each is a full barrier, and wall time per life cycle follows
 # `instructions * a + atomics * b`, where `b` is the machine's: ~6 ns (~65
 # instructions' worth) on the Intel part benches/IMPLEMENTATION.md ("What an atomic
-# costs") measured, little enough on an AMD one that removing four moved nothing
-# measurable (crates/tasklist/IMPLEMENTATION.md). `benches/atomic-cost.sh` measures it
-# on the machine at hand; count both.
+# costs") measured, ~1.4 ns (~20 instructions' worth) on the AMD one of the README's
+# run, where on another day removing four moved nothing measurable
+# (crates/tasklist/IMPLEMENTATION.md). `benches/atomic-cost.sh` measures it on the
+# machine at hand; count both.
 set -euo pipefail
 bin=${1:?usage: benches/atomics.sh BINARY ARGS...}
 shift
