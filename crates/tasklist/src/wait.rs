@@ -343,34 +343,36 @@ fn consider_child(
     eligible: &mut bool,
 ) -> Option<Scan> {
     let ci = &children.list[i].0;
-    // The child's number in the waiter's namespace, once read (a by-number wait reads
-    // it to match, and reports the same number).
-    let mut nr_seen = None;
     {
-        match target {
-            Target::All => {}
+        // The child's number in the waiter's namespace when the match already read it
+        // (a by-number wait reports the number it matched).
+        let nr_seen = match target {
+            Target::All => None,
             Target::Nr(n) => {
                 if ci.pid.nr_in(ns) != *n {
                     return None;
                 }
-                nr_seen = Some(*n);
+                Some(*n)
             }
             Target::Pid(p) => {
                 if !Arc::ptr_eq(&ci.pid, p) {
                     return None;
                 }
+                None
             }
             Target::PinnedPid(p) => {
                 if !Arc::ptr_eq(&ci.pid, p) {
                     return None;
                 }
+                None
             }
             Target::Pgrp(p) => {
                 if !ci.group().sig.lock().in_pgrp(p) {
                     return None;
                 }
+                None
             }
-        }
+        };
         if opts.contains(WaitOptions::NOTHREAD)
             && !std::ptr::eq(ci.group().sig.lock().real_parent.as_ptr(), Arc::as_ptr(me))
         {
