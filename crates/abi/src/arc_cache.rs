@@ -97,6 +97,61 @@ impl<T> Default for Emptied<T> {
     }
 }
 
+/// What a [`CachedArc`]'s drop does with its `Arc`: typically [`empty_if_unique`]
+/// into a thread's [`ArcCache`] (the last handle), else a plain drop.
+pub trait Recycle: Sized {
+    /// Lets go of `arc`, one handle of a [`CachedArc`] being dropped.
+    fn recycle(arc: Arc<Self>);
+}
+
+/// An `Arc<T>` whose drop hands it to [`T::recycle`](Recycle::recycle) instead of
+/// dropping it: a handle type whose last drop should keep the allocation (pidfs's open
+/// file behind a pidfd) can hold one and need no `Drop` or `unsafe` of its own. It
+/// has `Arc`'s size and niche (an `Option<CachedArc<T>>` is one pointer), and derefs
+/// to the `Arc`.
+pub struct CachedArc<T: Recycle>(std::mem::ManuallyDrop<Arc<T>>);
+
+impl<T: Recycle> CachedArc<T> {
+    /// Wraps `arc`.
+    #[inline]
+    pub fn new(arc: Arc<T>) -> Self {
+        CachedArc(std::mem::ManuallyDrop::new(arc))
+    }
+}
+
+impl<T: Recycle> std::ops::Deref for CachedArc<T> {
+    type Target = Arc<T>;
+
+    #[inline]
+    fn deref(&self) -> &Arc<T> {
+        &self.0
+    }
+}
+
+impl<T: Recycle> Clone for CachedArc<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        CachedArc::new(Arc::clone(&self.0))
+    }
+}
+
+impl<T: Recycle + std::fmt::Debug> std::fmt::Debug for CachedArc<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self.0, f)
+    }
+}
+
+impl<T: Recycle> Drop for CachedArc<T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the `Arc` is taken out once, here, in the drop; the `ManuallyDrop`
+        // keeps the field's own drop from running on the moved-out value, and nothing
+        // reads the field afterwards.
+        let arc = unsafe { std::mem::ManuallyDrop::take(&mut self.0) };
+        T::recycle(arc);
+    }
+}
+
 /// Up to `N` emptied allocations of `T` (see the module docs).
 #[derive(Debug)]
 pub struct ArcCache<T, const N: usize>(LocalStash<Emptied<T>, N>);

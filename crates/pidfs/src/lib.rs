@@ -15,6 +15,9 @@
 //!   subscribers). See `state.rs` for the race rule between the first open and exit.
 //! - [`PidFd`]: an open pidfd. It holds the `Arc<Pid>` and the shared per-pid state,
 //!   never a number, so it cannot reach a process that later reuses the number.
+//! - The pidfd caches (`cache.rs`): per thread, the allocations of closed pidfds'
+//!   files and of dropped pids' states, for the next pidfd (Linux's slab caches for
+//!   `struct file` and the pid's pidfs attributes).
 //! - [`FileHandle`]: the 8-byte `FILEID_KERNFS` export format, and
 //!   [`Pidfs::open_by_handle`].
 //!
@@ -68,6 +71,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+mod cache;
 mod handle;
 mod index;
 mod ino;

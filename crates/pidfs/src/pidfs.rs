@@ -255,7 +255,7 @@ impl Pidfs {
                     pid,
                     flags,
                     viewer_ns,
-                    Arc::new(PidState::detached()),
+                    crate::cache::new_state(PidState::detached()),
                     &self.backend,
                 );
             }
@@ -299,7 +299,7 @@ impl Pidfs {
             ?flags,
             "pidfs: pidfd of a reaped pid"
         );
-        let state = Arc::new(PidState::reaped(status, cgroupid));
+        let state = crate::cache::new_state(PidState::reaped(status, cgroupid));
         let flags = flags & PidfdFlags::all();
         PidFd::new(pid, flags, viewer_ns, state, &self.backend)
     }
@@ -414,6 +414,14 @@ impl PidfsHooks for Pidfs {
             self.index.remove_registered(pid);
         } else {
             self.index.remove(pid.ino());
+        }
+    }
+
+    /// The pid's state at the pid's drop: kept for the next one when no pidfd or poll
+    /// future holds it any more (`cache::put_state`).
+    fn release_state(&self, state: uproc_pidns::Attachment) {
+        if let Ok(state) = state.downcast::<PidState>() {
+            crate::cache::put_state(state);
         }
     }
 

@@ -146,7 +146,7 @@ impl PidState {
         }
         let any = pid
             .pidfs_slot()
-            .get_or_init(|| Arc::new(PidState::new()))
+            .get_or_init(|| crate::cache::new_state(PidState::new()))
             .clone();
         // Release: a `pidfs_exit` whose fetch_or comes later sees the slot.
         if flags.fetch_or(OPENED, Ordering::AcqRel) & DEAD != 0 {

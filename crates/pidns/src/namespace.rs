@@ -32,6 +32,12 @@ pub trait PidfsHooks: Send + Sync + 'static {
     fn next_ino(&self) -> u64 {
         0
     }
+    /// The pid's pidfs state (the value of its [`pidfs_slot`](Pid::pidfs_slot)), let
+    /// go of by the pid's drop: pidfs keeps the allocation for the next state when
+    /// this was its last handle. The default drops it.
+    fn release_state(&self, state: Attachment) {
+        drop(state);
+    }
     /// The hooks' owner, for a caller that holds a pid and needs the concrete pidfs
     /// of its runtime without a reference count ([`PidMap::pidfs_hooks`]).
     fn as_any(&self) -> &dyn Any;

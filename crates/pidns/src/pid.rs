@@ -92,6 +92,12 @@ impl Drop for Pid {
     #[allow(unsafe_code)]
     #[inline]
     fn drop(&mut self) {
+        // First, while the numbers still name the namespace (and its map's pidfs).
+        // (A test of the value alone, the take out of line: a pid without pidfs state
+        // pays the one test its field's own drop would have made.)
+        if self.pidfs.holds_value() {
+            self.release_pidfs_state();
+        }
         match &mut self.numbers {
             Numbers::One(u) => {
                 // SAFETY: `u` is taken exactly once, here, in the `Pid`'s drop; nothing
@@ -125,6 +131,20 @@ fn no_numbers() -> ! {
 }
 
 impl Pid {
+    /// The drop's hand-over of the pid's pidfs state to its runtime's pidfs (a pid that
+    /// had a pidfd: out of line).
+    #[cold]
+    #[inline(never)]
+    fn release_pidfs_state(&mut self) {
+        let Some(state) = self.pidfs.take() else {
+            return;
+        };
+        match self.ns().map().pidfs.get() {
+            Some(hooks) => hooks.release_state(state),
+            None => drop(state),
+        }
+    }
+
     /// A pid with `numbers`; `lazy_ino`: pidfs numbers it on the first read of
     /// [`Pid::ino`] (`Scalable` with pidfs installed), else it starts at 0.
     pub(crate) fn new(numbers: Numbers, lazy_ino: bool) -> Pid {

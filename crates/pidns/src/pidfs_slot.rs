@@ -5,7 +5,8 @@
 //! ```text
 //!   state: AtomicU8   EMPTY ──claim (CAS)──▶ WRITING ──store──▶ SET
 //!   value: Option<Attachment>   written once, by the claimer, between its claim and
-//!                               the `Release` store of SET; dropped with the slot
+//!                               the `Release` store of SET; taken out by the pid's
+//!                               drop (`take`, `&mut`) and handed to pidfs
 //!   get():          if state.load(Acquire) == SET { value }            a load
 //!   get_or_init(f): get(), else v = f(); CAS EMPTY -> WRITING:
 //!                     won:  value = v; state.store(SET, Release)
@@ -31,7 +32,7 @@
 //! `Acquire` load that reads `SET` synchronises with it, so the write happens-before
 //! every read of the value. The claim is a compare-exchange, so exactly one
 //! initialiser writes. Nothing writes the value again while the slot is shared (its
-//! drop needs `&mut self`). `tests/loom_pidfs_slot.rs` models two initialisers and a
+//! `take` needs `&mut self`). `tests/loom_pidfs_slot.rs` models two initialisers and a
 //! reader racing, and fails if the store of `SET` or a reader's load is weakened to
 //! `Relaxed`.
 
@@ -126,6 +127,21 @@ impl PidfsSlot {
             }
         }
         self.get().expect("a set slot has its value")
+    }
+}
+
+impl PidfsSlot {
+    /// Takes the value out: the pid's drop, which hands it to pidfs
+    /// ([`PidfsHooks::release_state`](crate::PidfsHooks::release_state)). `&mut`: nobody
+    /// else can reach the slot, so no atomic is needed.
+    pub(crate) fn take(&mut self) -> Option<Attachment> {
+        self.value.get_mut().take()
+    }
+
+    /// Whether a value is there (`&mut`: the pid's drop, before [`take`](Self::take)).
+    #[inline]
+    pub(crate) fn holds_value(&mut self) -> bool {
+        self.value.get_mut().is_some()
     }
 }
 
