@@ -30,6 +30,10 @@
 //! dropping one (the cache full, the thread ending) frees the allocation without
 //! dropping the dead value again (`MaybeUninit` drops nothing). Nothing observable
 //! changes: the `T`'s drop runs at the moment the last drop would have run it.
+//!
+//! A handle type whose drop should put its `Arc` (pidfs's pidfd, whose open file is
+//! kept this way) holds it as a [`CachedArc`]: an `Arc` whose drop calls
+//! [`Recycle::recycle`], so the handle needs no `Drop` and no `unsafe` of its own.
 #![allow(unsafe_code)]
 
 use std::mem::MaybeUninit;
@@ -286,7 +290,9 @@ pub unsafe fn empty_sole_owner<T>(arc: Arc<T>, kept_weaks: usize) -> Option<Empt
 
 #[cfg(test)]
 mod tests {
-    use super::{ArcCache, Emptied, empty_if_unique, empty_sole_owner, empty_unique};
+    use super::{
+        ArcCache, CachedArc, Emptied, Recycle, empty_if_unique, empty_sole_owner, empty_unique,
+    };
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -446,5 +452,37 @@ mod tests {
             "the last Arc dropped it plainly"
         );
         assert!(weak.upgrade().is_none());
+    }
+
+    /// A value whose `CachedArc` handles report to a per-thread log how each was let go.
+    struct Logged(u32);
+
+    std::thread_local! {
+        static RECYCLED: std::cell::RefCell<Vec<(u32, usize)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    impl Recycle for Logged {
+        fn recycle(arc: Arc<Logged>) {
+            RECYCLED.with(|r| r.borrow_mut().push((arc.0, Arc::strong_count(&arc))));
+        }
+    }
+
+    #[test]
+    fn a_cached_arc_hands_each_handle_to_recycle_once_and_is_one_word() {
+        assert_eq!(
+            size_of::<Option<CachedArc<Logged>>>(),
+            size_of::<usize>(),
+            "Arc's niche is kept"
+        );
+        let a = CachedArc::new(Arc::new(Logged(7)));
+        let b = a.clone();
+        assert!(Arc::ptr_eq(&a, &b), "a clone shares the value");
+        assert_eq!(Arc::strong_count(&a), 2);
+        drop(a);
+        drop(b);
+        // Each drop handed its `Arc` over exactly once: first with the other still
+        // alive (count 2), then the last one (count 1).
+        assert_eq!(RECYCLED.with(|r| r.take()), [(7, 2), (7, 1)]);
     }
 }
