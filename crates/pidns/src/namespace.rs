@@ -181,9 +181,10 @@ pub struct PidNamespace {
     /// `Scalable` only: the number pool, per-thread batches and lookup slots that
     /// replace the idr (which stays empty).
     pub(crate) pool: Option<Arc<NumberPool<Pid>>>,
-    /// `Scalable` root namespaces only: per-thread credits of this namespace's strong
-    /// count, which root-level pids take and give back instead of cloning and dropping
-    /// the `Arc` (see [`pid_ref_credits`](Self::pid_ref_credits)).
+    /// `Scalable` only: per-thread credits of this namespace's strong count, which
+    /// the pids whose innermost namespace this is take and give back instead of
+    /// cloning and dropping the `Arc`, while a guard holds them open (see
+    /// [`pid_ref_credits`](Self::pid_ref_credits)).
     ref_credits: Option<RefCredits>,
 }
 
@@ -210,7 +211,7 @@ impl PidNamespace {
             reaper: RwLock::new(None),
             pool: (map.profile() == Profile::Scalable)
                 .then(|| NumberPool::new(PID_MAX_LIMIT, MAX_BATCH, &map.pool_locks)),
-            ref_credits: (map.profile() == Profile::Scalable && level == 0).then(RefCredits::new),
+            ref_credits: (map.profile() == Profile::Scalable).then(RefCredits::new),
             map,
         })
     }
@@ -226,13 +227,17 @@ impl PidNamespace {
         Ok(root)
     }
 
-    /// Opens per-thread credits of this namespace's reference count for its root-level
-    /// pids (`Scalable` root namespaces; `None` otherwise, or if a guard is open
+    /// Opens per-thread credits of this namespace's reference count for the pids whose
+    /// innermost namespace it is (`Scalable`; `None` otherwise, or if a guard is open
     /// already). While the guard lives, `alloc_pid` and the drop of a `Pid` take and
     /// give back the pid's reference to the namespace (Linux: `get_pid_ns` /
     /// `put_pid_ns`) on a line of the calling thread's own, instead of the strong count
-    /// every fork shares. Dropping the guard gives the credits back: the namespace is
-    /// then freed, as with plain `Arc`s, when its last reference goes.
+    /// every fork into the namespace shares. Dropping the guard gives the credits back:
+    /// the namespace is then freed, as with plain `Arc`s, when its last reference goes.
+    /// The guard holds the namespace, so its owner must be something that outlives the
+    /// namespace's use anyway: the runtime for its root namespace, a nested
+    /// namespace's init task (which holds its own pid, and so the namespace) for that
+    /// namespace.
     pub fn pid_ref_credits(self: &Arc<Self>) -> Option<PidRefCredits> {
         let credits = self.ref_credits.as_ref()?;
         if credits.open() {
@@ -257,8 +262,8 @@ impl PidNamespace {
         }
     }
 
-    /// `get_pid_ns` for a new root-level `Pid`: a strong reference to this namespace,
-    /// from this thread's credits when they are open.
+    /// `get_pid_ns` for a new `Pid` whose innermost namespace this is: a strong
+    /// reference to this namespace, from this thread's credits when they are open.
     #[allow(unsafe_code)]
     #[inline(always)]
     pub(crate) fn get_for_pid(self: &Arc<Self>) -> Arc<Self> {
@@ -279,8 +284,31 @@ impl PidNamespace {
         unsafe { Arc::from_raw(Arc::as_ptr(self)) }
     }
 
-    /// `put_pid_ns` for a dropped root-level `Pid`: its reference goes to this
-    /// thread's credits when they are open and not full, else it is dropped plainly.
+    /// Whether this namespace has reference credits (`Scalable`), open or not: a
+    /// nested pid's numbers then go through the out-of-line credit paths below, and
+    /// the locked profiles' nested pids keep their plain clone and drop inline.
+    #[inline(always)]
+    pub(crate) fn has_ref_credits(&self) -> bool {
+        self.ref_credits.is_some()
+    }
+
+    /// [`get_for_pid`](Self::get_for_pid) for a nested pid's innermost level, out of
+    /// line: the root-level fork keeps the one inlined copy.
+    #[inline(never)]
+    pub(crate) fn get_for_nested_pid(self: &Arc<Self>) -> Arc<Self> {
+        self.get_for_pid()
+    }
+
+    /// [`put_for_pid`](Self::put_for_pid) for a nested pid's innermost level, out of
+    /// line (as [`get_for_nested_pid`](Self::get_for_nested_pid)).
+    #[inline(never)]
+    pub(crate) fn put_for_nested_pid(this: Arc<Self>) {
+        Self::put_for_pid(this);
+    }
+
+    /// `put_pid_ns` for a dropped `Pid` whose innermost namespace this is: its
+    /// reference goes to this thread's credits when they are open and not full, else
+    /// it is dropped plainly.
     #[inline]
     pub(crate) fn put_for_pid(this: Arc<Self>) {
         if this.ref_credits.as_ref().is_some_and(RefCredits::try_give) {

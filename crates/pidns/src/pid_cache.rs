@@ -99,7 +99,13 @@ pub(crate) fn new_numbers<'a>(
     let mut written = 0;
     for (k, ns) in innermost_first.take(levels).enumerate() {
         let ns = if k == 0 {
-            Arc::clone(ns)
+            // `get_pid_ns`: from this thread's credits when the namespace's are open
+            // (`PidNamespace::pid_ref_credits`, `Scalable`), else a clone.
+            if ns.has_ref_credits() {
+                ns.get_for_nested_pid()
+            } else {
+                Arc::clone(ns)
+            }
         } else {
             // SAFETY: a borrowed `Arc` (see above): the pointer is a live `Arc`'s, the
             // innermost level's counted `Arc` keeps this ancestor alive for as long as
@@ -129,13 +135,19 @@ pub(crate) fn put_numbers(numbers: Box<[Upid]>) {
     };
     let raw: *mut [Upid] = Box::into_raw(numbers);
     // SAFETY: `raw` owns a live `[Upid]` (from `Box::into_raw`) of `last + 1` numbers.
-    // The innermost one (`last`) is dropped in place, once; the others hold borrowed
-    // `Arc`s (`new_numbers`) and a plain `i32`, whose drop must not run: they are
-    // simply not dropped. Nothing reads the numbers again. `MaybeUninit<Upid>` has
+    // The innermost one (`last`) is moved out, once, and its namespace reference goes
+    // back (`put_pid_ns`: to this thread's credits when open); the others hold
+    // borrowed `Arc`s (`new_numbers`) and a plain `i32`, whose drop must not run: they
+    // are simply not dropped. Nothing reads the numbers again. `MaybeUninit<Upid>` has
     // `Upid`'s layout, so the slice's allocation may be owned as a box of them, which
     // frees it without dropping anything.
     let emptied: EmptyNumbers = unsafe {
-        std::ptr::drop_in_place(raw.cast::<Upid>().add(last));
+        let innermost = raw.cast::<Upid>().add(last);
+        if (*innermost).ns.has_ref_credits() {
+            PidNamespace::put_for_nested_pid(std::ptr::read(innermost).ns);
+        } else {
+            std::ptr::drop_in_place(innermost);
+        }
         Box::from_raw(raw as *mut [MaybeUninit<Upid>])
     };
     let _ = NUMBERS.try_with(|c| c.borrow_mut().push(emptied));

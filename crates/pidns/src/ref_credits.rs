@@ -1,6 +1,8 @@
-//! Per-thread credits of a root namespace's reference count (`Scalable`): the
-//! `get_pid_ns`/`put_pid_ns` of every root-level `alloc_pid` and `Pid` drop without a
-//! write to the one line every fork of the namespace shares.
+//! Per-thread credits of a namespace's reference count (`Scalable`): the
+//! `get_pid_ns`/`put_pid_ns` of every `alloc_pid` and `Pid` drop (of the pid's
+//! innermost level) without a write to the one line every fork into the namespace
+//! shares, while a guard holds them open: the runtime's for its root namespace, a
+//! nested namespace's init task's for that namespace.
 //!
 //! Every `Pid` keeps its namespace alive with an `Arc<PidNamespace>`, as `struct pid`
 //! holds a reference on its `pid_namespace` in Linux. Cloning that `Arc` at each fork
@@ -190,11 +192,12 @@ impl RefCredits {
     }
 }
 
-/// The guard of a root namespace's credits: while it lives, root-level pids of the
-/// namespace take and give back their namespace reference through per-thread credits;
-/// dropping it gives every credit back to the namespace's strong count. The runtime
-/// holds one for its root namespace (`Scalable`), so the namespace is freed, as with a
-/// plain `Arc`, once the runtime and the last `Pid` are gone.
+/// The guard of a namespace's credits: while it lives, the pids whose innermost
+/// namespace it is take and give back their namespace reference through per-thread
+/// credits; dropping it gives every credit back to the namespace's strong count. The
+/// runtime holds one for its root namespace and a nested namespace's init task one for
+/// its namespace (`Scalable`), so the namespace is freed, as with a plain `Arc`, once
+/// that owner and the last `Pid` are gone.
 #[must_use = "dropping the guard closes the credits again"]
 pub struct PidRefCredits {
     ns: std::sync::Arc<crate::PidNamespace>,

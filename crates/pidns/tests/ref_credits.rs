@@ -1,8 +1,9 @@
-//! The root namespace's reference-count credits (`Scalable`): root-level pids take
-//! their namespace reference from per-thread credits while the runtime's guard is
-//! open (`get_pid_ns`/`put_pid_ns` without the shared count). The namespace must
-//! still live exactly as long as with plain `Arc`s: while any pid or handle holds it,
-//! and not a moment longer once the guard is closed.
+//! A namespace's reference-count credits (`Scalable`): the pids whose innermost
+//! namespace it is take their namespace reference from per-thread credits while a
+//! guard is open (`get_pid_ns`/`put_pid_ns` without the shared count): the runtime's
+//! for its root namespace, a nested namespace's init's for that one. The namespace
+//! must still live exactly as long as with plain `Arc`s: while any pid or handle
+//! holds it, and not a moment longer once the guard is closed.
 
 mod common;
 
@@ -40,18 +41,24 @@ fn churn(ns: &Arc<PidNamespace>, threads: usize, n: usize, keep: usize) -> Vec<A
 }
 
 #[test]
-fn only_a_scalable_root_namespace_opens_credits_and_only_once() {
+fn only_a_scalable_namespace_opens_credits_and_only_once() {
     for p in Profile::ALL {
         let (ns, _init) = root(*p);
         let guard = ns.pid_ref_credits();
         assert_eq!(guard.is_some(), *p == Profile::Scalable, "{p}");
         assert!(ns.pid_ref_credits().is_none(), "{p}: one guard at a time");
         let child = ns.new_child().unwrap();
+        let child_guard = child.pid_ref_credits();
+        assert_eq!(
+            child_guard.is_some(),
+            *p == Profile::Scalable,
+            "{p}: nested"
+        );
         assert!(
             child.pid_ref_credits().is_none(),
-            "{p}: nested namespaces count plainly"
+            "{p}: one guard at a time"
         );
-        drop(guard);
+        drop((guard, child_guard));
         // Closed again: a new guard may open them.
         assert_eq!(
             ns.pid_ref_credits().is_some(),
@@ -101,4 +108,44 @@ fn a_pid_dropped_on_a_thread_that_never_forked_counts_plainly() {
     std::thread::spawn(move || drop(pids)).join().unwrap();
     drop((guard, ns));
     assert!(weak.upgrade().is_none());
+}
+
+/// The same for a nested namespace and its pids of three levels, churned on four
+/// threads: only the innermost level counts its namespace (the outer ones borrow), and
+/// it takes that count from the credits of the innermost namespace's guard.
+#[test]
+fn a_nested_namespaces_credits_balance_and_free_it_with_its_last_pid() {
+    let (root, root_init) = root(Profile::Scalable);
+    let child = root.new_child().unwrap();
+    let child_init = alloc_pid(&child, &[], false).unwrap();
+    child.set_child_reaper(Some(common::any_reaper()));
+    let ns = child.new_child().unwrap();
+    let init = alloc_pid(&ns, &[], false).unwrap();
+    ns.set_child_reaper(Some(common::any_reaper()));
+    let weak: Weak<PidNamespace> = Arc::downgrade(&ns);
+    let guard = ns.pid_ref_credits().expect("Scalable nested");
+    let plain = Arc::strong_count(&ns);
+    let mut kept = churn(&ns, 4, 1000, 97);
+    assert!(kept.iter().all(|p| p.numbers().len() == 3));
+    // Every kept pid holds its count, from a credit: the shared count moved only by
+    // the threads' bursts (64 at a time), never once per pid.
+    assert_eq!(
+        (Arc::strong_count(&ns) - plain) % 64,
+        0,
+        "no pid counted the namespace plainly"
+    );
+    free_pid(&init);
+    kept.push(init);
+    drop(ns);
+    assert!(weak.upgrade().is_some());
+    drop(guard);
+    assert!(weak.upgrade().is_some(), "its pids still hold it");
+    drop(kept);
+    assert!(
+        weak.upgrade().is_none(),
+        "the namespace outlived its last reference: a credit leaked"
+    );
+    for pid in [child_init, root_init] {
+        free_pid(&pid);
+    }
 }

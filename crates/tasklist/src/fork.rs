@@ -593,14 +593,30 @@ fn attach(
             group
         });
         if init {
-            child
-                .pid
-                .ns()
-                .set_child_reaper(Some(TaskInner::as_any_weak(&child)));
+            become_child_reaper(&child);
         }
         ch.list.push(Task::from_inner(child.clone()));
         crate::task::publish_kept_in_pid(&child);
         return Ok(child);
+    }
+}
+
+/// A new namespace init becomes its namespace's `child_reaper`. Under `Scalable` it
+/// also opens the per-thread credits of the namespace's reference count
+/// (`PidNamespace::pid_ref_credits`), so that the pids forked into the namespace take
+/// and give back their reference on a line of their thread's own instead of the count
+/// every fork into it shares, and keeps the guard in its rare fields: dropped with the
+/// init's task, which holds its own pid and so the namespace, the guard changes
+/// nothing in when the namespace is freed. Called before the task is published
+/// (nobody else can take its rare lock yet). A root namespace's credits are the
+/// runtime's (`None` here). Out of line: one fork per namespace comes here.
+#[cold]
+#[inline(never)]
+fn become_child_reaper(init: &Arc<TaskInner>) {
+    let ns = init.pid.ns();
+    ns.set_child_reaper(Some(TaskInner::as_any_weak(init)));
+    if let Some(guard) = ns.pid_ref_credits() {
+        init.with_rare(|r| r.ns_credits = Some(guard));
     }
 }
 

@@ -346,6 +346,10 @@ pub(crate) struct Rare {
     /// `nsproxy->pid_ns_for_children` once `unshare`/`setns` changed it; `None`: the
     /// active namespace (what every task starts with, so a fork stores nothing).
     pub(crate) ns_for_children: Option<Arc<PidNamespace>>,
+    /// The init of a nested namespace (`Scalable`): the guard of its namespace's
+    /// reference credits, closed when this task is dropped (see `fork.rs`,
+    /// `become_child_reaper`).
+    pub(crate) ns_credits: Option<uproc_pidns::PidRefCredits>,
     /// The runtime init only: its [`System`] (weak: the runtime owns the task tree).
     /// Every other task reaches the runtime through the init of its root namespace
     /// ([`TaskInner::sys`]), on the slow paths only, so that no task holds a count on

@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use std::sync::Arc;
-use uproc_abi::{CloneFlags, Errno, PidfdFlags, Signal, WaitOptions};
+use uproc_abi::{CloneFlags, Errno, PidfdFlags, Profile, Signal, WaitOptions};
 use uproc_tasklist::{CloneArgs, TaskState, WaitId};
 
 fn newpid_child_is_pid_1_with_nested_numbers() {
@@ -623,8 +623,71 @@ fn pgid_and_sid_in_each_namespace() {
     assert_at_rest(&sys);
 }
 
+/// A nested namespace is freed when its last user goes, under every profile: its init
+/// dead and reaped, the last pid and handle dropped. (Under `Scalable` its init holds
+/// the per-thread credits of the namespace's reference count open, and they go back
+/// with the init's task.) While the init lives, forks into the namespace and their
+/// reaps do not write its shared reference count under `Scalable`: they take and give
+/// back their thread's credits.
+fn a_nested_namespace_goes_with_its_last_user() {
+    let sys = system();
+    let init = sys.init();
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let ns = n.pid_ns();
+    assert_eq!(ns.level(), 1);
+    let weak = Arc::downgrade(&ns);
+    // Warm up (the first take refills this thread's credits in one burst).
+    let c = fork(&n);
+    c.exit(0);
+    reap(&n, &c);
+    drop(c);
+    let before = Arc::strong_count(&ns);
+    let children: Vec<_> = (0..10).map(|_| fork(&n)).collect();
+    let with_ten = Arc::strong_count(&ns);
+    if profile() == Profile::Scalable {
+        assert_eq!(with_ten, before, "ten forks took their thread's credits");
+    } else {
+        assert_eq!(with_ten, before + 10, "each pid holds its namespace");
+    }
+    for c in children {
+        c.exit(0);
+        reap(&n, &c);
+    }
+    assert_eq!(Arc::strong_count(&ns), before, "the reaps gave them back");
+    drop(ns);
+    // A member still forked when the init dies: killed, reaped by the init.
+    let member = fork(&n);
+    n.exit(0);
+    reap(&init, &n);
+    assert!(
+        weak.upgrade().is_some(),
+        "a handle of a member still names it"
+    );
+    drop((n, member));
+    assert!(weak.upgrade().is_none(), "{:?}: freed", profile());
+    assert_at_rest(&sys);
+}
+
+/// A runtime dropped while a nested namespace's init still lives frees the namespace
+/// with everything else.
+fn a_nested_namespace_goes_with_its_runtime() {
+    let weak = {
+        let sys = system();
+        let init = sys.init();
+        let n = fork_flags(&init, CloneFlags::NEWPID);
+        let kids: Vec<_> = (0..3).map(|_| fork(&n)).collect();
+        let weak = Arc::downgrade(&n.pid_ns());
+        drop((kids, n, init));
+        drop(sys);
+        weak
+    };
+    assert!(weak.upgrade().is_none(), "{:?}: freed", profile());
+}
+
 every_profile!(
     pgid_and_sid_in_each_namespace,
+    a_nested_namespace_goes_with_its_last_user,
+    a_nested_namespace_goes_with_its_runtime,
     init_ignores_sigkill_through_a_pidfd_opened_inside,
     newpid_child_is_pid_1_with_nested_numbers,
     unshare_and_setns,
