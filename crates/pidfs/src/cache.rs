@@ -18,15 +18,18 @@
 //!                               (a `PidFd` holds its file as a `CachedArc`, whose
 //!                               drop is `File::recycle`)
 //!
-//!  drop(Pid) ──► PidfsHooks::release_state ──► put_state: the state's only handle?
-//!                      │ yes (no pidfd, no poll future holds it)    ─ no ──► plain drop
+//!  drop(Pid) ──► PidfsHooks::release_state ─┐
+//!  drop(File) ─► its state's CachedArc ──────┴► PidState::recycle: the state's only
+//!                      │ yes (no pid slot, pidfd or poll future     handle? ─ no ──►
+//!                      │      holds it any more)                        plain drop
 //!                      ▼
 //!                  STATES (8) ──► new_state: the next pid's first pidfd
 //! ```
 //!
 //! In a `CLONE_PIDFD` life cycle the task's pidfd closes first (its file lets go of
 //! the state: one count left, the pid's slot's), then the pid drops and hands its
-//! slot's count over: the last one, so both allocations come back.
+//! slot's count over: the last one, so both allocations come back. A pidfd that
+//! outlives its pid (a handle kept after the reap) gives the state back itself.
 //!
 //! Who may touch what: only the owning thread reads or writes its caches (the
 //! `thread_local!`s below); an entry is an emptied allocation
@@ -71,6 +74,14 @@ fn put<T: 'static, const N: usize>(
     cache: &'static std::thread::LocalKey<ArcCache<T, N>>,
     arc: Arc<T>,
 ) {
+    // Another handle left (a state whose pid or pidfd still holds it: the common case
+    // of the first of the two to let go): one relaxed load, then the plain drop,
+    // without `Arc::get_mut`'s compare-exchange. A count read stale only costs the
+    // allocation's reuse, never correctness: `get_mut` decides exactly.
+    if Arc::strong_count(&arc) != 1 {
+        drop(arc);
+        return;
+    }
     // The value's drop runs inside `empty_if_unique`, before the cache is touched: a
     // drop that puts something itself (a file's state, its pid) finds it unborrowed.
     if let Some(emptied) = empty_if_unique(arc) {
@@ -103,9 +114,25 @@ pub(crate) fn new_state(state: PidState) -> Arc<PidState> {
     fill(&STATES, state)
 }
 
-/// A pid's state, let go of by its pid's drop.
-#[inline]
-pub(crate) fn put_state(state: Arc<PidState>) {
+/// A pid's state, let go of by its pid's drop (`Pidfs::release_state`) or by a
+/// pidfd's file (the drop of its [`CachedArc`](uproc_abi::arc_cache::CachedArc)):
+/// whichever lets go last keeps the allocation.
+impl Recycle for PidState {
+    // Inline: the first of the pid's slot and the pidfd's file to let go (one load,
+    // the plain drop) costs no call.
+    #[inline]
+    fn recycle(state: Arc<PidState>) {
+        if Arc::strong_count(&state) != 1 {
+            drop(state);
+            return;
+        }
+        put_last_state(state);
+    }
+}
+
+/// [`PidState::recycle`] of what looks like the last handle, out of line.
+#[inline(never)]
+fn put_last_state(state: Arc<PidState>) {
     put(&STATES, state);
 }
 
@@ -158,7 +185,7 @@ mod tests {
     fn addresses(fd: &PidFd) -> (usize, usize) {
         (
             Arc::as_ptr(fd.file()) as usize,
-            Arc::as_ptr(&fd.file().state) as usize,
+            Arc::as_ptr(&*fd.file().state) as usize,
         )
     }
 
@@ -174,25 +201,26 @@ mod tests {
         drop(pid);
     }
 
-    #[test]
-    fn a_closed_pidfds_file_and_its_dropped_pids_state_serve_the_next_pidfd() {
+    /// A `CLONE_PIDFD` fork's pidfd and pid let go (the pidfd first, as a task's drop
+    /// does, or the pid first, as when a handle outlives the reap): both allocations
+    /// come back, whichever drop was last, and serve the next pidfd, fresh.
+    fn both_come_back_and_serve_the_next_pidfd(pidfd_first: bool) {
         for &profile in Profile::ALL {
             let w = World::new(profile);
             let (pid, fd) = w.fork();
             let at = addresses(&fd);
             let (files, states) = cached();
-            drop(fd);
-            assert_eq!(
-                cached(),
-                (files + 1, states),
-                "{profile}: the file came back"
-            );
-            exit_reap_drop(pid);
-            assert_eq!(
-                cached(),
-                (files + 1, states + 1),
-                "{profile}: the state too"
-            );
+            if pidfd_first {
+                drop(fd);
+                assert_eq!(cached(), (files + 1, states), "{profile}: the file");
+                exit_reap_drop(pid);
+            } else {
+                exit_reap_drop(pid);
+                assert_eq!(cached(), (files, states), "{profile}: the pidfd holds both");
+                assert_eq!(fd.exit_status(), Some(status()), "{profile}");
+                drop(fd);
+            }
+            assert_eq!(cached(), (files + 1, states + 1), "{profile}: both");
 
             let (pid, fd) = w.fork();
             assert_eq!(addresses(&fd), at, "{profile}: both allocations reused");
@@ -208,6 +236,16 @@ mod tests {
             free_pid(&pid);
             drop((pid, fd));
         }
+    }
+
+    #[test]
+    fn a_closed_pidfds_file_and_its_dropped_pids_state_serve_the_next_pidfd() {
+        both_come_back_and_serve_the_next_pidfd(true);
+    }
+
+    #[test]
+    fn a_pidfd_that_outlives_its_pid_gives_the_state_back_itself() {
+        both_come_back_and_serve_the_next_pidfd(false);
     }
 
     #[test]

@@ -27,7 +27,9 @@ pub(crate) struct File {
     flags: PidfdFlags,
     /// The namespace numbers are reported in (the opener's).
     viewer: Viewer,
-    pub(crate) state: Arc<PidState>,
+    /// The pid's state, shared with the pid's slot and its other pidfds: whichever
+    /// of them lets go last keeps its allocation (`PidState::recycle`).
+    pub(crate) state: CachedArc<PidState>,
     backend: Backend,
 }
 
@@ -160,7 +162,7 @@ impl PidFd {
                 pid,
                 flags,
                 viewer,
-                state,
+                state: CachedArc::new(state),
                 backend,
             })),
         }
@@ -349,7 +351,7 @@ impl PidFd {
     /// A future that completes when the pidfd is readable. It registers its waker on
     /// this pid only; the exit wakes exactly the futures waiting on this pid.
     pub fn readable(&self) -> Readable {
-        Readable::new(self.file().state.clone())
+        Readable::new(Arc::clone(&self.file().state))
     }
 
     /// A channel that receives one [`ExitEvent`] when the task exits, or at once if it

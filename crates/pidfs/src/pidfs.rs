@@ -418,10 +418,10 @@ impl PidfsHooks for Pidfs {
     }
 
     /// The pid's state at the pid's drop: kept for the next one when no pidfd or poll
-    /// future holds it any more (`cache::put_state`).
+    /// future holds it any more (`PidState::recycle`, in `cache.rs`).
     fn release_state(&self, state: uproc_pidns::Attachment) {
         if let Ok(state) = state.downcast::<PidState>() {
-            crate::cache::put_state(state);
+            <PidState as uproc_abi::arc_cache::Recycle>::recycle(state);
         }
     }
 
