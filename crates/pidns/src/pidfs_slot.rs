@@ -128,9 +128,7 @@ impl PidfsSlot {
         }
         self.get().expect("a set slot has its value")
     }
-}
 
-impl PidfsSlot {
     /// Takes the value out: the pid's drop, which hands it to pidfs
     /// ([`PidfsHooks::release_state`](crate::PidfsHooks::release_state)). `&mut`: nobody
     /// else can reach the slot, so no atomic is needed.
