@@ -20,18 +20,19 @@
 //!   `cgroup.kill` of the children's cgroup, forks refused at its `pids.max` of 32,
 //!   non-blocking waits; then `kill(-1, SIGKILL)` and blocking waits). At rest: one
 //!   task (the runtime init), one allocated pid, no pidfs index entry but init's, no
-//!   cgroup charge, every cgroup removable.
+//!   cgroup charge, every cgroup removable, and every pid namespace the run made
+//!   freed (none kept by a reference or a reference credit left behind).
 //! - **autoreap waiters**: for each autoreap path (SIG_IGN, SA_NOCLDWAIT,
 //!   CLONE_AUTOREAP, threads) a waiter polls `wait(WEXITED|WNOHANG)` while another
 //!   thread forks and ends `--waiter-rounds` children that must autoreap: the waiter
 //!   must never see one (Linux: ECHILD or nothing).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 use uproc::{
-    Cgroup, CloneArgs, CloneFlags, Errno, Profile, SigChld, Signal, System, SystemConfig, Task,
-    WaitId, WaitOptions, WeakTask,
+    Cgroup, CloneArgs, CloneFlags, Errno, PidNamespace, Profile, SigChld, Signal, System,
+    SystemConfig, Task, WaitId, WaitOptions, WeakTask,
 };
 
 /// Sizes from the command line.
@@ -185,6 +186,25 @@ struct Counts {
     ns_init_deaths: AtomicU64,
     dropped: AtomicU64,
     reaped: AtomicU64,
+    /// The pid namespaces the forks made, to check at rest that each was freed; the
+    /// freed ones are pruned as it grows.
+    namespaces: Mutex<Vec<Weak<PidNamespace>>>,
+}
+
+impl Counts {
+    fn made_namespace(&self, ns: &Arc<PidNamespace>) {
+        let mut all = self.namespaces.lock().expect("namespaces");
+        if all.len() == all.capacity() && all.len() >= 1024 {
+            all.retain(|w| w.strong_count() > 0);
+        }
+        all.push(Arc::downgrade(ns));
+    }
+
+    /// How many of the namespaces the run made are still alive.
+    fn live_namespaces(&self) -> usize {
+        let all = self.namespaces.lock().expect("namespaces");
+        all.iter().filter(|w| w.strong_count() > 0).count()
+    }
 }
 
 fn stress(profile: Profile, ops: u64) -> Result<String, String> {
@@ -236,6 +256,12 @@ fn stress(profile: Profile, ops: u64) -> Result<String, String> {
     }
     drop(shared);
     check_at_rest(&sys, &format!("{profile} stress"))?;
+    let live = counts.live_namespaces();
+    if live != 0 {
+        return Err(format!(
+            "{profile} stress: at rest {live} of the run's pid namespaces still alive"
+        ));
+    }
     for (_, w, children) in workers {
         children
             .rmdir()
@@ -244,7 +270,7 @@ fn stress(profile: Profile, ops: u64) -> Result<String, String> {
     }
     let c = &counts;
     Ok(format!(
-        "{profile} stress: 4 x {ops} ops in {:.1}s: {} forks ({} refused, {} of them at pids.max), {} kills, {} cgroup.kill writes, {} namespace-init deaths, {} handles dropped unreaped, {} reaped by waits; at rest: 1 task, 1 pid, 0 charged, every cgroup removable",
+        "{profile} stress: 4 x {ops} ops in {:.1}s: {} forks ({} refused, {} of them at pids.max), {} kills, {} cgroup.kill writes, {} namespace-init deaths, {} handles dropped unreaped, {} reaped by waits; at rest: 1 task, 1 pid, 0 charged, every cgroup removable, every namespace freed",
         start.elapsed().as_secs_f64(),
         c.forks.load(Ordering::Relaxed),
         c.fork_errors.load(Ordering::Relaxed),
@@ -292,6 +318,9 @@ fn stress_worker(
                 }) {
                     Ok(t) => {
                         c.forks.fetch_add(1, Ordering::Relaxed);
+                        if flags.contains(CloneFlags::NEWPID) {
+                            c.made_namespace(&t.pid_ns());
+                        }
                         if held.len() < 64 {
                             shared.lock().expect("pool").push(t.downgrade());
                             held.push(t);
