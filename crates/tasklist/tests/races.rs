@@ -230,6 +230,11 @@ fn fork_into_a_closing_namespace_never_strands_its_dead_init() {
         let outsider = fork(&init);
         outsider.set_sigchld(SigChld::Ignore);
         let stranded = AtomicUsize::new(0);
+        // Each round's namespace must be freed once its init is reaped and the
+        // outsider moved on (the per-thread reference credits its init held open
+        // under `Scalable` included), whatever the fork racing the close did.
+        let mut previous: Option<std::sync::Weak<uproc_pidns::PidNamespace>> = None;
+        let mut kept_alive = 0;
         // The window (the dead init's emptiness check) lies after the point the balance
         // finds (the namespace closing): sweep widely around it.
         let balance = Balance::with_jitter(if cfg!(debug_assertions) { 600 } else { 150 });
@@ -238,6 +243,13 @@ fn fork_into_a_closing_namespace_never_strands_its_dead_init() {
             |r| {
                 let n = fork_flags(&init, CloneFlags::NEWPID);
                 outsider.setns_pid(&n.pid_ns()).unwrap();
+                let this = Arc::downgrade(&n.pid_ns());
+                if previous
+                    .replace(this)
+                    .is_some_and(|w| w.upgrade().is_some())
+                {
+                    kept_alive += 1;
+                }
                 (n, std::sync::Mutex::new(None), balance.delays(r))
             },
             |(_, out, (delay, _))| {
@@ -276,6 +288,14 @@ fn fork_into_a_closing_namespace_never_strands_its_dead_init() {
         outsider.exit(0);
         reap(&init, &outsider);
         assert_at_rest(&sys);
+        drop(outsider);
+        if previous.is_some_and(|w| w.upgrade().is_some()) {
+            kept_alive += 1;
+        }
+        assert_eq!(
+            kept_alive, 0,
+            "{prof}: a closed namespace outlived its last user"
+        );
     }
 }
 
