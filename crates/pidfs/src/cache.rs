@@ -82,6 +82,15 @@ fn put<T: 'static, const N: usize>(
         drop(arc);
         return;
     }
+    put_if_unique(cache, arc);
+}
+
+/// [`put`] past its load: `Arc::get_mut` decides whether `arc` is the last handle.
+#[inline(always)]
+fn put_if_unique<T: 'static, const N: usize>(
+    cache: &'static std::thread::LocalKey<ArcCache<T, N>>,
+    arc: Arc<T>,
+) {
     // The value's drop runs inside `empty_if_unique`, before the cache is touched: a
     // drop that puts something itself (a file's state, its pid) finds it unborrowed.
     if let Some(emptied) = empty_if_unique(arc) {
@@ -133,7 +142,7 @@ impl Recycle for PidState {
 /// [`PidState::recycle`] of what looks like the last handle, out of line.
 #[inline(never)]
 fn put_last_state(state: Arc<PidState>) {
-    put(&STATES, state);
+    put_if_unique(&STATES, state);
 }
 
 /// How many emptied files and states this thread's caches hold (tests).

@@ -168,19 +168,20 @@ impl PidFd {
         }
     }
 
-    /// The open file.
+    /// The open file's `Arc` (for its counts and address; fields read through
+    /// `self.file` directly).
     #[inline]
     pub(crate) fn file(&self) -> &Arc<File> {
         &self.file
     }
 
     fn backend(&self) -> Option<Arc<dyn PidfdBackend>> {
-        self.file().backend_cell()?.get().and_then(Weak::upgrade)
+        self.file.backend_cell()?.get().and_then(Weak::upgrade)
     }
 
     /// The pid object this pidfd names.
     pub fn pid(&self) -> &Arc<Pid> {
-        &self.file().pid
+        &self.file.pid
     }
 
     /// Whether this handle is the only one to its open file (no clone of it exists,
@@ -199,17 +200,17 @@ impl PidFd {
 
     /// The namespace the pidfd reports numbers in (its opener's).
     pub fn viewer_ns(&self) -> &Arc<PidNamespace> {
-        self.file().viewer()
+        self.file.viewer()
     }
 
     /// The pidfd's flags (`PIDFD_NONBLOCK`, `PIDFD_THREAD`).
     pub fn flags(&self) -> PidfdFlags {
-        self.file().flags
+        self.file.flags
     }
 
     /// `PIDFD_NONBLOCK`: a wait through this pidfd returns EAGAIN when nothing is ready.
     pub fn is_nonblocking(&self) -> bool {
-        self.file().flags.contains(PidfdFlags::NONBLOCK)
+        self.file.flags.contains(PidfdFlags::NONBLOCK)
     }
 
     /// `pidfd_send_signal(pidfd, sig, NULL, 0)`: to the thread for a `PIDFD_THREAD`
@@ -244,13 +245,13 @@ impl PidFd {
             SignalScope::ThreadGroup
         } else if flags == PidfdSignalFlags::PROCESS_GROUP {
             SignalScope::ProcessGroup
-        } else if self.file().flags.contains(PidfdFlags::THREAD) {
+        } else if self.file.flags.contains(PidfdFlags::THREAD) {
             SignalScope::Thread
         } else {
             SignalScope::ThreadGroup
         };
         match self.backend() {
-            Some(b) => b.send_signal(&self.file().pid, sig, scope, self.file().viewer()),
+            Some(b) => b.send_signal(&self.file.pid, sig, scope, self.file.viewer()),
             None => Err(Errno::ESRCH),
         }
     }
@@ -270,7 +271,7 @@ impl PidFd {
     /// # References
     /// `pidfd_info` in `fs/pidfs.c`.
     pub fn info(&self, mask: InfoMask) -> Result<PidfdInfo, Errno> {
-        let f = &**self.file();
+        let f: &File = &self.file;
         if f.pid.nr_in(f.viewer()) == 0 {
             return Err(Errno::EREMOTE);
         }
@@ -317,7 +318,7 @@ impl PidFd {
     /// # References
     /// `pidfd_poll` in `fs/pidfs.c`.
     pub fn poll(&self) -> Readiness {
-        let inner = self.file().state.inner.lock();
+        let inner = self.file.state.inner.lock();
         Readiness {
             readable: inner.readable(),
             hangup: inner.reaped.is_some(),
@@ -328,7 +329,7 @@ impl PidFd {
     /// on this pid's condition variable (`wait_event` on `pid->wait_pidfd`), woken only
     /// by this pid's exit or reap: no polling.
     pub fn wait_readable(&self, timeout: Duration) -> bool {
-        let state = &*self.file().state;
+        let state = &*self.file.state;
         let deadline = Instant::now().checked_add(timeout);
         let mut inner = state.inner.lock();
         while !inner.readable() {
@@ -351,16 +352,16 @@ impl PidFd {
     /// A future that completes when the pidfd is readable. It registers its waker on
     /// this pid only; the exit wakes exactly the futures waiting on this pid.
     pub fn readable(&self) -> Readable {
-        Readable::new(Arc::clone(&self.file().state))
+        Readable::new(Arc::clone(&self.file.state))
     }
 
     /// A channel that receives one [`ExitEvent`] when the task exits, or at once if it
     /// already has: for runtimes that multiplex many pidfds on one receiver loop.
     pub fn subscribe(&self) -> crossbeam_channel::Receiver<ExitEvent> {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let nr = self.file().pid.nr_in(self.file().viewer());
+        let nr = self.file.pid.nr_in(self.file.viewer());
         let now = {
-            let mut inner = self.file().state.inner.lock();
+            let mut inner = self.file.state.inner.lock();
             match inner.event_status() {
                 Some(status) => Some(status),
                 None => {
@@ -382,7 +383,7 @@ impl PidFd {
 
     /// The pid's inode number: equal for every pidfd of one process, never reused.
     pub fn ino(&self) -> u64 {
-        self.file().pid.ino()
+        self.file.pid.ino()
     }
 
     /// `name_to_handle_at(pidfd, "", AT_EMPTY_PATH)`: the handle naming this pid.
@@ -392,13 +393,13 @@ impl PidFd {
 
     /// The exit status recorded at reap (`PIDFD_INFO_EXIT`), `None` before.
     pub fn exit_status(&self) -> Option<WaitStatus> {
-        self.file().state.inner.lock().reaped.map(|r| r.status)
+        self.file.state.inner.lock().reaped.map(|r| r.status)
     }
 
     /// Blocking waiters currently asleep in [`wait_readable`](PidFd::wait_readable) on
     /// this pid, and async wakers registered on it (for tests and diagnostics).
     pub fn waiter_counts(&self) -> (usize, usize) {
-        let inner = self.file().state.inner.lock();
+        let inner = self.file.state.inner.lock();
         (inner.blocked, inner.wakers.len())
     }
 }
@@ -421,8 +422,8 @@ impl fmt::Debug for PidFd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PidFd")
             .field("ino", &self.ino())
-            .field("nr", &self.file().pid.nr_in(self.file().viewer()))
-            .field("flags", &self.file().flags)
+            .field("nr", &self.file.pid.nr_in(self.file.viewer()))
+            .field("flags", &self.file.flags)
             .finish_non_exhaustive()
     }
 }

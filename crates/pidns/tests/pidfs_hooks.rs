@@ -40,13 +40,20 @@ impl PidfsHooks for Recording {
     }
 }
 
+/// A root namespace of `profile` whose map's pidfs hooks record what they are asked,
+/// with its init.
+fn recorded_root(profile: Profile) -> (Arc<uproc_pidns::PidNamespace>, Arc<Recording>, Arc<Pid>) {
+    let ns = root(profile, 4096);
+    let hooks = Arc::new(Recording::default());
+    assert!(ns.map().set_pidfs_hooks(hooks.clone()));
+    let init = spawn_init(&ns);
+    (ns, hooks, init)
+}
+
 #[test]
 fn free_pid_skips_pidfs_only_for_a_pid_it_never_opened() {
     for profile in Profile::ALL {
-        let ns = root(*profile, 4096);
-        let hooks = Arc::new(Recording::default());
-        assert!(ns.map().set_pidfs_hooks(hooks.clone()));
-        let _init = spawn_init(&ns);
+        let (ns, hooks, _init) = recorded_root(*profile);
         let mut expect = Vec::new();
         for flags in [0, PIDFS_DEAD, PIDFS_OPENED, PIDFS_DEAD | PIDFS_OPENED] {
             let pid = alloc_pid(&ns, &[], false).expect("alloc_pid");
@@ -63,10 +70,7 @@ fn free_pid_skips_pidfs_only_for_a_pid_it_never_opened() {
 #[test]
 fn the_pids_drop_hands_its_pidfs_state_to_the_hooks_once() {
     for profile in Profile::ALL {
-        let ns = root(*profile, 4096);
-        let hooks = Arc::new(Recording::default());
-        assert!(ns.map().set_pidfs_hooks(hooks.clone()));
-        let _init = spawn_init(&ns);
+        let (ns, hooks, _init) = recorded_root(*profile);
         // A pid without pidfs state: nothing is handed over.
         let plain = alloc_pid(&ns, &[], false).expect("alloc_pid");
         free_pid(&plain);
@@ -90,6 +94,25 @@ fn the_pids_drop_hands_its_pidfs_state_to_the_hooks_once() {
             Arc::strong_count(&state),
             1,
             "{profile:?}: the hooks dropped theirs"
+        );
+    }
+}
+
+#[test]
+fn without_pidfs_hooks_the_pids_drop_drops_its_state() {
+    for profile in Profile::ALL {
+        let ns = root(*profile, 4096);
+        let _init = spawn_init(&ns);
+        let pid = alloc_pid(&ns, &[], false).expect("alloc_pid");
+        let state: uproc_pidns::Attachment = Arc::new(42usize);
+        pid.pidfs_slot().get_or_init(|| state.clone());
+        assert_eq!(Arc::strong_count(&state), 2);
+        free_pid(&pid);
+        drop(pid);
+        assert_eq!(
+            Arc::strong_count(&state),
+            1,
+            "{profile:?}: dropped, not kept"
         );
     }
 }
