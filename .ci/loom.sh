@@ -12,6 +12,8 @@ export CARGO_TARGET_DIR=target/loom
 # The models gain nothing from the release profile's whole-workspace optimisation and
 # would pay its link time once per model binary.
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+# Line tables are all a failing model's backtrace needs; full debug info tripled the size.
+export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
 export LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3}
 args=()
 declare -A pkgs=()
