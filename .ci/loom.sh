@@ -12,8 +12,9 @@ export CARGO_TARGET_DIR=target/loom
 # The models gain nothing from the release profile's whole-workspace optimisation and
 # would pay its link time once per model binary.
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
-# Line tables are all a failing model's backtrace needs; full debug info tripled the size.
-export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
+# No debug info: a failing model's panic names its file:line without it, and the build
+# is a fraction of the size (CI machines' disks can be nearly full).
+export CARGO_PROFILE_RELEASE_DEBUG=0
 export LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3}
 args=()
 declare -A pkgs=()
