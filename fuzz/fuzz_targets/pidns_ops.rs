@@ -1,5 +1,5 @@
 //! Fuzz target `pidns_ops`: decodes the input into a pid namespace op sequence and checks
-//! `alloc_pid`/`free_pid` against the reference model in both lock profiles.
+//! `alloc_pid`/`free_pid` against the reference model in both `Linux*` lock profiles.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
