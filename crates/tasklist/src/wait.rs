@@ -343,113 +343,94 @@ fn consider_child(
     eligible: &mut bool,
 ) -> Option<Scan> {
     let ci = &children.list[i].0;
+    // The child's number in the waiter's namespace when the match already read it
+    // (a by-number wait reports the number it matched).
+    let nr_seen = match target {
+        Target::All => None,
+        Target::Nr(n) if ci.pid.nr_in(ns) == *n => Some(*n),
+        Target::Pid(p) if Arc::ptr_eq(&ci.pid, p) => None,
+        Target::PinnedPid(p) if Arc::ptr_eq(&ci.pid, p) => None,
+        Target::Pgrp(p) if ci.group().sig.lock().in_pgrp(p) => None,
+        Target::Nr(_) | Target::Pid(_) | Target::PinnedPid(_) | Target::Pgrp(_) => {
+            return None;
+        }
+    };
+    if opts.contains(WaitOptions::NOTHREAD)
+        && !std::ptr::eq(ci.group().sig.lock().real_parent.as_ptr(), Arc::as_ptr(me))
     {
-        // The child's number in the waiter's namespace when the match already read it
-        // (a by-number wait reports the number it matched).
-        let nr_seen = match target {
-            Target::All => None,
-            Target::Nr(n) => {
-                if ci.pid.nr_in(ns) != *n {
-                    return None;
-                }
-                Some(*n)
+        return None;
+    }
+    // eligible_child: __WALL, or "clone child" (exit signal other than SIGCHLD)
+    // exactly when __WCLONE.
+    let clone_child = ci.exit_signal.load(Ordering::Acquire) != Signal::CHLD.raw();
+    if !opts.contains(WaitOptions::ALL) && clone_child != opts.contains(WaitOptions::CLONE) {
+        return None;
+    }
+    let state = ci.exit_state.load(Ordering::Acquire);
+    match state {
+        DEAD => return None,
+        ZOMBIE => {
+            if !opts.contains(WaitOptions::EXITED) {
+                return None; // wait_task_zombie returns 0 without clearing ECHILD
             }
-            Target::Pid(p) => {
-                if !Arc::ptr_eq(&ci.pid, p) {
-                    return None;
-                }
-                None
+            *eligible = true;
+            let status = ci.exit_status();
+            let info = WaitInfo {
+                pid: nr_seen.unwrap_or_else(|| ci.pid.nr_in(ns)),
+                uid: 0,
+                status,
+                code: code_of(status),
+            };
+            if opts.contains(WaitOptions::NOWAIT) {
+                return Some(Scan::Report(info));
             }
-            Target::PinnedPid(p) => {
-                if !Arc::ptr_eq(&ci.pid, p) {
-                    return None;
-                }
-                None
+            if claim(ci, children) {
+                return Some(Scan::Reap(i, info));
             }
-            Target::Pgrp(p) => {
-                if !ci.group().sig.lock().in_pgrp(p) {
-                    return None;
-                }
-                None
-            }
-        };
-        if opts.contains(WaitOptions::NOTHREAD)
-            && !std::ptr::eq(ci.group().sig.lock().real_parent.as_ptr(), Arc::as_ptr(me))
-        {
-            return None;
         }
-        // eligible_child: __WALL, or "clone child" (exit signal other than SIGCHLD)
-        // exactly when __WCLONE.
-        let clone_child = ci.exit_signal.load(Ordering::Acquire) != Signal::CHLD.raw();
-        if !opts.contains(WaitOptions::ALL) && clone_child != opts.contains(WaitOptions::CLONE) {
-            return None;
-        }
-        let state = ci.exit_state.load(Ordering::Acquire);
-        match state {
-            DEAD => return None,
-            ZOMBIE => {
-                if !opts.contains(WaitOptions::EXITED) {
-                    return None; // wait_task_zombie returns 0 without clearing ECHILD
-                }
-                *eligible = true;
-                let status = ci.exit_status();
-                let info = WaitInfo {
-                    pid: nr_seen.unwrap_or_else(|| ci.pid.nr_in(ns)),
-                    uid: 0,
-                    status,
-                    code: code_of(status),
+        // A leader held back by live threads (`delay_group_leader`) is not reaped,
+        // but its group's stop and continue are reported through it, as through a
+        // running leader (`wait_consider_task` falls through to
+        // `wait_task_stopped` / `wait_task_continued`, which read the group).
+        RUNNING | DELAYED => {
+            *eligible = true;
+            let pid = nr_seen.unwrap_or_else(|| ci.pid.nr_in(ns));
+            if opts.contains(WaitOptions::STOPPED) {
+                let nowait = opts.contains(WaitOptions::NOWAIT);
+                let sig = if nowait {
+                    ci.group().stop_report.load(Ordering::Acquire)
+                } else {
+                    ci.group().stop_report.swap(0, Ordering::AcqRel)
                 };
-                if opts.contains(WaitOptions::NOWAIT) {
-                    return Some(Scan::Report(info));
-                }
-                if claim(ci, children) {
-                    return Some(Scan::Reap(i, info));
-                }
-            }
-            // A leader held back by live threads (`delay_group_leader`) is not reaped,
-            // but its group's stop and continue are reported through it, as through a
-            // running leader (`wait_consider_task` falls through to
-            // `wait_task_stopped` / `wait_task_continued`, which read the group).
-            RUNNING | DELAYED => {
-                *eligible = true;
-                let pid = nr_seen.unwrap_or_else(|| ci.pid.nr_in(ns));
-                if opts.contains(WaitOptions::STOPPED) {
-                    let nowait = opts.contains(WaitOptions::NOWAIT);
-                    let sig = if nowait {
-                        ci.group().stop_report.load(Ordering::Acquire)
-                    } else {
-                        ci.group().stop_report.swap(0, Ordering::AcqRel)
-                    };
-                    if let Ok(sig) = Signal::new(sig) {
-                        if !sig.is_probe() {
-                            return Some(Scan::Report(WaitInfo {
-                                pid,
-                                uid: 0,
-                                status: WaitStatus::stopped_by(sig),
-                                code: ChildCode::Stopped,
-                            }));
-                        }
-                    }
-                }
-                if opts.contains(WaitOptions::CONTINUED) {
-                    let nowait = opts.contains(WaitOptions::NOWAIT);
-                    let cont = if nowait {
-                        ci.group().cont_report.load(Ordering::Acquire)
-                    } else {
-                        ci.group().cont_report.swap(false, Ordering::AcqRel)
-                    };
-                    if cont {
+                if let Ok(sig) = Signal::new(sig) {
+                    if !sig.is_probe() {
                         return Some(Scan::Report(WaitInfo {
                             pid,
                             uid: 0,
-                            status: WaitStatus::CONTINUED,
-                            code: ChildCode::Continued,
+                            status: WaitStatus::stopped_by(sig),
+                            code: ChildCode::Stopped,
                         }));
                     }
                 }
             }
-            _ => {}
+            if opts.contains(WaitOptions::CONTINUED) {
+                let nowait = opts.contains(WaitOptions::NOWAIT);
+                let cont = if nowait {
+                    ci.group().cont_report.load(Ordering::Acquire)
+                } else {
+                    ci.group().cont_report.swap(false, Ordering::AcqRel)
+                };
+                if cont {
+                    return Some(Scan::Report(WaitInfo {
+                        pid,
+                        uid: 0,
+                        status: WaitStatus::CONTINUED,
+                        code: ChildCode::Continued,
+                    }));
+                }
+            }
         }
+        _ => {}
     }
     None
 }
