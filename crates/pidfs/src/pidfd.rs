@@ -276,18 +276,15 @@ impl PidFd {
             return Err(Errno::EREMOTE);
         }
         let mut out = PidfdInfo::default();
-        let reaped = f.state.inner.lock().reaped;
-        if mask.contains(InfoMask::EXIT) {
-            if let Some(exit) = reaped {
-                out.mask |= InfoMask::EXIT;
-                out.exit_code = exit.status.raw();
-                out.cgroupid = exit.cgroupid;
-                out.mask |= InfoMask::CGROUPID;
-            }
-        }
-        let ids = match reaped {
-            Some(_) => None,
-            None => self.backend().and_then(|b| b.task_ids(&f.pid, f.viewer())),
+        // The task first, its exit record after (`get_pid_task` before `exit_info`): a
+        // reap records the exit before it unhashes the task (`pidfs_exit` comes first
+        // in `release_task`), so a task the lookup missed has its record by the time
+        // it is read, and a reap racing this call never leaves it with neither.
+        let ids = self.backend().and_then(|b| b.task_ids(&f.pid, f.viewer()));
+        let reaped = if mask.contains(InfoMask::EXIT) {
+            f.state.inner.lock().reaped
+        } else {
+            None
         };
         match ids {
             None if !mask.contains(InfoMask::EXIT) => return Err(Errno::ESRCH),
@@ -300,10 +297,17 @@ impl PidFd {
                 out.pid = ids.pid;
                 out.tgid = ids.tgid;
                 out.ppid = ids.ppid;
-                // Live or zombie, so no exit snapshot filled it: the live task's.
+                // The live task's, unless the exit snapshot below replaces it.
                 out.mask |= InfoMask::CGROUPID;
                 out.cgroupid = ids.cgroupid;
             }
+        }
+        // Asked for and recorded: a task reaped after the lookup found it reports both
+        // (as Linux, where the record is read whether or not the task was found).
+        if let Some(exit) = reaped {
+            out.mask |= InfoMask::EXIT | InfoMask::CGROUPID;
+            out.exit_code = exit.status.raw();
+            out.cgroupid = exit.cgroupid;
         }
         if mask.contains(InfoMask::SUPPORTED_MASK) {
             out.mask |= InfoMask::SUPPORTED_MASK;

@@ -408,11 +408,24 @@ impl PidNamespace {
     }
 
     /// `Scalable` only (`None` otherwise): free numbers below `pid_max` waiting in the
-    /// shared pool, i.e. not held in any thread's batch. A number freed now is not
-    /// handed out again before at least this many other allocations. Walks the pool
-    /// under its lock: for tests and diagnostics, not for a hot path.
+    /// shared pool, i.e. not held in any thread's batch: what a number freed now has
+    /// ahead of it. Each of them leaves the pool before that number does, handed out or
+    /// taken into some thread's batch, so the number is handed out again only after at
+    /// least `pool_len()` - *H* other allocations, where *H* is what the other threads'
+    /// batches hold when it comes back ([`batched_len`](Self::batched_len) then bounds
+    /// it: at most 127 per thread holding an allocation batch; none when one thread
+    /// forks). Lowering `pid_max` meanwhile drops the numbers above it from the count.
+    /// Walks the pool under its lock: for tests and diagnostics, not for a hot path.
     pub fn pool_len(&self) -> Option<usize> {
         self.pool.as_ref().map(|p| p.pool_len(self.pid_max()))
+    }
+
+    /// `Scalable` only (`None` otherwise): free numbers below `pid_max` with an entry
+    /// in some thread's batch (numbers a thread took to hand out, or freed numbers it
+    /// has yet to give back): the slack of [`pool_len`](Self::pool_len)'s reuse
+    /// distance. Walks every number handed out so far: for tests and diagnostics.
+    pub fn batched_len(&self) -> Option<usize> {
+        self.pool.as_ref().map(|p| p.batched_len(self.pid_max()))
     }
 
     /// `Scalable` only: acquisitions of this namespace's pool lock (feature `lockstat`).

@@ -97,11 +97,16 @@
 //! # Reuse distance
 //!
 //! A released number goes to the back of the FIFO (through its thread's free batch).
-//! Everything in the pool when it was released is ahead of it, so at least that many
-//! allocations (the free numbers not sitting in some thread's cache) happen before it
-//! can be handed out again; fresh numbers (never used) count as released before any
-//! other. Only a direct claim (`set_tid`, or the exhaustion scan when the pool is dry)
-//! can take a number out of order. A marked number's release changes its state under
+//! Everything in the pool when it was released is ahead of it and leaves the pool
+//! first: handed out, or taken into some thread's allocation batch; fresh numbers
+//! (never used) count as released before any other. So at least that many allocations
+//! (the free numbers not sitting in some thread's cache) happen before it is handed
+//! out again, less those still sitting unallocated in another thread's batch by then
+//! (at most `MAX_BATCH - 1` per thread holding a batch: a thread that took a batch
+//! after the release and forks no more keeps them out of the count). A thread's own
+//! batch is no slack: it hands out all of it before it takes the next one. Only a
+//! direct claim (`set_tid`, or the exhaustion scan when the pool is dry) can take a
+//! number out of order. A marked number's release changes its state under
 //! the pool lock, and its entry then goes the same way as any other.
 
 use std::cell::RefCell;
@@ -747,9 +752,21 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
     }
 
     /// Free numbers below `pid_max` whose every outstanding entry is in the shared pool
-    /// (none in a thread's batch): the reuse distance a number released now is
-    /// guaranteed. Walks the pool: for tests and diagnostics.
+    /// (none in a thread's batch): what a number released now has ahead of it (see
+    /// "Reuse distance" above). Walks the pool: for tests and diagnostics.
     pub(crate) fn pool_len(&self, pid_max: i32) -> usize {
+        self.free_numbers_split(pid_max).0
+    }
+
+    /// Free numbers below `pid_max` with an entry in some thread's batch (allocation or
+    /// free batch): the slack of the reuse distance. For tests and diagnostics.
+    pub(crate) fn batched_len(&self, pid_max: i32) -> usize {
+        self.free_numbers_split(pid_max).1
+    }
+
+    /// (free numbers with every entry in the shared pool, free numbers with an entry in
+    /// a thread's batch), below `pid_max`, under the pool lock.
+    fn free_numbers_split(&self, pid_max: i32) -> (usize, usize) {
         let pid_max = pid_max.min(self.limit);
         let sh = self.lock();
         let mut in_pool: std::collections::HashMap<i32, u8> = Default::default();
@@ -759,13 +776,22 @@ impl<T: Send + Sync + 'static> NumberPool<T> {
         for nr in sh.fresh_next..pid_max {
             *in_pool.entry(nr).or_default() += 1;
         }
-        in_pool
-            .into_iter()
-            .filter(|&(nr, n)| {
+        let pooled = in_pool
+            .iter()
+            .filter(|&(&nr, &n)| {
                 let st = self.state(nr).load(Ordering::Acquire);
                 st & OWNED == 0 && st & ENTRIES == n
             })
-            .count()
+            .count();
+        // A number taken into a batch was handed out of the fresh range first, so every
+        // such number lies below `fresh_next` (number 0 is never handed out).
+        let batched = (1..sh.fresh_next.min(pid_max))
+            .filter(|&nr| {
+                let st = self.state(nr).load(Ordering::Acquire);
+                st & OWNED == 0 && st & ENTRIES > in_pool.get(&nr).copied().unwrap_or(0)
+            })
+            .count();
+        (pooled, batched)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The `Scalable` number pool: what it keeps of Linux (no number live twice, `pid_max`
 //! exact, `set_tid`'s errors, reserve-then-publish) and what it promises instead of
 //! Linux's cyclic order (the reuse distance: a freed number waits behind every free
-//! number in the shared pool).
+//! number in the shared pool, less what other threads' batches take of them).
 // The model checks `contains_key` first and inserts later, with assertions between.
 #![allow(clippy::map_entry)]
 
@@ -467,4 +467,145 @@ fn nested_pool_stays_below_the_tightest_ancestor_limit() {
         "the root is full, not the child's pool"
     );
     drop(c_init);
+}
+
+/// The reuse distance's one slack: a batch another thread takes after the free. Thread
+/// A frees a number when `pool_len()` numbers wait in the pool; thread B then takes a
+/// batch of 128 of them to hand out one, and forks no more. A reaches its number after
+/// every other number of the pool but B's 127, so it comes back after at least
+/// `pool_len() - 127` allocations: the documented `pool_len() - H`, with `H` (what
+/// B's batch still holds) bounded by `batched_len()`. (A red-team probe found the
+/// claim of a full `pool_len()` broken by exactly this: 744 allocations where
+/// `pool_len()` had said 871.)
+#[test]
+fn another_threads_batch_is_the_only_slack_of_the_reuse_distance() {
+    let (ns, _init) = root_with_init(Profile::Scalable, 1000);
+    let (to_a, a_rx) = mpsc::channel::<()>();
+    let (from_a, main_rx) = mpsc::channel::<(i32, usize)>();
+    let a = std::thread::spawn({
+        let ns = ns.clone();
+        move || {
+            // This thread's first batch (2..=128; 1 is the init's), used up exactly.
+            let mine: Vec<_> = (0..127).map(|_| alloc(&ns)).collect();
+            let x = mine[0].nr();
+            free_pid(&mine[0]);
+            from_a.send((x, ns.pool_len().unwrap())).unwrap();
+            a_rx.recv().unwrap();
+            let mut held = Vec::new();
+            loop {
+                let p = alloc(&ns);
+                if p.nr() == x {
+                    let slack = ns.batched_len().unwrap();
+                    return (held.len(), slack, held, mine, p);
+                }
+                held.push(p);
+                assert!(held.len() < 1000, "{x} never came back");
+            }
+        }
+    });
+    let (x, bound) = main_rx.recv().unwrap();
+    let (b_tx, b_rx) = mpsc::channel();
+    let (b_done_tx, b_done_rx) = mpsc::channel::<()>();
+    let b = std::thread::spawn({
+        let ns = ns.clone();
+        move || {
+            b_tx.send(alloc(&ns)).unwrap();
+            b_done_rx.recv().unwrap();
+        }
+    });
+    let b_pid = b_rx.recv().unwrap();
+    assert!(
+        ns.batched_len().unwrap() >= 127,
+        "B's batch holds the 127 numbers it has not handed out"
+    );
+    to_a.send(()).unwrap();
+    let (by_a, slack, held, mine, again) = a.join().unwrap();
+    b_done_tx.send(()).unwrap();
+    b.join().unwrap();
+    // B's one allocation and A's.
+    let between = by_a + 1;
+    assert!(
+        between + 127 >= bound,
+        "{x} came back after {between} allocations; {bound} were ahead of it, B holds 127"
+    );
+    assert!(
+        between + slack >= bound,
+        "{x} came back after {between} allocations; {bound} were ahead, {slack} batched"
+    );
+    for p in held.iter().chain(&mine[1..]).chain([&again, &b_pid]) {
+        free_pid(p);
+    }
+}
+
+/// The reuse distance with three forking threads, their operations serialised in a
+/// random order (so each thread keeps its own batches): a number freed when
+/// `pool_len()` numbers waited in the pool comes back only after at least that many
+/// allocations less what the other two threads' batches may hold (127 each), and less
+/// than `batched_len()` at its return.
+#[test]
+fn reuse_distance_with_three_threads_has_at_most_their_batches_as_slack() {
+    struct St {
+        live: Vec<Arc<Pid>>,
+        /// Freed number -> (`pool_len()` at the free, allocations before it).
+        pending: HashMap<i32, (usize, usize)>,
+        allocs: usize,
+        reused: usize,
+        rng: u64,
+        steps: usize,
+    }
+    for pid_max in [1000, 500] {
+        let (ns, _init) = root_with_init(Profile::Scalable, pid_max);
+        let st = std::sync::Mutex::new(St {
+            live: Vec::new(),
+            pending: HashMap::new(),
+            allocs: 0,
+            reused: 0,
+            rng: 0x2545_F491_4F6C_DD1D,
+            steps: 0,
+        });
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    loop {
+                        let mut g = st.lock().unwrap();
+                        if g.steps >= 5_000 {
+                            break;
+                        }
+                        g.steps += 1;
+                        g.rng ^= g.rng << 13;
+                        g.rng ^= g.rng >> 7;
+                        g.rng ^= g.rng << 17;
+                        let r = g.rng;
+                        if g.live.len() < 200 && (g.live.is_empty() || r % 2 == 0) {
+                            let p = alloc(&ns);
+                            g.allocs += 1;
+                            if let Some((bound, at)) = g.pending.remove(&p.nr()) {
+                                let between = g.allocs - 1 - at;
+                                let slack = ns.batched_len().unwrap();
+                                assert!(
+                                    between + 2 * 127 >= bound && between + slack >= bound,
+                                    "pid_max {pid_max}: {} back after {between} allocations; \
+                                     {bound} were ahead of it, {slack} batched now",
+                                    p.nr()
+                                );
+                                g.reused += 1;
+                            }
+                            g.live.push(p);
+                        } else if !g.live.is_empty() {
+                            let i = (r >> 8) as usize % g.live.len();
+                            let p = g.live.swap_remove(i);
+                            free_pid(&p);
+                            let entry = (ns.pool_len().unwrap(), g.allocs);
+                            g.pending.insert(p.nr(), entry);
+                        }
+                    }
+                });
+            }
+        });
+        let g = st.into_inner().unwrap();
+        assert!(g.reused > 50, "pid_max {pid_max}: only {} reuses", g.reused);
+        for p in &g.live {
+            free_pid(p);
+        }
+    }
 }

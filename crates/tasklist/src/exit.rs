@@ -485,11 +485,14 @@ pub(crate) fn release_task(sys: Option<&System>, t: &Arc<TaskInner>) {
 /// [`TaskInner::with_parent_children`]'s parent lookup and lock rounds, which the
 /// usual reap needs to find and lock the list again.
 ///
-/// The unlink comes before the pidfs exit record and the pids uncharge here (after
-/// them in [`release_one`]): those may wake pidfd pollers, which must not run under a
-/// `children` lock. The order is not observable: a task detached from its process
-/// group is ESRCH to `setpgid`/`setsid` (`ids` is `None`), its pid no longer finds it,
-/// and the number is freed after all of it, as before.
+/// `release_task`'s order is kept: the pidfs exit record and the pids uncharge come
+/// before the unhash (the process-group/session detach and the pid's task slot), so a
+/// task that `kill(pid, 0)`, a pidfd or its process group already reports gone is no
+/// longer counted in `pids.current` and has its exit information recorded. Only the
+/// list unlink comes first, in the claim's hold: the claimed child is DEAD, which
+/// every waiter skips (as `wait_consider_task` skips `EXIT_DEAD`), and nothing else
+/// reads a child's place on the list. The lock is dropped before the rest, which may
+/// wake pidfd pollers and takes the child's siglock on its own.
 #[inline]
 pub(crate) fn release_claimed_child(i: usize, mut ch: SpinGuard<'_, Children>) {
     // Leave the list: its reference is the one this reap holds from here on (dropped
@@ -504,19 +507,19 @@ pub(crate) fn release_claimed_child(i: usize, mut ch: SpinGuard<'_, Children>) {
     } else {
         ch.list.remove(i)
     };
+    drop(ch);
     let cur = &unlinked.0;
     debug_assert_eq!(cur.exit_state.load(Ordering::Acquire), DEAD);
     debug_assert!(cur.leader, "a children list holds thread-group leaders");
-    let mut free = FreeList::default();
-    // __unhash_process: detach_pid(PGID, SID, PID) under the child's siglock, inside
-    // its parent's `children` lock (rule 3).
-    let ids = detach_leader(&mut cur.group().sig.lock(), &cur.pid, &mut free);
-    cur.pid.task_slot().detach();
-    drop(ch);
     let status = cur.exit_status();
     uproc_pidfs::pidfs_exit(&cur.pid, status, cur.cgroup_id());
     cur.released.store(true, Ordering::Release);
     cur.css.release();
+    let mut free = FreeList::default();
+    // __unhash_process: detach_pid(PGID, SID, PID) under the child's siglock. Off
+    // the list, the child has no parent that could need to be stable meanwhile.
+    let ids = detach_leader(&mut cur.group().sig.lock(), &cur.pid, &mut free);
+    cur.pid.task_slot().detach();
     free.free();
     let ids_may_free = ids.release();
     tracing::debug!(pid = cur.pid.numbers()[0].nr, "reap");

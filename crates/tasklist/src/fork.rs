@@ -259,9 +259,10 @@ impl Task {
         let exit_signal = if thread || autoreap {
             0
         } else if parent_flag {
-            me.leader_task()
-                .map(|l| l.exit_signal.load(Ordering::Relaxed))
-                .unwrap_or(Signal::CHLD.raw())
+            // The caller's leader's exit signal, which a reparent of the caller resets:
+            // read by `attach` under the parent's list lock (which that reparent holds),
+            // as `copy_process` reads it under `tasklist_lock`. This is its stand-in.
+            Signal::CHLD.raw()
         } else {
             args.exit_signal.map_or(Signal::CHLD.raw(), |s| s.raw())
         };
@@ -496,7 +497,7 @@ fn attach(
     sys: Option<&crate::system::System>,
     me: &Arc<TaskInner>,
     ns: &uproc_pidns::PidNamespace,
-    proto: Proto,
+    mut proto: Proto,
     thread: bool,
     parent_flag: bool,
 ) -> Result<Arc<TaskInner>, (Errno, Proto)> {
@@ -566,6 +567,14 @@ fn attach(
             cold_path();
             return Err((Errno::EINTR, proto));
         }
+        if parent_flag {
+            // `p->exit_signal = current->group_leader->exit_signal`, read where the
+            // caller's parent is known current: a reparent of the caller (which resets
+            // its leader's exit signal to SIGCHLD) holds this list's lock, so it either
+            // came before the `now_parent` check (and this is the new parent's list, the
+            // reset done) or comes after the attach (and resets the child's too).
+            proto.exit_signal = leader_exit_signal(me);
+        }
         let Some(ids) = ids else {
             cold_path();
             return Err((Errno::EINTR, proto));
@@ -599,6 +608,18 @@ fn attach(
         crate::task::publish_kept_in_pid(&child);
         return Ok(child);
     }
+}
+
+/// The exit signal of `me`'s group leader (SIGCHLD if it is gone), for a
+/// `CLONE_PARENT` child. Out of line: only `CLONE_PARENT` forks come here. The leader
+/// handle is dropped after the caller's locks: the caller holds `me`, whose group lives
+/// in the leader's allocation, so it is never the last.
+#[cold]
+#[inline(never)]
+fn leader_exit_signal(me: &TaskInner) -> i32 {
+    me.leader_task().map_or(Signal::CHLD.raw(), |l| {
+        l.exit_signal.load(Ordering::Relaxed)
+    })
 }
 
 /// A new namespace init becomes its namespace's `child_reaper`. Under `Scalable` it

@@ -2628,3 +2628,176 @@ fn an_orphan_handed_to_a_reaper_thread_that_is_exiting_goes_to_a_live_thread() {
         base.check(&sys, &what);
     }
 }
+
+// ---------------------------------------------------------------------------------
+// The reap's order: what a task's disappearance tells an observer.
+// ---------------------------------------------------------------------------------
+
+/// `rounds` times: `par` forks a child with a pidfd (`init`'s), the child exits with 7,
+/// and `par` reaps it on another thread (after a jitter) while `observe(round, the
+/// child's number, its pidfd)` runs on this one.
+fn observe_reaps(
+    init: &Task,
+    par: &Task,
+    rounds: usize,
+    observe: impl Fn(usize, i32, &uproc_pidfs::PidFd),
+) {
+    for r in 0..rounds {
+        let c = fork(par);
+        let cpid = init.pid_of(&c);
+        let pfd = init
+            .pidfd_open(cpid, uproc_abi::PidfdFlags::empty())
+            .unwrap();
+        c.exit(7);
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                stagger(jitter(r, 0, 64));
+                reap(par, &c)
+            });
+            observe(r, cpid, &pfd);
+        });
+    }
+}
+
+/// Once `kill(pid, 0)` or `pidfd_send_signal(pidfd, 0)` says ESRCH, the reap is past
+/// the pidfs exit record and the pids uncharge: Linux's `release_task` runs
+/// `pidfs_exit` and `cgroup_release` before `__unhash_process`. So the pidfd reports
+/// the exit, `pids.current` no longer counts the task, and a fork into the cgroup it
+/// filled succeeds. (`Scalable`'s reap, which unlinks the child in the waiter's own
+/// list hold, used to unhash first: `pids.current` still counted the task in about
+/// half the rounds, the exit record was missing in about two thirds.)
+#[test]
+fn a_task_gone_to_kill_and_pidfd_is_uncharged_and_has_its_exit_recorded() {
+    let rounds = race_iterations(4000, 400);
+    for &p in Profile::ALL {
+        let (sys, init, base) = fresh(p);
+        let k = sys.cgroup_root().mkdir("k").unwrap();
+        k.set_pids_max(uproc_cgroup::Limit::Value(2)).unwrap();
+        let into = CloneArgs {
+            flags: CloneFlags::INTO_CGROUP,
+            cgroup: Some(k.clone()),
+            ..Default::default()
+        };
+        let par = init.fork(&into).unwrap();
+        // `par` and its child fill `k`.
+        observe_reaps(&init, &par, rounds, |r, cpid, pfd| {
+            // By number for one half of the rounds, by pidfd for the other.
+            if r % 2 == 0 {
+                while init.kill(cpid, Signal::PROBE).is_ok() {}
+            } else {
+                while pfd.send_signal(Signal::PROBE).is_ok() {}
+            }
+            let info = pfd.info(uproc_abi::InfoMask::EXIT).unwrap();
+            assert!(
+                info.mask.contains(uproc_abi::InfoMask::EXIT),
+                "{p}: round {r}: ESRCH, but the pidfd has no exit record: {info:?}"
+            );
+            assert_eq!(info.exit_code, 7 << 8, "{p}: round {r}");
+            assert_eq!(
+                k.pids_current(),
+                1,
+                "{p}: round {r}: ESRCH, but `pids.current` still counts the task"
+            );
+            let t = init
+                .fork(&into)
+                .unwrap_or_else(|e| panic!("{p}: round {r}: a fork into the freed slot gave {e}"));
+            t.exit(0);
+            reap(&init, &t);
+        });
+        par.exit(0);
+        reap(&init, &par);
+        k.rmdir().unwrap();
+        base.check(&sys, &format!("{p}"));
+    }
+}
+
+/// `PIDFD_GET_INFO(PID | EXIT)` while the task is reaped answers with `PID` (found
+/// before the reap unhashed it) or `EXIT` (recorded before the unhash), never with
+/// neither: the task is looked up first and its exit record read after. (The record
+/// was read first: a reap completing between the two reads left an empty answer, in
+/// every profile.)
+#[test]
+fn pidfd_info_racing_the_reap_reports_the_task_or_its_exit() {
+    let rounds = race_iterations(4000, 400);
+    for &p in Profile::ALL {
+        let (sys, init, base) = fresh(p);
+        let par = fork(&init);
+        observe_reaps(&init, &par, rounds, |r, _, pfd| {
+            let mask = uproc_abi::InfoMask::PID | uproc_abi::InfoMask::EXIT;
+            loop {
+                let info = pfd
+                    .info(mask)
+                    .unwrap_or_else(|e| panic!("{p}: round {r}: info gave {e}"));
+                assert!(
+                    info.mask.intersects(mask),
+                    "{p}: round {r}: neither the task nor its exit: {info:?}"
+                );
+                if info.mask.contains(uproc_abi::InfoMask::EXIT) {
+                    break;
+                }
+            }
+        });
+        par.exit(0);
+        reap(&init, &par);
+        base.check(&sys, &format!("{p}"));
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// A CLONE_PARENT child's exit signal against its caller's reparent.
+// ---------------------------------------------------------------------------------
+
+/// `c` (forked by `p` with exit signal SIGUSR1) forks `d` with `CLONE_PARENT` while `p`
+/// exits and `c` is handed to the subreaper `s` with SIGCHLD as its new exit signal.
+/// Linux copies `d`'s exit signal from `c`'s leader inside the attach's
+/// `tasklist_lock` hold: `d` either joins `p` with SIGUSR1 and is reparented to `s`
+/// with SIGCHLD, or joins `s` after `c`'s reparent, with its SIGCHLD. Either way `s`
+/// only ever gets SIGCHLD. (The signal was read before the attach, in every profile:
+/// `d` could join `s` with SIGUSR1, which killed it. This test hit that under
+/// `Scalable` within a few hundred rounds; a probe with a wider sweep hit it in about
+/// one round in ten under `Linux70` too.)
+#[test]
+fn a_clone_parent_child_racing_its_callers_reparent_exits_with_sigchld() {
+    let rounds = race_iterations(10000, 1500);
+    for &p in Profile::ALL {
+        let (sys, init, base) = fresh(p);
+        for r in 0..rounds {
+            let s = fork(&init);
+            s.set_child_subreaper(true);
+            let par = fork(&s);
+            let c = par
+                .fork(&CloneArgs {
+                    exit_signal: Some(Signal::USR1),
+                    ..Default::default()
+                })
+                .unwrap();
+            // Two sweeps of different strides: every pair of start offsets in turn.
+            let d = std::thread::scope(|sc| {
+                let d = sc.spawn(|| {
+                    stagger(r % 200);
+                    fork_flags(&c, CloneFlags::PARENT)
+                });
+                sc.spawn(|| {
+                    stagger(r * 7 % 200);
+                    par.exit(0);
+                });
+                d.join().unwrap()
+            });
+            d.exit(0);
+            c.exit(0);
+            assert!(
+                s.is_alive(),
+                "{p}: round {r}: the subreaper got {:?} from its adopted children",
+                s.pending_signals()
+            );
+            // `par`, `c` and `d`, all `s`'s now.
+            for _ in 0..3 {
+                let got = s.wait(WaitId::All, WaitOptions::EXITED | WaitOptions::ALL);
+                assert!(matches!(got, Ok(Some(_))), "{p}: round {r}: {got:?}");
+            }
+            s.exit(0);
+            reap(&init, &s);
+        }
+        base.check(&sys, &format!("{p}"));
+    }
+}
