@@ -1407,7 +1407,12 @@ impl Model {
         if self.is_runtime_init(g) {
             return;
         }
-        let status = *self.groups[g].group_exit.get_or_insert(status);
+        let gr = &mut self.groups[g];
+        let status = *gr.group_exit.get_or_insert(status);
+        // `SIGNAL_GROUP_EXIT`: no stop, and no stop or continue left to report.
+        gr.stopped = false;
+        gr.stop_report = 0;
+        gr.cont_report = false;
         for th in self.live_threads(g) {
             if th != t {
                 self.tasks[th].pending |= bit(libc::SIGKILL);
@@ -1828,7 +1833,11 @@ impl Model {
                     let fatal = self.pending_fatal(g);
                     self.notify_cldstop(g);
                     if let Some(f) = fatal {
-                        self.groups[g].group_exit = Some(killed_by(f));
+                        // `SIGNAL_GROUP_EXIT` replaces the continued flag: the parent was
+                        // notified, a waiter finds no report.
+                        let gr = &mut self.groups[g];
+                        gr.group_exit = Some(killed_by(f));
+                        gr.cont_report = false;
                         self.complete_fatal(g, killed_by(f));
                     }
                 }
@@ -1874,6 +1883,8 @@ impl Model {
                 gr.group_exit = Some(status);
                 gr.shared |= bit(sig);
                 gr.stopped = false;
+                gr.stop_report = 0;
+                gr.cont_report = false;
                 self.complete_fatal(g, status);
             }
         }
@@ -2037,6 +2048,8 @@ impl Model {
             gr.group_exit = Some(killed_by(sig));
             gr.shared |= bit(sig);
             gr.stopped = false;
+            gr.stop_report = 0;
+            gr.cont_report = false;
             doomed.push(g);
         }
         for g in doomed {

@@ -96,6 +96,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     let status = {
         let mut st = t.group().sig.lock();
         let status = *st.group_exit.get_or_insert(status);
+        t.group().end_job_control(&mut st);
         for th in ThreadGroup::live_threads(&st) {
             if Arc::ptr_eq(&th, t) {
                 continue;
@@ -165,9 +166,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
             if !t.leader && st.group_exit.is_none() {
                 st.group_exit = Some(status);
             }
-            st.set_stopped(false);
-            g.stop_report.store(0, Ordering::Release);
-            g.cont_report.store(false, Ordering::Release);
+            g.end_job_control(&mut st);
             // `exit_notify`'s `kill_orphaned_pgrp(tsk->group_leader, NULL)`, asked only
             // when the process group has a stopped member (one load otherwise).
             if st

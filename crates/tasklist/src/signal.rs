@@ -247,6 +247,10 @@ fn decide(
                         Some(sig) => {
                             let status = WaitStatus::signaled_by(sig, sig.dumps_core());
                             st.group_exit = Some(status);
+                            // The parent is still notified of the continue (SIGCHLD,
+                            // `get_signal`'s CLD_CONTINUED before it dequeues the fatal
+                            // signal); the group exit that follows clears the report.
+                            g.end_job_control(&mut st);
                             Outcome::ContinuedToDie { sig, status }
                         }
                         None => Outcome::Continued,
@@ -296,7 +300,7 @@ fn decide(
                 let status = WaitStatus::signaled_by(sig, sig.dumps_core());
                 st.group_exit = Some(status);
                 st.shared_pending.insert(sig);
-                st.set_stopped(false);
+                g.end_job_control(&mut st);
                 Outcome::Fatal { sig, status }
             }
         }
@@ -673,20 +677,35 @@ impl Task {
         send_thread(&t, sig, Sender::Task(&self.0))
     }
 
-    /// Takes the lowest pending signal (thread set first, then the group's), as a
-    /// managed runtime's body does when it handles signals (`dequeue_signal`).
+    /// Takes the next pending signal, as a managed runtime's body does when it handles
+    /// signals: the thread's own set first, then the group's; in each, a synchronous
+    /// signal (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS) before any other, else
+    /// the lowest-numbered.
+    ///
+    /// # References
+    /// `dequeue_signal` and `next_signal` in `kernel/signal.c`.
     pub fn dequeue_signal(&self) -> Option<Signal> {
-        let bits = self.0.pending.load(Ordering::Acquire);
-        if bits != 0 {
-            let n = bits.trailing_zeros() as i32 + 1;
-            self.0
-                .pending
-                .fetch_and(!(1u64 << (n - 1)), Ordering::AcqRel);
-            return Signal::new(n).ok();
+        if let Some(s) = next_signal(self.0.pending.load(Ordering::Acquire)) {
+            self.0.pending.fetch_and(!s.mask(), Ordering::AcqRel);
+            return Some(s);
         }
         let mut st = self.0.group().sig.lock();
-        let s = st.shared_pending.iter().next()?;
+        let s = next_signal(st.shared_pending.bits())?;
         st.shared_pending.remove(s);
         Some(s)
     }
+}
+
+/// `next_signal`: the signal of `bits` dequeued first, a synchronous one
+/// ([`SYNCHRONOUS_MASK`]) before any other, else the lowest-numbered.
+fn next_signal(bits: u64) -> Option<Signal> {
+    let set = if bits & SYNCHRONOUS_MASK != 0 {
+        bits & SYNCHRONOUS_MASK
+    } else {
+        bits
+    };
+    if set == 0 {
+        return None;
+    }
+    Signal::new(set.trailing_zeros() as i32 + 1).ok()
 }

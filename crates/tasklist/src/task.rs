@@ -586,9 +586,55 @@ impl Drop for Children {
     #[allow(unsafe_code)]
     fn drop(&mut self) {
         if self.list.capacity() != 0 {
-            // SAFETY: dropped once, here, in the list's owner's drop; never used again.
-            unsafe { ManuallyDrop::drop(&mut self.list) };
+            // SAFETY: taken once, here, in the list's owner's drop; never used again.
+            drop_children(unsafe { ManuallyDrop::take(&mut self.list) });
         }
+    }
+}
+
+thread_local! {
+    /// Whether this thread is in [`drop_children`]'s loop.
+    static DROPPING_CHILDREN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Children lists met by that loop, to drop after the current one.
+    static DEFERRED_CHILDREN: std::cell::RefCell<Vec<Task>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Drops a children list without recursing into the lists of its children: a live
+/// task is held by its parent's list, so dropping a runtime with a chain of live tasks
+/// (each the only child of the one before) would drop one list per level, ~20 frames
+/// each, and overflow the thread's stack a few thousand levels down. The first list
+/// dropped on a thread drops its tasks in a loop; a list dropped meanwhile (by a task
+/// dropped in it) only hands its tasks to that loop. Out of line: a list with room
+/// for children is dropped with a process that had some, or with the runtime.
+#[cold]
+#[inline(never)]
+fn drop_children(list: Vec<Task>) {
+    if list.is_empty() {
+        return;
+    }
+    // Unset again however the loop ends (a panicking drop included).
+    struct Loop;
+    impl Drop for Loop {
+        fn drop(&mut self) {
+            DROPPING_CHILDREN.set(false);
+        }
+    }
+    match DROPPING_CHILDREN.try_with(|d| d.replace(true)) {
+        // Inside the loop: queue the tasks (during thread-local teardown, where
+        // nothing can be queued, the closure and with it the list are dropped here).
+        Ok(true) => {
+            let _ = DEFERRED_CHILDREN.try_with(move |q| q.borrow_mut().extend(list));
+        }
+        Ok(false) => {
+            let _looping = Loop;
+            let mut batch = list;
+            while !batch.is_empty() {
+                drop(batch);
+                batch = DEFERRED_CHILDREN.with(|q| std::mem::take(&mut *q.borrow_mut()));
+            }
+        }
+        Err(_) => drop(list),
     }
 }
 
@@ -883,6 +929,19 @@ impl GroupState {
 }
 
 impl ThreadGroup {
+    /// What `signal->flags = SIGNAL_GROUP_EXIT` clears, for a group whose exit begins
+    /// (a fatal signal, `exit_group`, the last thread's exit): the stop, and the stop
+    /// or continue report no waiter has collected yet (`task_stopped_code` and
+    /// `wait_task_continued` test the flags that assignment clears). A managed task's
+    /// body may run on long after the fatal signal: a waiter must not be handed a stop
+    /// or a continue of a group that is dying. Under the siglock (`st`).
+    #[inline]
+    pub(crate) fn end_job_control(&self, st: &mut GroupState) {
+        st.set_stopped(false);
+        self.stop_report.store(0, Ordering::Release);
+        self.cont_report.store(false, Ordering::Release);
+    }
+
     /// A new process (not the runtime init's).
     #[inline(always)]
     pub(crate) fn new(st: GroupState) -> ThreadGroup {

@@ -569,7 +569,114 @@ fn fork_managed_makes_a_task_managed_without_a_hook() {
     assert_at_rest(&sys);
 }
 
+/// `next_signal`: a synchronous signal (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE,
+/// SIGSYS) is dequeued before any lower-numbered one, in the thread's own set and in
+/// the group's; otherwise the lowest-numbered first; the thread's set before the
+/// group's. (The lowest was taken first: SIGHUP before SIGSEGV.)
+fn dequeue_takes_synchronous_signals_first() {
+    let sys = system();
+    let init = sys.init();
+    let c = init.fork_managed(&CloneArgs::default()).unwrap();
+    let t = thread(&c);
+    let pid = init.pid_of(&c);
+    // Stopped, so that the fatal signals stay queued instead of ending the group.
+    init.kill(pid, Signal::STOP).unwrap();
+    for sig in [Signal::HUP, Signal::SEGV, Signal::INT, Signal::FPE] {
+        init.kill(pid, sig).unwrap();
+    }
+    let tid = init.pid_of(&t);
+    for sig in [Signal::USR1, Signal::SYS] {
+        init.tgkill(pid, tid, sig).unwrap();
+    }
+    let mut from_t = Vec::new();
+    while let Some(sig) = t.dequeue_signal() {
+        from_t.push(sig);
+    }
+    assert_eq!(
+        from_t,
+        [
+            // The thread's own set, synchronous first.
+            Signal::SYS,
+            Signal::USR1,
+            // The group's: SIGFPE (8) and SIGSEGV (11) before SIGHUP (1) and SIGINT (2).
+            Signal::FPE,
+            Signal::SEGV,
+            Signal::HUP,
+            Signal::INT,
+        ]
+    );
+    assert_eq!(c.dequeue_signal(), None, "the group's set is empty");
+}
+
+/// A group exit cancels a stop or continue no waiter has collected
+/// (`SIGNAL_GROUP_EXIT` replaces the `SIGNAL_STOP_*` flags that `task_stopped_code`
+/// and `wait_task_continued` test): a managed task killed while stopped, or continued
+/// and then killed, reports neither while its body runs on, and its exit once it ends.
+/// (The stop and the continue were still reported after the fatal signal.)
+fn a_dying_group_reports_no_stop_or_continue() {
+    let sys = system();
+    let init = sys.init();
+    let none = WaitOptions::NOHANG;
+    for continued in [false, true] {
+        let c = init.fork_managed(&CloneArgs::default()).unwrap();
+        let pid = init.pid_of(&c);
+        init.kill(pid, Signal::STOP).unwrap();
+        if continued {
+            init.kill(pid, Signal::CONT).unwrap();
+        }
+        init.kill(
+            pid,
+            if continued {
+                Signal::TERM
+            } else {
+                Signal::KILL
+            },
+        )
+        .unwrap();
+        assert!(c.fatal_signal_pending(), "continued = {continued}: dying");
+        let any = WaitOptions::STOPPED | WaitOptions::CONTINUED | none;
+        assert_eq!(
+            init.wait(WaitId::Pid(pid), any),
+            Ok(None),
+            "continued = {continued}: a dying group reports neither"
+        );
+        assert_eq!(c.state(), TaskState::Running);
+        c.exit_signaled(if continued {
+            Signal::TERM
+        } else {
+            Signal::KILL
+        });
+        let info = init
+            .wait(WaitId::Pid(pid), WaitOptions::EXITED | any)
+            .unwrap()
+            .expect("the exit is reported");
+        assert!(info.status.signaled().is_some(), "{info:?}");
+    }
+    // `exit_group` from the body of a stopped group (its body runs on in uproc): the
+    // stop report goes with it.
+    let c = init.fork_managed(&CloneArgs::default()).unwrap();
+    let t = thread(&c);
+    let pid = init.pid_of(&c);
+    init.kill(pid, Signal::STOP).unwrap();
+    t.exit_group(3);
+    let info = init
+        .wait(
+            WaitId::Pid(pid),
+            WaitOptions::STOPPED | WaitOptions::EXITED | none,
+        )
+        .unwrap();
+    assert!(
+        info.is_none_or(|i| i.status.exited() == Some(3)),
+        "no stop after exit_group: {info:?}"
+    );
+    c.exit(0);
+    let info = reap(&init, &c);
+    assert_eq!(info.status.exited(), Some(3));
+}
+
 every_profile!(
+    dequeue_takes_synchronous_signals_first,
+    a_dying_group_reports_no_stop_or_continue,
     sigchld_after_one_already_pending,
     kill_errors_and_probe,
     bare_task_dies_at_once_from_default_term_and_core_signals,

@@ -618,7 +618,35 @@ fn cgroup_procs_and_kill_follow_a_dying_leader() {
     assert_at_rest(&sys);
 }
 
+/// Dropping a runtime with a chain of live tasks as deep as `pid_max` allows (each
+/// the only child of the one before, held by its parent's children list alone) does
+/// not overflow the stack: each list's drop hands its tasks to the loop of the first
+/// one instead of recursing. (It recursed ~20 frames per level: a debug build
+/// overflowed the main thread's stack at 10,000 levels.) Run on a thread with a small
+/// stack, so that any recursion per level shows.
+fn dropping_the_runtime_with_a_deep_chain_of_live_tasks_does_not_recurse() {
+    let prof = profile();
+    let dropped = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let sys = system_with(prof);
+            let mut t = sys.init();
+            for _ in 0..32_000 {
+                t = fork(&t);
+            }
+            let weak = t.downgrade();
+            drop(t);
+            drop(sys);
+            weak.upgrade().is_none()
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    assert!(dropped, "the deepest task is freed with its runtime");
+}
+
 every_profile!(
+    dropping_the_runtime_with_a_deep_chain_of_live_tasks_does_not_recurse,
     cgroup_procs_and_kill_follow_a_dying_leader,
     cgroup_threads_never_splits_a_thread_group,
     cgroup_threads_judges_a_zombie_by_its_own_cgroup,

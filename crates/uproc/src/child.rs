@@ -145,7 +145,8 @@ impl Tracker {
         Some(TaskCx::from_tracker(unsafe { Shared::reclaim(this) }))
     }
 
-    /// The parent the spawn forked from, which reaps the task.
+    /// The task's parent when it was spawned, which reaps it: the task the spawn forked
+    /// from, or under `CLONE_PARENT` that task's parent.
     fn parent(&self) -> &Task {
         self.parent.as_ref().unwrap_or(&self.rt.init)
     }

@@ -110,40 +110,76 @@ pub fn pstree(procs: &[ProcInfo]) -> String {
     }
     let mut out = String::new();
     for r in roots {
-        for line in render(r, &children) {
-            out.push_str(&line);
-            out.push('\n');
-        }
+        render(r, &children, &mut out);
     }
     out
 }
 
-fn render(p: &ProcInfo, children: &BTreeMap<i32, Vec<&ProcInfo>>) -> Vec<String> {
-    let label = format!("{}({})", p.name, p.pid);
-    let kids = match children.get(&p.pid) {
-        Some(k) if !k.is_empty() => k,
-        _ => return vec![label],
-    };
-    let pad = " ".repeat(label.chars().count());
-    let mut lines = Vec::new();
-    let n = kids.len();
-    for (i, k) in kids.iter().enumerate() {
-        let block = render(k, children);
+/// One child list being drawn: the next child to draw, the width of its parent's
+/// label, and the length of the parent's continuation prefix.
+struct Level<'a> {
+    kids: &'a [&'a ProcInfo],
+    next: usize,
+    pad: usize,
+    base: usize,
+}
+
+/// Appends the lines of `root`'s tree to `out`, `pstree`'s way: a process's first
+/// child goes on its own line, each later child on a new line under a connector. An
+/// explicit stack, not recursion: a chain of tasks as deep as `pid_max` allows must
+/// not overflow the caller's stack, and each line is built once (a recursive render
+/// rebuilt every line at every level above it).
+fn render(root: &ProcInfo, children: &BTreeMap<i32, Vec<&ProcInfo>>, out: &mut String) {
+    let mut line = String::new();
+    // What a new line inside the current process's block starts with (the
+    // connectors and pads of every level above it).
+    let mut prefix = String::new();
+    let mut levels: Vec<Level<'_>> = Vec::new();
+    let mut visit = Some((root, ""));
+    loop {
+        if let Some((p, conn)) = visit.take() {
+            line.push_str(conn);
+            let start = line.len();
+            line.push_str(&format!("{}({})", p.name, p.pid));
+            let pad = line[start..].chars().count();
+            match children.get(&p.pid).filter(|k| !k.is_empty()) {
+                Some(kids) => levels.push(Level {
+                    kids,
+                    next: 0,
+                    pad,
+                    base: prefix.len(),
+                }),
+                None => {
+                    out.push_str(&line);
+                    out.push('\n');
+                    line.clear();
+                }
+            }
+        }
+        let Some(level) = levels.last_mut() else {
+            return;
+        };
+        prefix.truncate(level.base);
+        let (i, n) = (level.next, level.kids.len());
+        if i == n {
+            levels.pop();
+            continue;
+        }
+        level.next += 1;
         let (first, rest) = match (n, i) {
             (1, _) => ("───", "   "),
             (_, 0) => ("─┬─", " │ "),
             (_, i) if i == n - 1 => (" └─", "   "),
             _ => (" ├─", " │ "),
         };
-        for (j, line) in block.into_iter().enumerate() {
-            let head = if i == 0 && j == 0 {
-                label.as_str()
-            } else {
-                pad.as_str()
-            };
-            let conn = if j == 0 { first } else { rest };
-            lines.push(format!("{head}{conn}{line}"));
+        let pad = " ".repeat(level.pad);
+        if i > 0 {
+            // A later child: a new line, under the parent's label.
+            line.push_str(&prefix);
+            line.push_str(&pad);
         }
+        prefix.push_str(&pad);
+        prefix.push_str(rest);
+        visit = Some((level.kids[i], first));
     }
-    lines
 }

@@ -349,6 +349,15 @@ pub(crate) fn launch(rt: &Runtime, mut s: Spawn) -> Result<Launched, Errno> {
         name = s.name.as_deref(),
         "spawn"
     );
-    let tracker = Tracker::new(share, task, s.parent, pidfd);
+    // `CLONE_PARENT`: the task is its parent's sibling, and that parent's parent alone
+    // can reap it (the caller gets ECHILD, as in Linux): the `Child` waits as the task's
+    // real parent, or the task would stay a zombie that no handle reaps.
+    let reaper = if s.args.flags.contains(CloneFlags::PARENT) {
+        cold_path();
+        task.parent()
+    } else {
+        s.parent
+    };
+    let tracker = Tracker::new(share, task, reaper, pidfd);
     Ok(Launched { tracker })
 }

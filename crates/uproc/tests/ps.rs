@@ -234,3 +234,96 @@ every_profile!(
     ps_opens_no_pidfd_for_the_tasks_it_lists,
     ps_numbers_a_thread_and_its_parent_as_each_namespace_sees_them,
 );
+
+/// A process list of `n` entries: pid `i + 1`'s parent is `parent(i)` (0: a root).
+fn listing(n: usize, mut parent: impl FnMut(usize) -> i32) -> Vec<uproc::ProcInfo> {
+    (0..n)
+        .map(|i| uproc::ProcInfo {
+            pid: i as i32 + 1,
+            ppid: parent(i),
+            tgid: i as i32 + 1,
+            state: TaskState::Running,
+            cgroup: "/".into(),
+            name: format!("t{}", i % 7),
+            nspid: vec![i as i32 + 1],
+        })
+        .collect()
+}
+
+/// `pstree`'s layout, drawn recursively: the reference the renderer must match.
+fn reference(procs: &[uproc::ProcInfo]) -> String {
+    fn block(p: &uproc::ProcInfo, procs: &[uproc::ProcInfo]) -> Vec<String> {
+        let label = format!("{}({})", p.name, p.pid);
+        let mut kids: Vec<_> = procs.iter().filter(|k| k.ppid == p.pid).collect();
+        kids.sort_by_key(|k| k.pid);
+        if kids.is_empty() {
+            return vec![label];
+        }
+        let pad = " ".repeat(label.chars().count());
+        let n = kids.len();
+        let mut lines = Vec::new();
+        for (i, k) in kids.into_iter().enumerate() {
+            let (first, rest) = match (n, i) {
+                (1, _) => ("───", "   "),
+                (_, 0) => ("─┬─", " │ "),
+                (_, i) if i == n - 1 => (" └─", "   "),
+                _ => (" ├─", " │ "),
+            };
+            for (j, line) in block(k, procs).into_iter().enumerate() {
+                let head = if i == 0 && j == 0 { &label } else { &pad };
+                let conn = if j == 0 { first } else { rest };
+                lines.push(format!("{head}{conn}{line}"));
+            }
+        }
+        lines
+    }
+    let mut out = String::new();
+    for r in procs.iter().filter(|p| p.ppid == 0) {
+        for line in block(r, procs) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Random forests (each process's parent an earlier one, or none): the layout is
+/// `pstree`'s, as the recursive reference draws it.
+#[test]
+fn pstree_matches_the_recursive_layout_on_random_forests() {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for n in [1, 2, 3, 5, 8, 13, 40, 200] {
+        for round in 0..20 {
+            let procs = listing(n, |i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Roots now and then; chains and wide nodes both.
+                match x % 10 {
+                    _ if i == 0 => 0,
+                    0 => 0,
+                    1..=4 => i as i32,
+                    _ => ((x >> 8) % i as u64) as i32 + 1,
+                }
+            });
+            assert_eq!(
+                uproc::ps::pstree(&procs),
+                reference(&procs),
+                "n = {n}, round {round}: {procs:?}"
+            );
+        }
+    }
+}
+
+/// A chain as deep as the default `pid_max` allows draws as one line without
+/// overflowing the stack (the recursive renderer aborted the process at 32,000 in a
+/// release build, and built the line once per level).
+#[test]
+fn pstree_draws_a_chain_as_deep_as_pid_max_as_one_line() {
+    let depth = 32_767;
+    let procs = listing(depth, |i| i as i32);
+    let tree = uproc::ps::pstree(&procs);
+    assert_eq!(tree.lines().count(), 1);
+    assert!(tree.starts_with("t0(1)───t1(2)───t2(3)"));
+    assert!(tree.ends_with(&format!("───t{}({depth})\n", (depth - 1) % 7)));
+}

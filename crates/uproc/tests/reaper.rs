@@ -307,7 +307,37 @@ fn a_child_dropped_after_exit_is_reaped_at_drop() {
     assert_eq!(rt.ps().len(), 1);
 }
 
+/// A task spawned with `CLONE_PARENT` is its spawner's sibling: its `Child` reaps it
+/// as that real parent (here init, which reaps no direct child of its own accord),
+/// waited or dropped unwaited. (The `Child` waited as the spawner, got ECHILD and
+/// reported the status from pidfs: both tasks stayed zombies under init for good.)
+fn a_clone_parent_child_is_reaped_through_its_real_parent() {
+    let rt = common::builder().build().unwrap();
+    let args = CloneArgs {
+        flags: uproc::CloneFlags::PARENT,
+        ..Default::default()
+    };
+    let a = rt
+        .spawn(Spawn::new(), move |cx| {
+            let g = cx.spawn(Spawn::new().args(args.clone()), |_| 5).unwrap();
+            assert_eq!(g.task().ppid(), 1, "init's child");
+            let task = g.task().clone();
+            assert_eq!(g.wait().unwrap().exited(), Some(5));
+            assert_eq!(task.state(), TaskState::Dead, "reaped by the wait");
+            drop(cx.spawn(Spawn::new().args(args), |_| 6).unwrap());
+            0
+        })
+        .unwrap();
+    assert_eq!(a.wait().unwrap().exited(), Some(0));
+    assert!(
+        wait_until(10, || rt.ps().len() == 1),
+        "the detached CLONE_PARENT child is reaped too: {:?}",
+        rt.ps()
+    );
+}
+
 every_profile!(
+    a_clone_parent_child_is_reaped_through_its_real_parent,
     orphans_reparented_to_init_are_reaped_automatically,
     orphans_stay_zombies_for_the_caller_when_reap_orphans_is_off,
     a_spawned_orphan_is_reaped_by_init_and_its_child_handle_still_reports_the_status,
