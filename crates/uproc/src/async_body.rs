@@ -16,7 +16,10 @@
 //! is polled (on whichever thread polls it; the job lends its own context to the
 //! thread's slot for the poll, see `cx::lend`); on `SIGKILL` the future is dropped in
 //! place (its slot set to `None`) at its next poll, which the signal hook's wake
-//! brings about, and the task ends killed by `SIGKILL`; a panic ends it killed by
+//! brings about, under the same lend (its locals' destructors see `current()`, as a
+//! sync body's do), and the task ends killed by `SIGKILL`; an executor that drops the
+//! job unfinished (shutting down) drops the future with the job, outside the task's
+//! context, and the task ends killed by `SIGKILL`; a panic ends it killed by
 //! `SIGABRT`.
 //!
 //! [`TokioExecutor`]: crate::tokio::TokioExecutor
@@ -96,7 +99,7 @@ where
             if self.guard.cx().tracker().kill.is_killed() {
                 // SIGKILL: drop the body here, at the await point it is parked on (a
                 // panic of that drop changes nothing: the task is dead of SIGKILL).
-                self.drop_body();
+                self.drop_parked_body();
                 return Poll::Ready(Outcome::Killed);
             }
         } else if let Some(body) = self.body.take() {
@@ -182,6 +185,25 @@ where
         let slot = &mut self.fut;
         // Dropping in place is what pinning allows: the future is not moved.
         contained(|| *slot = None)
+    }
+}
+
+impl<F, Fut> Job<F, Fut> {
+    /// [`drop_body`](Self::drop_body) of a body parked at an await point and killed,
+    /// under its task's context and span as its polls were: its locals' destructors see
+    /// `current()` and log in the task's span, as a sync body's locals do when they
+    /// drop. (A body that completed has no locals left to drop: that path lends
+    /// nothing. A job an executor drops unfinished drops its body with its other fields,
+    /// outside the context: a `Drop` of the job that lent it cost the tokio life cycle
+    /// ~30 instructions, in tokio's `set_stage`, on every spawn.) Out of line: a rare
+    /// path.
+    #[cold]
+    #[inline(never)]
+    fn drop_parked_body(&mut self) {
+        let _span = self.span.as_deref().map(tracing::Span::enter);
+        let _lent = cx::lend(self.guard.home());
+        let slot = &mut self.fut;
+        contained(|| *slot = None);
     }
 }
 

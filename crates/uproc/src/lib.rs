@@ -75,7 +75,8 @@
 //! futures woken by the task's exit: any executor, or none, can await them.
 //!
 //! [`current()`] works on every executor: it is set while the body runs (for an async
-//! body, while its future is polled, on whichever thread polls it; in a stackful
+//! body, while its future is polled, on whichever thread polls it, and while a killed
+//! body's future is dropped; in a stackful
 //! coroutine, in the coroutine's own storage, so it stays right across yields and
 //! moves between worker threads).
 //!

@@ -146,46 +146,55 @@ fn kill_after_reap_is_esrch() {
     );
 }
 
+/// Records, when dropped, the pid `uproc::current()` names then (0: none).
+#[cfg(feature = "tokio")]
+struct CurrentAtDrop(Arc<std::sync::atomic::AtomicI32>);
+
+#[cfg(feature = "tokio")]
+impl Drop for CurrentAtDrop {
+    fn drop(&mut self) {
+        let pid = uproc::current().map_or(0, |c| c.pid());
+        self.0.store(pid, Ordering::SeqCst);
+    }
+}
+
+/// SIGKILL drops a parked async body at its await point, with `current()` naming the
+/// task while its locals drop, as for a sync body's locals. (The drop ran outside the
+/// task's context: `current()` was `None` there.)
 #[cfg(feature = "tokio")]
 fn sigkill_drops_an_async_body_at_its_next_await_point() {
-    use std::sync::atomic::AtomicBool;
-    struct SetOnDrop(Arc<AtomicBool>);
-    impl Drop for SetOnDrop {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
+    use std::sync::atomic::{AtomicBool, AtomicI32};
     let t = common::tokio_rt();
     let rt = common::builder().build().unwrap();
-    let dropped = Arc::new(AtomicBool::new(false));
+    let dropped_as = Arc::new(AtomicI32::new(-1));
     let after_await = Arc::new(AtomicBool::new(false));
-    let (d, a) = (dropped.clone(), after_await.clone());
-    let st = t
-        .block_on(async move {
-            let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
-            let (_never_tx, never_rx) = tokio::sync::oneshot::channel::<()>();
-            let child = rt
-                .spawn_async(Spawn::new(), move |_cx| async move {
-                    let _guard = SetOnDrop(d);
-                    started_tx.send(()).unwrap();
-                    let _ = never_rx.await; // parked here forever
-                    a.store(true, Ordering::SeqCst);
-                    0
-                })
-                .unwrap();
-            started_rx.await.unwrap();
-            child.kill().unwrap();
-            child.await
-        })
-        .unwrap();
+    let (d, a) = (dropped_as.clone(), after_await.clone());
+    let (st, pid) = t.block_on(async move {
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+        let (_never_tx, never_rx) = tokio::sync::oneshot::channel::<()>();
+        let child = rt
+            .spawn_async(Spawn::new(), move |_cx| async move {
+                let _guard = CurrentAtDrop(d);
+                started_tx.send(()).unwrap();
+                let _ = never_rx.await; // parked here forever
+                a.store(true, Ordering::SeqCst);
+                0
+            })
+            .unwrap();
+        let pid = child.task().pid();
+        started_rx.await.unwrap();
+        child.kill().unwrap();
+        (child.await.unwrap(), pid)
+    });
     assert_eq!(
         st.signaled(),
         Some(Signal::KILL),
         "the task ends killed by SIGKILL"
     );
-    assert!(
-        dropped.load(Ordering::SeqCst),
-        "the body's future was dropped"
+    assert_eq!(
+        dropped_as.load(Ordering::SeqCst),
+        pid,
+        "the body's future was dropped, with current() naming its task"
     );
     assert!(
         !after_await.load(Ordering::SeqCst),
