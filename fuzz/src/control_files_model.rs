@@ -354,6 +354,10 @@ impl World {
             // write(fd, "", 0): no handler runs.
             return Ok(());
         }
+        if value.len() > 4096 {
+            // `kernfs_fop_write_iter`: longer than the files' `atomic_write_len`.
+            return Err(Errno::E2BIG);
+        }
         let v = strstrip(value.as_bytes());
         match file {
             "pids.max" => {

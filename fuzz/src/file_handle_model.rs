@@ -6,8 +6,9 @@
 //! An input builds a small tree (children, a child pid namespace, pidfds opened or not,
 //! exits and reaps) and pushes arbitrary handle bytes, handle types and open flags
 //! through `FileHandle::from_bytes` + `System::open_by_handle`, from callers in either
-//! namespace. The answer must be EINVAL (a malformed handle or unknown flag bits),
-//! ESTALE (no such pid, never had a pidfd, reaped, or invisible to the caller) or a
+//! namespace. The answer must be EINVAL (no bytes, too many, a negative handle type or
+//! unknown flag bits in it, or unknown open flags), ESTALE (a handle that decodes to no
+//! pid, no such pid, never had a pidfd, reaped, or invisible to the caller) or a
 //! pidfd of exactly the task whose inode number the handle holds, with the flags kept
 //! to `NONBLOCK | THREAD`.
 #![allow(dead_code)]
@@ -279,12 +280,25 @@ pub(crate) fn run(profile: Profile, ops: &[Op]) -> Result<Stats, String> {
                     | OpenFlags::WRONLY.bits()
                     | OpenFlags::RDWR.bits()
                     | OpenFlags::CLOEXEC.bits();
-                let ino = <[u8; 8]>::try_from(bytes.as_slice()).map(u64::from_le_bytes);
+                // `handle_to_path`: EINVAL for no bytes, more than MAX_HANDLE_SZ, a
+                // negative type or unknown flag bits in it; the open flags (EINVAL);
+                // then `pidfs_fh_to_dentry`: another type, under two words or inode 0
+                // decode to nothing (ESTALE); bytes past the eighth are not read.
+                let malformed = bytes.is_empty()
+                    || bytes.len() > FileHandle::MAX_BYTES
+                    || *handle_type < 0
+                    || (*handle_type as u32 & 0xffff_0000) & !0x0003_0000 != 0;
+                let ino = match bytes.first_chunk::<8>() {
+                    Some(b) if (*handle_type as u32 & 0xffff) == FileHandle::TYPE_KERNFS as u32 => {
+                        u64::from_le_bytes(*b)
+                    }
+                    _ => 0,
+                };
                 let want: Result<usize, Errno> = match ino {
-                    _ if *handle_type != FileHandle::TYPE_KERNFS => Err(Errno::EINVAL),
-                    Err(_) | Ok(0) => Err(Errno::EINVAL),
-                    Ok(_) if flags & !allowed != 0 => Err(Errno::EINVAL),
-                    Ok(ino) => match by_ino.get(&ino) {
+                    _ if malformed => Err(Errno::EINVAL),
+                    _ if flags & !allowed != 0 => Err(Errno::EINVAL),
+                    0 => Err(Errno::ESTALE),
+                    ino => match by_ino.get(&ino) {
                         None => Err(Errno::ESTALE),
                         Some(&t) => {
                             let m = &model[t];

@@ -952,6 +952,12 @@ impl Model {
             for &(n, nr) in &nums {
                 self.ns[n].taken.remove(&nr);
             }
+            // `free_pid`'s `case PIDNS_ADDING`: the failed fork was the first process
+            // of a namespace with no init yet (after `unshare`): it is closed.
+            let inner = &mut self.ns[ns];
+            if inner.reaper.is_none() && inner.taken.is_empty() {
+                inner.adding = false;
+            }
             if new_ns {
                 self.ns.pop();
             }
@@ -1062,7 +1068,9 @@ impl Model {
                     result = Err(Errno::EAGAIN);
                     break;
                 };
-                let no_init = m.reaper.is_none();
+                // (A closed namespace, whose first process failed, answers ENOMEM
+                // below instead.)
+                let no_init = m.reaper.is_none() && m.adding;
                 self.ns[n].cursor = nr + 1;
                 // "PID 1 (init) must be created first"
                 if nr != 1 && no_init {

@@ -286,7 +286,9 @@ impl Model {
                 m.cursor = nr + 1;
                 nr
             };
-            if nr != 1 && !m.has_reaper {
+            // Past pid 1 before an init: EINVAL, but in a closed namespace (its first
+            // process failed) the PIDNS_ADDING check below answers ENOMEM.
+            if nr != 1 && !m.has_reaper && (set_tid.get(i).is_some() || m.adding) {
                 err = Some(Errno::EINVAL);
                 break;
             }
@@ -502,6 +504,13 @@ fn free_one(
     let (pid, chain) = live.swap_remove(idx);
     let inner_first: Vec<i32> = pid.nspid().into_iter().rev().collect();
     free_pid(&pid);
+    // `free_pid`'s `case PIDNS_ADDING`: the last pid of a namespace that never had an
+    // init (its first process, failed) closes it.
+    let inner = &mut model.ns[chain[0]];
+    inner.taken.remove(&inner_first[0]);
+    if inner.taken.is_empty() && !inner.has_reaper {
+        inner.adding = false;
+    }
     for (&n, &nr) in chain.iter().zip(&inner_first) {
         model.ns[n].taken.remove(&nr);
         if real[n].find_pid(nr).is_some_and(|f| Arc::ptr_eq(&f, &pid)) {

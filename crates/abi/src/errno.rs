@@ -54,6 +54,7 @@ errnos! {
     ESRCH => "No such process",
     EINTR => "Interrupted system call",
     EIO => "Input/output error",
+    E2BIG => "Argument list too long",
     EBADF => "Bad file descriptor",
     ECHILD => "No child processes",
     EAGAIN => "Resource temporarily unavailable",

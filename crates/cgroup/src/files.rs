@@ -28,6 +28,10 @@
 
 use core::fmt::Write as _;
 
+/// `atomic_write_len` of every cgroup file (`PAGE_SIZE`): the longest write kernfs
+/// passes to a handler; a longer one is E2BIG.
+const ATOMIC_WRITE_LEN: usize = 4096;
+
 use uproc_abi::Errno;
 
 use crate::Cgroup;
@@ -165,7 +169,8 @@ impl Cgroup {
     ///   anything else -> EINVAL.
     /// - read-only files -> EINVAL; unknown files and removed cgroups -> ENOENT.
     /// - an empty `value` (a write of no bytes) -> Ok on any file that exists,
-    ///   changing nothing.
+    ///   changing nothing; one longer than a page (4096 bytes) -> E2BIG, on any file
+    ///   that exists, before the value is read.
     pub fn write(&self, file: &str, value: &str) -> Result<(), Errno> {
         let node = &self.node;
         if node.is_removed() {
@@ -175,6 +180,11 @@ impl Cgroup {
         if value.is_empty() {
             // `vfs_write` of zero bytes: no handler runs.
             return Ok(());
+        }
+        if value.len() > ATOMIC_WRITE_LEN {
+            // `kernfs_fop_write_iter`: a cgroup file takes one page per write at most
+            // (`atomic_write_len`), checked before any handler runs.
+            return Err(Errno::E2BIG);
         }
         match f {
             File::PidsMax => self.set_pids_max(value.parse::<Limit>()?),

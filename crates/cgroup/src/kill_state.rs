@@ -73,6 +73,14 @@ impl KillState {
         self.in_flight.fetch_sub(1, Ordering::Release);
     }
 
+    /// Whether a kill of this cgroup (or an ancestor) is between its begin and its end:
+    /// a migration into the cgroup waits for it to end (see
+    /// [`Cgroup::attach_links`](crate::Cgroup::attach_links)).
+    #[inline]
+    pub(crate) fn in_flight(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) != 0
+    }
+
     /// can_fork's reading, kept by the fork until post_fork.
     #[inline]
     pub(crate) fn seen(&self) -> u64 {

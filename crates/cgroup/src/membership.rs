@@ -323,6 +323,51 @@ impl Drop for KillInFlight {
     }
 }
 
+thread_local! {
+    /// How many [`Cgroup::kill`]s this thread is signalling (a hook they run may
+    /// migrate: it must not wait for them).
+    static SIGNALLING_KILLS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts this thread in [`SIGNALLING_KILLS`] while it lives.
+struct Signalling;
+
+impl Signalling {
+    fn enter() -> Signalling {
+        SIGNALLING_KILLS.with(|n| n.set(n.get() + 1));
+        Signalling
+    }
+}
+
+impl Drop for Signalling {
+    fn drop(&mut self) {
+        SIGNALLING_KILLS.with(|n| n.set(n.get() - 1));
+    }
+}
+
+impl Cgroup {
+    /// The tree lock (`cgroup_mutex`), taken once no kill of this cgroup or an
+    /// ancestor is signalling (unless this thread is signalling one): see
+    /// [`attach_links`](Cgroup::attach_links). A slow path: it spins, yields, then
+    /// sleeps while a kill's signal hooks run.
+    fn tree_lock_between_kills(&self) -> parking_lot::MutexGuard<'_, crate::hierarchy::Tree> {
+        let mut waits = 0u32;
+        loop {
+            let tree = self.hier.tree.lock();
+            if !self.node.kill.in_flight() || SIGNALLING_KILLS.with(|n| n.get()) != 0 {
+                return tree;
+            }
+            drop(tree);
+            waits += 1;
+            match waits {
+                0..=16 => std::hint::spin_loop(),
+                17..=64 => std::thread::yield_now(),
+                _ => std::thread::sleep(std::time::Duration::from_micros(100)),
+            }
+        }
+    }
+}
+
 /// [`ForkCharge::slot`] of a fork that reserved no entry.
 const NO_SLOT: u32 = u32::MAX;
 
@@ -445,6 +490,14 @@ impl Cgroup {
 
     /// [`attach`](Cgroup::attach) for links already collected (the `cgroup.procs`
     /// write path).
+    ///
+    /// A migration into a cgroup that a `cgroup.kill` (of it or of an ancestor) is
+    /// signalling waits for the kill to end, as Linux's waits for the `cgroup_mutex`
+    /// the kill holds throughout: the kill releases its lock once it has collected its
+    /// victims, and a process moved in meanwhile was not collected, so it must not
+    /// join before the kill ends (its forks would read the kill as theirs and lose
+    /// their children to it). A migration made by a signal hook that the kill itself
+    /// runs does not wait for that kill.
     pub fn attach_links(&self, links: &[LinkRef]) -> Result<(), Errno> {
         if links.iter().any(|l| !l.is_of(&self.hier)) {
             return Err(Errno::EINVAL);
@@ -461,7 +514,7 @@ impl Cgroup {
             // collected where it is before or after the move, never missed between
             // two of the subtree's cgroups (`Scalable` has no css_set_lock to order
             // them). Rule: cgroup_mutex -> css_set_lock -> link state -> member sets.
-            let _tree = self.hier.tree.lock();
+            let _tree = self.tree_lock_between_kills();
             let _css = (!scalable).then(|| self.hier.css_set_lock.lock());
             // ENOENT if removed. Taken (and the registry dropped) before any link's
             // state: the registry comes after a state in the lock order.
@@ -611,6 +664,7 @@ impl Cgroup {
             (KillInFlight(subtree), (v, dying))
         };
         let (members, dying) = victims;
+        let _signalling = Signalling::enter();
         tracing::info!(path = %self.node.path(), tasks = members.len(), "cgroup.kill");
         // The leaders `cgroup.procs` lists, as Linux's CSS_TASK_ITER_PROCS walk
         // signals them: the live ones (the task list's SIGKILL to a live leader ends

@@ -335,6 +335,28 @@ fn the_wrong_direction_is_einval_and_an_empty_write_is_a_no_op() {
     });
 }
 
+/// A write longer than a page is E2BIG on every file, before its handler reads it
+/// (`kernfs_fop_write_iter` against the files' `atomic_write_len`): a padded limit
+/// is not set, a padded kill kills nothing. A page exactly still reaches the handler.
+/// (Both were taken: the limit set to 5, the subtree killed.)
+#[test]
+fn a_write_longer_than_a_page_is_e2big() {
+    for_each_profile(|p| {
+        let a = hier(p).root().mkdir("a").unwrap();
+        let padded = |v: &str, pad: usize| format!("{}{v}", " ".repeat(pad));
+        for f in ["pids.max", "cgroup.kill", "cgroup.procs", "pids.current"] {
+            assert_eq!(
+                a.write(f, &padded("5", 4096)),
+                Err(Errno::E2BIG),
+                "{p}: {f}: 4097 bytes"
+            );
+        }
+        assert_eq!(a.read("pids.max").unwrap(), "max\n", "{p}: nothing set");
+        a.write("pids.max", &padded("5", 4095)).unwrap();
+        assert_eq!(a.read("pids.max").unwrap(), "5\n", "{p}: a page is taken");
+    });
+}
+
 #[test]
 fn cgroup_type_reads_domain() {
     for_each_profile(|p| {

@@ -173,6 +173,9 @@ mod tests {
             let map = PidMap::new(profile);
             let pidfs = Pidfs::new(&map);
             let root = PidNamespace::new_root(&map, PID_MAX_DEFAULT).expect("a root namespace");
+            // An init, as a runtime has: without one, freeing the first pid would close
+            // the namespace (its first process failed).
+            root.set_child_reaper(Some(std::sync::Weak::<()>::new()));
             World {
                 _map: map,
                 pidfs,

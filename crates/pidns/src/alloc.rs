@@ -69,7 +69,10 @@ fn reserve_level(
             }
         }
     };
-    if nr != 1 && !ns.has_child_reaper() {
+    // Past pid 1 before an init: EINVAL, unless the namespace is closed (its first
+    // process failed after `alloc_pid`), where the `PIDNS_ADDING` check that follows
+    // answers ENOMEM, as Linux's does for any number it hands out there.
+    if nr != 1 && !ns.has_child_reaper() && (tid.is_some() || st.adding) {
         st.idr.remove(nr);
         return Err(Errno::EINVAL);
     }
@@ -635,4 +638,27 @@ pub fn free_pid(pid: &Arc<Pid>) {
         }
     }
     wake_reapers(map, pid.numbers().iter().map(|up| &up.ns), wake);
+    if !pid.ns().has_child_reaper() {
+        close_after_failed_first_process(pid.ns());
+    }
+}
+
+/// `free_pid`'s `case PIDNS_ADDING`: the last pid of a namespace that never had an init
+/// is its first process's, whose fork failed after `alloc_pid` (only pid 1 can be
+/// allocated before an init attaches). Linux then closes the namespace
+/// (`pid_allocated = 0`): later forks into it fail with ENOMEM (measured on Linux 6.18:
+/// `unshare(CLONE_NEWPID)`, a `clone3` failing after the pid is allocated, then
+/// `fork()` gives ENOMEM). A failure inside `alloc_pid` itself does not come here: it
+/// rolls back and leaves the namespace open, its next pid 1 again. Out of line: the
+/// common free checks one flag.
+#[cold]
+#[inline(never)]
+fn close_after_failed_first_process(ns: &Arc<PidNamespace>) {
+    if ns.is_adding() && ns.nr_allocated() == 0 {
+        tracing::debug!(
+            level = ns.level(),
+            "free_pid: first process failed, namespace closed"
+        );
+        ns.disable_pid_allocation();
+    }
 }

@@ -59,11 +59,15 @@
 //! taken once per 128 operations of a thread and counted by [`PidMap::pool_lock_stat`]),
 //! `set_tid` claims its number directly, and `find_pid` reads a per-number slot. It keeps
 //! every error code and rule except the order numbers are handed out in: a freed number
-//! waits behind every free number in the shared pool ([`PidNamespace::pool_len`]), and
-//! EAGAIN means that at one moment every number below `pid_max` was in use, as with
-//! Linux's bitmap under `pidmap_lock` (other threads' batches are drained first, and the
+//! waits behind every free number in the shared pool ([`PidNamespace::pool_len`], less
+//! what other threads' batches take of them), and EAGAIN means that at one moment every
+//! number below `pid_max` was in use (other threads' batches are drained first, and the
 //! last pass over the numbers decides under the namespace's pool lock, so a number
-//! freed behind it cannot be missed). See `IMPLEMENTATION.md`.
+//! freed behind it cannot be missed). That follows from the order too: Linux's cursor,
+//! once past `RESERVED_PIDS` (300), never hands out a number below it again, so its
+//! EAGAIN comes while numbers 2..300 may still be free; `Scalable` hands those out
+//! first (with `pid_max` 400, a namespace refilled after a wrap takes 398 forks where
+//! Linux takes 100). See `IMPLEMENTATION.md`.
 //!
 //! The crate's `unsafe` is confined to a few items, each with its safety argument: the
 //! per-thread credits of a root namespace's reference count (`Scalable`:

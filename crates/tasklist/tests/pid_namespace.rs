@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, PidfdFlags, Profile, Signal, WaitOptions};
-use uproc_tasklist::{CloneArgs, TaskState, WaitId};
+use uproc_tasklist::{CloneArgs, System, SystemConfig, TaskState, WaitId};
 
 fn newpid_child_is_pid_1_with_nested_numbers() {
     let sys = system();
@@ -684,7 +684,64 @@ fn a_nested_namespace_goes_with_its_runtime() {
     assert!(weak.upgrade().is_none(), "{:?}: freed", profile());
 }
 
+/// After `unshare(CLONE_NEWPID)`, a first fork that fails after its pid was allocated
+/// (here the pids limit) closes the new namespace: later forks fail with ENOMEM
+/// (`free_pid`'s `case PIDNS_ADDING`; measured on Linux 6.18). One that fails inside
+/// `alloc_pid` (the pid namespace full) leaves it open, its next fork pid 1. (uproc
+/// gave the next fork pid 1 in both cases.)
+fn a_first_fork_failing_after_alloc_pid_closes_the_unshared_namespace() {
+    let sys = system();
+    let init = sys.init();
+    let full = sys.cgroup_root().mkdir("full").unwrap();
+    full.set_pids_max(uproc_cgroup::Limit::Value(0)).unwrap();
+    let into_full = CloneArgs {
+        flags: CloneFlags::INTO_CGROUP,
+        cgroup: Some(full.clone()),
+        ..Default::default()
+    };
+    let a = fork(&init);
+    a.unshare_pid_ns().unwrap();
+    assert_eq!(a.fork(&into_full).err(), Some(Errno::EAGAIN));
+    assert_eq!(
+        a.fork(&CloneArgs::default()).err(),
+        Some(Errno::ENOMEM),
+        "the namespace closed with its first process"
+    );
+    a.exit(0);
+    reap(&init, &a);
+    // A failure inside alloc_pid: the root namespace is full (pid_max 301: 1 is init,
+    // `b` and the held forks take the rest).
+    let sys = System::new(SystemConfig {
+        pid_max: 301,
+        profile: profile(),
+        ..SystemConfig::default()
+    })
+    .unwrap();
+    let init = sys.init();
+    let b = fork(&init);
+    b.unshare_pid_ns().unwrap();
+    let mut held = Vec::new();
+    while let Ok(t) = init.fork(&CloneArgs::default()) {
+        held.push(t);
+    }
+    assert_eq!(b.fork(&CloneArgs::default()).err(), Some(Errno::EAGAIN));
+    let t = held.pop().unwrap();
+    t.exit(0);
+    reap(&init, &t);
+    let first = b.fork(&CloneArgs::default()).expect("still open");
+    assert_eq!(first.nspid().last(), Some(&1), "its first process is pid 1");
+    first.exit(0);
+    reap(&b, &first);
+    for t in held {
+        t.exit(0);
+        reap(&init, &t);
+    }
+    b.exit(0);
+    reap(&init, &b);
+}
+
 every_profile!(
+    a_first_fork_failing_after_alloc_pid_closes_the_unshared_namespace,
     pgid_and_sid_in_each_namespace,
     a_nested_namespace_goes_with_its_last_user,
     a_nested_namespace_goes_with_its_runtime,

@@ -2801,3 +2801,73 @@ fn a_clone_parent_child_racing_its_callers_reparent_exits_with_sigchld() {
         base.check(&sys, &format!("{p}"));
     }
 }
+
+// ---------------------------------------------------------------------------------
+// A migration into a cgroup that a `cgroup.kill` is signalling.
+// ---------------------------------------------------------------------------------
+
+/// `cgroup.kill` holds `cgroup_mutex` through its whole walk in Linux, and a write to
+/// `cgroup.procs` takes it too: a process moved in while the kill signals waits for the
+/// kill to end, and then neither it nor a child it forks is the kill's. Here the kill
+/// is held in its signalling phase by a victim's hook; the migration must not return
+/// before the hook lets the kill end. (It returned at once, and the moved process's
+/// next fork read the kill as its own: the child was SIGKILLed, the parent lived.)
+#[test]
+fn a_migration_into_a_cgroup_being_killed_waits_for_the_kill() {
+    for &p in Profile::ALL {
+        let (sys, init, base) = fresh(p);
+        let a = sys.cgroup_root().mkdir("a").unwrap();
+        let v = init
+            .fork(&CloneArgs {
+                flags: CloneFlags::INTO_CGROUP,
+                cgroup: Some(a.clone()),
+                ..Default::default()
+            })
+            .unwrap();
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel::<()>();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (entered_tx, go_rx) = (Mutex::new(entered_tx), Mutex::new(go_rx));
+        v.set_signal_hook(Some(std::sync::Arc::new(move |sig: Signal| {
+            if sig == Signal::KILL {
+                entered_tx.lock().unwrap().send(()).unwrap();
+                go_rx.lock().unwrap().recv().unwrap();
+            }
+        })));
+        let mover = fork(&init);
+        let moved = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let killer = sc.spawn(|| a.write("cgroup.kill", "1"));
+            entered_rx.recv().unwrap();
+            let migration = sc.spawn(|| {
+                let r = a.write("cgroup.procs", &init.pid_of(&mover).to_string());
+                moved.store(true, Ordering::SeqCst);
+                r
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            let early = moved.load(Ordering::SeqCst);
+            // Let the kill end before any assertion: a failure must not leave the
+            // scope waiting for the held hook.
+            go_tx.send(()).unwrap();
+            killer.join().unwrap().unwrap();
+            migration.join().unwrap().unwrap();
+            assert!(
+                !early,
+                "{p}: the migration returned while the kill was signalling"
+            );
+        });
+        assert_eq!(mover.cgroup(), a, "{p}: moved once the kill ended");
+        let c = fork(&mover);
+        assert!(
+            mover.is_alive() && c.is_alive(),
+            "{p}: neither is the kill's"
+        );
+        v.exit_signaled(Signal::KILL);
+        reap(&init, &v);
+        c.exit(0);
+        reap(&mover, &c);
+        mover.exit(0);
+        reap(&init, &mover);
+        a.rmdir().unwrap();
+        base.check(&sys, &format!("{p}"));
+    }
+}

@@ -20,7 +20,8 @@ pub struct ProcInfo {
     pub tgid: i32,
     /// Running, stopped, zombie (dead tasks are not listed: they are released).
     pub state: TaskState,
-    /// The cgroup path (`/jobs/a`), as `/proc/PID/cgroup` shows it.
+    /// The cgroup path (`/jobs/a`), as `/proc/PID/cgroup` shows it (`/jobs/a
+    /// (deleted)` for a zombie left in a cgroup since removed).
     pub cgroup: String,
     /// The task's name (`comm`).
     pub name: String,
@@ -55,7 +56,16 @@ fn info_in(sys: &System, t: &Task, ns: &PidNamespace) -> Option<ProcInfo> {
         ppid: t.ppid_in(ns),
         tgid,
         state: t.state(),
-        cgroup: t.cgroup().path(),
+        cgroup: {
+            // `proc_cgroup_show`: a task still in a removed cgroup (a zombie left in
+            // it) shows its path with " (deleted)" on the default hierarchy.
+            let cg = t.cgroup();
+            if cg.is_removed() {
+                format!("{} (deleted)", cg.path())
+            } else {
+                cg.path()
+            }
+        },
         name: t.name(),
         nspid: pid.nspid_from(ns),
     })

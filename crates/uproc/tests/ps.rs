@@ -227,7 +227,32 @@ fn ps_numbers_a_thread_and_its_parent_as_each_namespace_sees_them() {
     assert_eq!(rt.ps().len(), 1);
 }
 
+/// A zombie left in a cgroup that was then removed shows its path with " (deleted)",
+/// as `/proc/PID/cgroup` does on the default hierarchy (`proc_cgroup_show`).
+fn ps_marks_the_removed_cgroup_of_a_zombie_deleted() {
+    let rt = common::builder().build().unwrap();
+    let cg = rt.cgroup_root().mkdir("gone").unwrap();
+    let init = rt.init();
+    let z = init
+        .fork(&CloneArgs {
+            flags: CloneFlags::INTO_CGROUP,
+            cgroup: Some(cg.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    z.exit(0);
+    cg.rmdir()
+        .expect("a zombie does not keep its cgroup populated");
+    let ps = rt.ps();
+    let shown = ps.iter().find(|p| p.pid == z.pid()).expect("the zombie");
+    assert_eq!(shown.state, TaskState::Zombie);
+    assert_eq!(shown.cgroup, "/gone (deleted)");
+    init.wait(WaitId::Pid(z.pid()), WaitOptions::EXITED)
+        .unwrap();
+}
+
 every_profile!(
+    ps_marks_the_removed_cgroup_of_a_zombie_deleted,
     ps_shows_a_running_task_with_its_ppid_cgroup_and_name,
     ps_in_a_nested_namespace_numbers_tasks_as_it_sees_them,
     pstree_renders_siblings_with_box_drawing,
