@@ -571,7 +571,11 @@ fn free_scalable(pid: &Pid) -> u64 {
     if let [up] = pid.numbers() {
         let pool = pool_of(&up.ns);
         pool.unpublish_release(up.nr);
-        return u64::from(pool.count.sub());
+        let wake = u64::from(pool.count.sub());
+        if up.nr == 1 {
+            close_after_failed_first_process(&up.ns);
+        }
+        return wake;
     }
     free_scalable_nested(pid)
 }
@@ -590,6 +594,10 @@ fn free_scalable_nested(pid: &Pid) -> u64 {
         if pool_of(&up.ns).count.owes_wakeup() {
             wake |= 1 << i;
         }
+    }
+    let inner = pid.innermost();
+    if inner.nr == 1 {
+        close_after_failed_first_process(&inner.ns);
     }
     wake
 }
@@ -614,7 +622,7 @@ pub fn free_pid(pid: &Arc<Pid>) {
     if map.profile() == Profile::Scalable {
         wake = free_scalable(pid);
     } else {
-        let _g = map.pidmap_lock.lock();
+        let g = map.pidmap_lock.lock();
         for (i, up) in pid.numbers().iter().enumerate() {
             let mut st = up.ns.state.write();
             st.idr.remove(up.nr);
@@ -627,6 +635,11 @@ pub fn free_pid(pid: &Arc<Pid>) {
                 hooks.remove_pid(pid);
             }
         }
+        drop(g);
+        let inner = pid.innermost();
+        if inner.nr == 1 {
+            close_after_failed_first_process(&inner.ns);
+        }
     }
     // `Scalable`: a pid reaped before anyone asked pidfs for a pidfd has nothing in
     // pidfs's index (the usual reap): no call.
@@ -638,23 +651,21 @@ pub fn free_pid(pid: &Arc<Pid>) {
         }
     }
     wake_reapers(map, pid.numbers().iter().map(|up| &up.ns), wake);
-    if !pid.ns().has_child_reaper() {
-        close_after_failed_first_process(pid.ns());
-    }
 }
 
-/// `free_pid`'s `case PIDNS_ADDING`: the last pid of a namespace that never had an init
-/// is its first process's, whose fork failed after `alloc_pid` (only pid 1 can be
-/// allocated before an init attaches). Linux then closes the namespace
-/// (`pid_allocated = 0`): later forks into it fail with ENOMEM (measured on Linux 6.18:
-/// `unshare(CLONE_NEWPID)`, a `clone3` failing after the pid is allocated, then
-/// `fork()` gives ENOMEM). A failure inside `alloc_pid` itself does not come here: it
-/// rolls back and leaves the namespace open, its next pid 1 again. Out of line: the
-/// common free checks one flag.
+/// `free_pid`'s `case PIDNS_ADDING`, for a freed pid numbered 1 in its innermost
+/// namespace (`ns`): the last pid of a namespace that never had an init is its first
+/// process's, whose fork failed after `alloc_pid` (only pid 1 can be allocated before
+/// an init attaches). Linux then closes the namespace (`pid_allocated = 0`): later
+/// forks into it fail with ENOMEM (measured on Linux 6.18: `unshare(CLONE_NEWPID)`, a
+/// `clone3` failing after the pid is allocated, then `fork()` gives ENOMEM). A failure
+/// inside `alloc_pid` itself does not come here: it rolls back and leaves the namespace
+/// open, its next pid 1 again. Called with no lock held; out of line: the common free
+/// only compares the number it already has with 1.
 #[cold]
 #[inline(never)]
 fn close_after_failed_first_process(ns: &Arc<PidNamespace>) {
-    if ns.is_adding() && ns.nr_allocated() == 0 {
+    if !ns.has_child_reaper() && ns.is_adding() && ns.nr_allocated() == 0 {
         tracing::debug!(
             level = ns.level(),
             "free_pid: first process failed, namespace closed"

@@ -183,7 +183,7 @@ impl Pid {
     }
 
     #[inline]
-    fn innermost(&self) -> &Upid {
+    pub(crate) fn innermost(&self) -> &Upid {
         match &self.numbers {
             Numbers::One(u) => u,
             // Never empty (two levels at least); the panic out of line, not inlined
