@@ -259,9 +259,9 @@ impl Task {
         let exit_signal = if thread || autoreap {
             0
         } else if parent_flag {
-            // The caller's leader's exit signal, which a reparent of the caller resets:
-            // read by `attach` under the parent's list lock (which that reparent holds),
-            // as `copy_process` reads it under `tasklist_lock`. This is its stand-in.
+            // A placeholder: `attach` copies the caller's leader's exit signal, which a
+            // reparent of the caller resets, under the parent's list lock (which that
+            // reparent holds), as `copy_process` copies it under `tasklist_lock`.
             Signal::CHLD.raw()
         } else {
             args.exit_signal.map_or(Signal::CHLD.raw(), |s| s.raw())
