@@ -52,14 +52,16 @@
 //! first rule itself: its `task` tracing span is not held entered across a body that
 //! runs in a coroutine, since tracing keeps the entered span stack per thread.
 //!
-//! ## Known issue
+//! ## Bodies that sleep
 //!
-//! Bodies that suspend on a may *timer* (`may::coroutine::sleep`) while another thread
-//! waits for them can currently crash the process (heap corruption, a segmentation
-//! fault, or a hang), in most runs of `tests/sleeping_bodies.rs` (ignored in CI until
-//! fixed), whether the waiter is a thread or a coroutine. Bodies that only yield
-//! (`may::coroutine::yield_now`) passed every run; the cause is not found yet. Avoid
-//! may timers in task bodies until it is fixed.
+//! may 0.3.51 frees a finished coroutine's state when nothing else holds it, and a
+//! coroutine whose sleep timer fires at once can finish on one worker while the worker
+//! that registered the timer still writes to that state: a detached coroutine that
+//! sleeps can corrupt the heap (plain may shows it too). The executor therefore keeps
+//! each body coroutine's join handle until a while after the coroutine was seen done,
+//! so bodies may use `may::coroutine::sleep` and other timers freely
+//! (`tests/sleeping_bodies.rs`). Coroutines you spawn yourself and detach are yours to
+//! keep the same way.
 //!
 //! ## Configuration
 //!
@@ -70,8 +72,9 @@
 //! fresh stack per coroutine instead of one from may's pool.
 #![deny(unsafe_code)]
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Wake, Waker};
+use std::time::{Duration, Instant};
 use uproc::{CoroutineHooks, CurrentSlot, Executor};
 
 may::coroutine_local!(static SLOT: CurrentSlot = CurrentSlot::new());
@@ -121,7 +124,8 @@ impl Executor for MayExecutor {
         // contract may's own safe `go!` macro offers.
         let spawned = unsafe { builder.spawn(job) };
         match spawned {
-            Ok(handle) => drop(handle), // detached: the job reports the exit itself
+            // The job reports the exit itself; the handle is only kept (see `keep`).
+            Ok(handle) => keep(handle),
             Err(e) => {
                 // `spawn` dropped the job, which ended the task as killed.
                 tracing::error!(target: "uproc_may", error = %e, "coroutine spawn failed; task killed");
@@ -131,6 +135,55 @@ impl Executor for MayExecutor {
 
     fn coroutine_hooks(&self) -> Option<&'static dyn CoroutineHooks> {
         Some(&HOOKS)
+    }
+}
+
+/// Join handles of body coroutines, kept past their coroutine's end: may 0.3.51 frees
+/// a coroutine's state when the coroutine finishes and nothing else holds it, while a
+/// worker that has just registered the coroutine's sleep timer may still be writing to
+/// it (`Sleep::subscribe` racing `Done::subscribe` when the timer fires at once:
+/// AddressSanitizer showed the heap use-after-free, and plain may coroutines that sleep
+/// and are detached crash the same way, about once in 30 runs of
+/// `tests/sleeping_bodies.rs`'s shape). A handle holds that state, so it is dropped
+/// only once its coroutine has been seen done at an earlier pass ([`GRACE`] ago at
+/// least). Pruned when the list has doubled since the last pass: amortised O(1) per
+/// spawn.
+struct Kept {
+    /// Each handle, and when its coroutine was first seen done.
+    handles: Vec<(may::coroutine::JoinHandle<()>, Option<Instant>)>,
+    /// Prune when `handles` reaches this length.
+    prune_at: usize,
+}
+
+/// How long a finished coroutine's handle outlives the moment it was seen done.
+const GRACE: Duration = Duration::from_millis(100);
+
+static KEPT: Mutex<Kept> = Mutex::new(Kept {
+    handles: Vec::new(),
+    prune_at: 64,
+});
+
+/// Keeps `handle` (see [`Kept`]).
+fn keep(handle: may::coroutine::JoinHandle<()>) {
+    let mut kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    kept.handles.push((handle, None));
+    if kept.handles.len() >= kept.prune_at {
+        let now = Instant::now();
+        kept.handles.retain_mut(|(h, seen)| {
+            if !h.is_done() {
+                return true;
+            }
+            match seen {
+                None => {
+                    *seen = Some(now);
+                    true
+                }
+                Some(at) => now.duration_since(*at) < GRACE,
+            }
+        });
+        kept.prune_at = (kept.handles.len() * 2).max(64);
     }
 }
 
