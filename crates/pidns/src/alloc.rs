@@ -595,10 +595,7 @@ fn free_scalable_nested(pid: &Pid) -> u64 {
             wake |= 1 << i;
         }
     }
-    let inner = pid.innermost();
-    if inner.nr == 1 {
-        close_after_failed_first_process(&inner.ns);
-    }
+    close_if_first_process_failed(pid);
     wake
 }
 
@@ -636,10 +633,7 @@ pub fn free_pid(pid: &Arc<Pid>) {
             }
         }
         drop(g);
-        let inner = pid.innermost();
-        if inner.nr == 1 {
-            close_after_failed_first_process(&inner.ns);
-        }
+        close_if_first_process_failed(pid);
     }
     // `Scalable`: a pid reaped before anyone asked pidfs for a pidfd has nothing in
     // pidfs's index (the usual reap): no call.
@@ -651,6 +645,17 @@ pub fn free_pid(pid: &Arc<Pid>) {
         }
     }
     wake_reapers(map, pid.numbers().iter().map(|up| &up.ns), wake);
+}
+
+/// [`close_after_failed_first_process`] for `pid` just freed, if it was numbered 1 in
+/// its innermost namespace (the nested and idr frees; the one-level `Scalable` free
+/// tests the number it holds).
+#[inline]
+fn close_if_first_process_failed(pid: &Pid) {
+    let inner = pid.innermost();
+    if inner.nr == 1 {
+        close_after_failed_first_process(&inner.ns);
+    }
 }
 
 /// `free_pid`'s `case PIDNS_ADDING`, for a freed pid numbered 1 in its innermost

@@ -694,11 +694,7 @@ fn a_first_fork_failing_after_alloc_pid_closes_the_unshared_namespace() {
     let init = sys.init();
     let full = sys.cgroup_root().mkdir("full").unwrap();
     full.set_pids_max(uproc_cgroup::Limit::Value(0)).unwrap();
-    let into_full = CloneArgs {
-        flags: CloneFlags::INTO_CGROUP,
-        cgroup: Some(full.clone()),
-        ..Default::default()
-    };
+    let into_full = into_cgroup(&full);
     let a = fork(&init);
     a.unshare_pid_ns().unwrap();
     assert_eq!(a.fork(&into_full).err(), Some(Errno::EAGAIN));

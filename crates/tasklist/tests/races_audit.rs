@@ -1274,11 +1274,7 @@ fn rmdir_racing_a_fork_into_the_cgroup_and_a_migration_is_ebusy_exactly_when_pop
                     meet(&m.meet, 3);
                     stagger(jitter(r, 1, WIDTH / 8));
                     let res = if r % 2 == 0 {
-                        m.p.fork(&CloneArgs {
-                            flags: CloneFlags::INTO_CGROUP,
-                            cgroup: Some(m.a.clone()),
-                            ..Default::default()
-                        })
+                        m.p.fork(&into_cgroup(&m.a))
                     } else {
                         let mut a = CloneArgs::default();
                         a.flags.set(CloneFlags::NEW_THREAD, r % 4 == 1);
@@ -1368,13 +1364,7 @@ fn rmdir_racing_the_exit_of_the_last_member_succeeds_once_it_is_a_zombie() {
             |r| {
                 let a = sys.cgroup_root().mkdir(&format!("z{r}")).unwrap();
                 let p = fork(&init);
-                let c = p
-                    .fork(&CloneArgs {
-                        flags: CloneFlags::INTO_CGROUP,
-                        cgroup: Some(a.clone()),
-                        ..Default::default()
-                    })
-                    .unwrap();
+                let c = p.fork(&into_cgroup(&a)).unwrap();
                 LastExit {
                     a,
                     p,
@@ -2316,11 +2306,7 @@ fn no_child_of_a_member_forked_during_cgroup_kill_survives_it() {
         race(
             iters,
             |_| {
-                let into = CloneArgs {
-                    flags: CloneFlags::INTO_CGROUP,
-                    cgroup: Some(cg.clone()),
-                    ..Default::default()
-                };
+                let into = into_cgroup(&cg);
                 // Members linked before the forker, which the kill kills first: they
                 // widen the window between its collection and the forker's SIGKILL.
                 for _ in 0..BYSTANDERS {
@@ -2673,11 +2659,7 @@ fn a_task_gone_to_kill_and_pidfd_is_uncharged_and_has_its_exit_recorded() {
         let (sys, init, base) = fresh(p);
         let k = sys.cgroup_root().mkdir("k").unwrap();
         k.set_pids_max(uproc_cgroup::Limit::Value(2)).unwrap();
-        let into = CloneArgs {
-            flags: CloneFlags::INTO_CGROUP,
-            cgroup: Some(k.clone()),
-            ..Default::default()
-        };
+        let into = into_cgroup(&k);
         let par = init.fork(&into).unwrap();
         // `par` and its child fill `k`.
         observe_reaps(&init, &par, rounds, |r, cpid, pfd| {
@@ -2817,13 +2799,7 @@ fn a_migration_into_a_cgroup_being_killed_waits_for_the_kill() {
     for &p in Profile::ALL {
         let (sys, init, base) = fresh(p);
         let a = sys.cgroup_root().mkdir("a").unwrap();
-        let v = init
-            .fork(&CloneArgs {
-                flags: CloneFlags::INTO_CGROUP,
-                cgroup: Some(a.clone()),
-                ..Default::default()
-            })
-            .unwrap();
+        let v = init.fork(&into_cgroup(&a)).unwrap();
         let (entered_tx, entered_rx) = std::sync::mpsc::channel::<()>();
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
         let (entered_tx, go_rx) = (Mutex::new(entered_tx), Mutex::new(go_rx));
@@ -2865,6 +2841,50 @@ fn a_migration_into_a_cgroup_being_killed_waits_for_the_kill() {
         reap(&init, &v);
         c.exit(0);
         reap(&mover, &c);
+        mover.exit(0);
+        reap(&init, &mover);
+        a.rmdir().unwrap();
+        base.check(&sys, &format!("{p}"));
+    }
+}
+
+/// A signal hook that the kill itself runs (on the kill's thread) and that moves a
+/// process into the cgroup being killed does not wait for that kill, which would be
+/// waiting for the hook: the migration goes through at once (the moved process was
+/// not collected, so it survives), and the kill ends.
+#[test]
+fn a_migration_made_by_the_kill_s_own_hook_does_not_wait_for_it() {
+    for &p in Profile::ALL {
+        let (sys, init, base) = fresh(p);
+        let a = sys.cgroup_root().mkdir("a").unwrap();
+        let v = init.fork(&into_cgroup(&a)).unwrap();
+        let mover = fork(&init);
+        let mover_nr = init.pid_of(&mover).to_string();
+        let moved = std::sync::Arc::new(Mutex::new(None));
+        let (hook_a, hook_moved) = (a.clone(), moved.clone());
+        v.set_signal_hook(Some(std::sync::Arc::new(move |sig: Signal| {
+            if sig == Signal::KILL {
+                let r = hook_a.write("cgroup.procs", &mover_nr);
+                *hook_moved.lock().unwrap() = Some(r);
+            }
+        })));
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let killer_a = a.clone();
+        std::thread::spawn(move || done_tx.send(killer_a.write("cgroup.kill", "1")));
+        let killed = done_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{p}: the kill waited for its own hook's migration"));
+        assert_eq!(killed, Ok(()), "{p}");
+        assert_eq!(
+            *moved.lock().unwrap(),
+            Some(Ok(())),
+            "{p}: the hook moved it"
+        );
+        assert_eq!(mover.cgroup(), a, "{p}");
+        assert!(mover.is_alive(), "{p}: not collected by the kill");
+        v.set_signal_hook(None);
+        v.exit_signaled(Signal::KILL);
+        reap(&init, &v);
         mover.exit(0);
         reap(&init, &mover);
         a.rmdir().unwrap();

@@ -274,12 +274,7 @@ fn objects_of_another_runtime_are_einval() {
         // setns to another runtime's namespace, CLONE_INTO_CGROUP of another runtime.
         assert_eq!(ia.setns_pid(b.root_ns()), Err(Errno::EINVAL));
         assert_eq!(
-            ia.fork(&CloneArgs {
-                flags: CloneFlags::INTO_CGROUP,
-                cgroup: Some(cg_b.clone()),
-                ..Default::default()
-            })
-            .map(|_| ()),
+            ia.fork(&into_cgroup(&cg_b)).map(|_| ()),
             Err(Errno::EINVAL),
             "{p}: CLONE_INTO_CGROUP with another runtime's cgroup"
         );

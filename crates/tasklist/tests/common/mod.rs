@@ -50,6 +50,15 @@ pub fn fork_errno(t: &Task, flags: CloneFlags) -> Result<(), Errno> {
     .map(|_| ())
 }
 
+/// `CLONE_INTO_CGROUP` into `cg`.
+pub fn into_cgroup(cg: &uproc_cgroup::Cgroup) -> CloneArgs {
+    CloneArgs {
+        flags: CloneFlags::INTO_CGROUP,
+        cgroup: Some(cg.clone()),
+        ..Default::default()
+    }
+}
+
 pub fn thread(t: &Task) -> Task {
     fork_flags(t, CloneFlags::NEW_THREAD)
 }
