@@ -809,7 +809,8 @@ fn is_fatal(sig: i32) -> bool {
 }
 
 fn killed_by(sig: i32) -> i32 {
-    WaitStatus::signaled_by(signal(sig), signal(sig).dumps_core()).raw()
+    // No task of the model sets a core limit (`Task::set_dumps_core`): no core bit.
+    WaitStatus::signaled_by(signal(sig), false).raw()
 }
 
 impl Model {
@@ -1413,6 +1414,8 @@ impl Model {
     fn do_group_exit(&mut self, t: usize, status: i32) {
         let g = self.tasks[t].group;
         if self.is_runtime_init(g) {
+            // The runtime init never exits; another thread of it ends alone.
+            self.do_exit(t, status);
             return;
         }
         let gr = &mut self.groups[g];
@@ -1498,15 +1501,22 @@ impl Model {
             self.release(t);
         }
         if zap {
+            // The zap ends (now or later) with the orphan check below, in `finish_zaps`.
             self.zap(t);
+        } else if dead {
+            self.exit_orphans_pgrp(g);
         }
-        // `exit_notify`'s `kill_orphaned_pgrp(tsk->group_leader, NULL)`.
-        if dead {
-            if let Some(p) = self.tasks[self.groups[g].leader].parent {
-                let pg = self.tasks[p].group;
-                let (ppgrp, psession) = (self.groups[pg].pgrp, self.groups[pg].session);
-                self.kill_orphaned_pgrp(fpgrp, fsession, ppgrp, psession, Some(g));
-            }
+    }
+
+    /// `exit_notify`'s `kill_orphaned_pgrp(tsk->group_leader, NULL)` for the dead
+    /// group `g`: right away, or for a namespace init once its zap ends (Linux asks
+    /// after `zap_pid_ns_processes` returns).
+    fn exit_orphans_pgrp(&mut self, g: usize) {
+        let (fpgrp, fsession) = (self.groups[g].pgrp, self.groups[g].session);
+        if let Some(p) = self.tasks[self.groups[g].leader].parent {
+            let pg = self.tasks[p].group;
+            let (ppgrp, psession) = (self.groups[pg].pgrp, self.groups[pg].session);
+            self.kill_orphaned_pgrp(fpgrp, fsession, ppgrp, psession, Some(g));
         }
     }
 
@@ -1755,6 +1765,7 @@ impl Model {
             self.tasks[l].status = self.groups[g].group_exit.unwrap_or(self.tasks[l].status);
             let mut sig = None;
             let release = self.publish_exit(l, &mut sig);
+            self.exit_orphans_pgrp(g);
             self.send_exit_signal(l, sig);
             if release && self.tasks[l].st == St::Zombie {
                 self.release(l);
@@ -1960,7 +1971,12 @@ impl Model {
     fn orphaned_among(&self, pgrp: usize, members: &[usize]) -> bool {
         !members.iter().any(|&l| {
             let g = self.tasks[l].group;
-            if self.tasks[l].st != St::Running && self.groups[g].threads.is_empty() {
+            // (A namespace init waiting for its namespace counts: it is still in
+            // `do_exit` on Linux, not a zombie.)
+            if self.tasks[l].st != St::Running
+                && self.groups[g].threads.is_empty()
+                && !self.groups[g].zapping
+            {
                 return false;
             }
             let Some(p) = self.tasks[l].parent else {

@@ -29,6 +29,7 @@ mod profile;
 mod signal;
 pub mod spin;
 pub mod stash;
+pub mod user;
 mod wait;
 
 pub use errno::Errno;

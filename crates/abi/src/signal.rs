@@ -142,7 +142,8 @@ impl Signal {
         }
     }
 
-    /// Whether the default action dumps core (the 0x80 bit of a wait status).
+    /// Whether the default action is Core: kills and dumps core, where the process
+    /// may (`RLIMIT_CORE` not zero; then its status has the 0x80 bit).
     pub fn dumps_core(self) -> bool {
         self.default_action() == DefaultAction::Core
     }

@@ -73,7 +73,8 @@ impl Cgroup {
     ///
     /// Errors (what mkdir(2) gives in cgroupfs): ENOENT for a relative path if this
     /// cgroup was removed, for `""`, or when a directory on the way does not exist; ENOTDIR when one is a
-    /// control file; ENAMETOOLONG for a component beyond 255 bytes or a path of 4096;
+    /// control file; ENAMETOOLONG for a path of 4096 bytes (a name
+    /// of any length below that is taken: kernfs sets no `NAME_MAX`);
     /// EEXIST if the name is `.`, `..` or the root, or a child or a control file
     /// (`pids.max`, `cgroup.controllers`, ...) already has it; EINVAL for a newline
     /// in the name (`cgroup_mkdir`) or a NUL anywhere.

@@ -156,7 +156,8 @@ impl Cgroup {
     /// - `cgroup.procs`: a pid (`kstrtoint`; negative or garbage -> EINVAL); its whole
     ///   thread group moves here, found through the registered
     ///   [`TaskResolver`](crate::TaskResolver) (ESRCH if none is registered or the
-    ///   pid is not found).
+    ///   pid is not found). `0` is the writer's own process, where the resolver knows
+    ///   one (the task list's asks its runtime for the task running on this thread).
     /// - `cgroup.threads`: a tid, parsed and found the same way; it moves only that
     ///   thread, which Linux allows only within one threaded subtree
     ///   (`cgroup_attach_permissions`). uproc has no threaded cgroups, so a thread

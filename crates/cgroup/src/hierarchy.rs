@@ -476,9 +476,6 @@ impl fmt::Debug for Node {
 /// `getname` counts the terminating NUL).
 const PATH_MAX: usize = 4096;
 
-/// `NAME_MAX`: one path component longer than this is ENAMETOOLONG.
-const NAME_MAX: usize = 255;
-
 /// mkdir's path walk, as the VFS does it before `cgroup_mkdir` runs (`do_mkdirat` ->
 /// `filename_create`): the directory `path` creates its last component in, and that
 /// component. `path` is relative to `start`, or to the hierarchy's `root` when it
@@ -487,8 +484,8 @@ const NAME_MAX: usize = 255;
 /// root's is the root, as `/..` is `/`).
 ///
 /// Errors in the order the walk meets them: ENOENT for an empty path or a missing
-/// directory on the way; ENAMETOOLONG for a path of `PATH_MAX` bytes or a component
-/// beyond `NAME_MAX`; ENOTDIR for a control file on the way (`dir_is_file`); EEXIST
+/// directory on the way; ENAMETOOLONG for a path of `PATH_MAX` bytes (no bound on
+/// one component: kernfs has none, and the VFS leaves it to the filesystem); ENOTDIR for a control file on the way (`dir_is_file`); EEXIST
 /// when the last component is `.`, `..` or the root (`filename_create`: not
 /// `LAST_NORM`); EINVAL for a NUL (a C path would end there; a Rust string is refused)
 /// and, from `cgroup_mkdir` itself, a newline in the new name (it would make
@@ -520,9 +517,6 @@ pub(crate) fn mkdir_target<'p>(
             // Only slashes: the root itself.
             return Err(Errno::EEXIST);
         };
-        if part.len() > NAME_MAX {
-            return Err(Errno::ENAMETOOLONG);
-        }
         if parts.peek().is_none() {
             break part;
         }

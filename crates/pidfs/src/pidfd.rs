@@ -361,6 +361,13 @@ impl PidFd {
 
     /// A channel that receives one [`ExitEvent`] when the task exits, or at once if it
     /// already has: for runtimes that multiplex many pidfds on one receiver loop.
+    ///
+    /// Each call registers a sender on the pid until the task exits, when every
+    /// registered sender sends its event (to a receiver still held) and is dropped.
+    /// Dropping the receiver does not unregister it (a `crossbeam_channel` sender
+    /// cannot tell that its receivers are gone without sending): subscribe once per
+    /// pidfd and keep the receiver, rather than subscribing again and again to a task
+    /// that lives on (each registration keeps a few hundred bytes until the exit).
     pub fn subscribe(&self) -> crossbeam_channel::Receiver<ExitEvent> {
         let (tx, rx) = crossbeam_channel::unbounded();
         let nr = self.file.pid.nr_in(self.file.viewer());

@@ -226,7 +226,11 @@ impl Wakeups {
     /// Wakes and sends, with no lock held.
     fn run(self, ino: u64) {
         for (_, waker) in self.wakers {
-            waker.wake();
+            // An executor's waker is user code: its panic must not stop the exit
+            // (or the release after it) that runs this.
+            if let Err(panic) = uproc_abi::user::contain(|| waker.wake()) {
+                tracing::error!(ino, panic, "pidfd waker panicked; contained");
+            }
         }
         if let Some(status) = self.status {
             for s in self.events {

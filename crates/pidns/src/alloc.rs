@@ -82,8 +82,10 @@ fn reserve_level(
 /// `alloc_pid`: a new [`Pid`] with a number in `ns` and every ancestor.
 ///
 /// `set_tid[0]` asks for a number in `ns`, `set_tid[1]` in its parent, and so on
-/// (clone3's `set_tid`); levels without an entry allocate cyclically. Errors, in Linux's
-/// order: more entries than levels -> EINVAL; an entry `< 1` or `>= pid_max` -> EINVAL;
+/// (clone3's `set_tid`); levels without an entry allocate cyclically. Errors, in Linux
+/// 7.0's order under every profile (6.18 checked each level's entry as it reserved it,
+/// so there an entry in use at an inner level can precede an outer entry's range
+/// EINVAL): more entries than levels -> EINVAL; an entry `< 1` or `>= pid_max` -> EINVAL;
 /// an entry other than 1 for a namespace without an init -> EINVAL; an entry without
 /// `cap_checkpoint_restore` -> EPERM; an entry in use -> EEXIST; a full
 /// level -> EAGAIN; a number other than 1 in a namespace without an init -> EINVAL; `ns`

@@ -193,7 +193,7 @@ pub fn put_pid(pid: Arc<Pid>) {
 ///
 /// # Safety
 ///
-/// With `known_unique`, as [`empty_unique`](uproc_abi::arc_cache::empty_unique): `pid`
+/// With `known_unique`, as [`empty_unique`]: `pid`
 /// is the only `Arc`, no `Weak` to it exists, and none can be made while this runs
 /// (the caller read both counts after an `Acquire` fence, and nothing outside the
 /// caller can reach the pid). None without it.

@@ -88,6 +88,14 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         return;
     }
     if t.group().runtime_init() {
+        cold_path();
+        if !t.leader {
+            // Linux has no answer (its init's group exit panics the kernel): the
+            // runtime's init lives on, and the thread that asked ends alone, with the
+            // status it asked for, as a thread exit (never the group's last thread).
+            do_exit(t, status);
+            return;
+        }
         tracing::warn!("exit_group of the runtime init ignored: it never exits");
         return;
     }
@@ -109,8 +117,8 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         }
         status
     };
-    for h in hooks {
-        h(Signal::KILL);
+    for h in &hooks {
+        crate::task::call_hook(h, Signal::KILL);
     }
     for th in &bare {
         do_exit(th, status);
@@ -143,7 +151,7 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     // pairs it with the installer).
     if t.rare_ever_used() {
         let hook = t.rare.lock().hook.take();
-        drop(hook);
+        crate::task::drop_hook(hook);
     }
     let (group_dead, status, parent, threadless, childless, orphan) = {
         let mut st = g.sig.lock();
@@ -168,14 +176,16 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
             }
             g.end_job_control(&mut st);
             // `exit_notify`'s `kill_orphaned_pgrp(tsk->group_leader, NULL)`, asked only
-            // when the process group has a stopped member (one load otherwise).
+            // when the process group has a stopped member (one load otherwise). A
+            // nested namespace's init asks once its namespace is empty
+            // (`try_finish_zap`), as Linux asks after `zap_pid_ns_processes` returns.
             if st
                 .ids
                 .as_ref()
                 .is_some_and(|i| i.pgrp.has_stopped_members())
             {
                 cold_path();
-                orphan = exit_orphan_check(&st);
+                orphan = exit_orphan_check(t, &st);
             }
         }
         // A leader's parent, for `exit_notify` (re-checked there under the parent's
@@ -223,10 +233,22 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// process's ids and its parent.
 struct ExitOrphanCheck(Arc<ProcessIds>, Option<Arc<TaskInner>>);
 
-/// Reads [`ExitOrphanCheck`] (the caller holds the siglock of the dead process).
+/// Reads [`ExitOrphanCheck`] (the caller holds the siglock of the dead process `t`);
+/// `None` for a nested namespace's init, whose exit waits for its namespace to empty
+/// first ([`try_finish_zap`] asks then).
 #[cold]
 #[inline(never)]
-fn exit_orphan_check(st: &crate::task::GroupState) -> Option<Box<ExitOrphanCheck>> {
+fn exit_orphan_check(t: &TaskInner, st: &crate::task::GroupState) -> Option<Box<ExitOrphanCheck>> {
+    let ns = t.active_ns();
+    if ns.level() > 0 && reparent::group_is_init_of(t, ns) {
+        return None;
+    }
+    zapped_orphan_check(st)
+}
+
+/// [`ExitOrphanCheck`] of a dead process whose exit goes on (the caller holds its
+/// siglock), or `None` if it is in no process group any more.
+fn zapped_orphan_check(st: &crate::task::GroupState) -> Option<Box<ExitOrphanCheck>> {
     let ids = st.ids.clone()?;
     Some(Box::new(ExitOrphanCheck(ids, st.real_parent.upgrade())))
 }
@@ -716,6 +738,7 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     }
     let status;
     let mut exit_signal = None;
+    let orphan;
     let release = {
         let _tl = sys.tasklist_write_hot();
         if l.exit_state.load(Ordering::Acquire) != DELAYED {
@@ -731,11 +754,23 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
                 return false;
             }
             st.zapping = false;
+            // `exit_notify`'s `kill_orphaned_pgrp`, which Linux reaches once the zap
+            // returns: the init counted as a live member of its process group until
+            // now (`pgrp_orphaned`), and the group is judged as it is now.
+            orphan = st
+                .ids
+                .as_ref()
+                .is_some_and(|i| i.pgrp.has_stopped_members())
+                .then(|| zapped_orphan_check(&st))
+                .flatten();
         }
         status = final_status(l);
         l.exit_code.store(status.raw(), Ordering::Release);
         make_reportable(l, &mut exit_signal)
     };
+    if let Some(check) = orphan {
+        exit_orphans_pgrp(l, *check);
+    }
     send_exit_signal(l, exit_signal);
     tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
     uproc_pidfs::do_notify_pidfd(&l.pid, status);
@@ -757,19 +792,24 @@ impl Task {
     }
 
     /// [exit_group(2)](https://man7.org/linux/man-pages/man2/exit_group.2.html): every
-    /// thread of the group exits; the group's status is `code`.
+    /// thread of the group exits; the group's status is `code`. The runtime init
+    /// never exits: its leader ignores this, another thread of it ends alone (Linux
+    /// has no such case to copy: its init's group exit panics the kernel).
     pub fn exit_group(&self, code: i32) {
         do_group_exit(&self.0, WaitStatus::exited_with(code));
     }
 
-    /// Death by `sig`: the group exits with a "killed by `sig`" status (core bit per
-    /// [`Signal::dumps_core`]), as a runtime reports a fatal signal it acted on.
-    /// `Signal(0)` reads as `exit_group(0)`.
+    /// Death by `sig`: the group exits with a "killed by `sig`" status, as a runtime
+    /// reports a fatal signal it acted on; its core bit set when `sig` dumps core
+    /// ([`Signal::dumps_core`]) and the process does ([`Task::set_dumps_core`]).
+    /// `Signal(0)` reads as `exit_group(0)`. A thread of the runtime init ends alone
+    /// (the init never exits), as with [`exit_group`](Task::exit_group).
     pub fn exit_signaled(&self, sig: Signal) {
         let status = if sig.is_probe() {
             WaitStatus::exited_with(0)
         } else {
-            WaitStatus::signaled_by(sig, sig.dumps_core())
+            let core = sig.dumps_core() && self.0.dumps_core();
+            WaitStatus::signaled_by(sig, core)
         };
         do_group_exit(&self.0, status);
     }

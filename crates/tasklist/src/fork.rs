@@ -195,7 +195,11 @@ impl Task {
         } else {
             for_children
         };
-        let cap = me.cap_checkpoint_restore();
+        // What the child copies of the caller's flags: its capability and its process's
+        // core limit (`copy_creds`, `copy_signal`).
+        let inherited = me.flags.load(Ordering::Relaxed)
+            & (crate::task::CAP_CHECKPOINT_RESTORE | crate::task::DUMPS_CORE);
+        let cap = inherited & crate::task::CAP_CHECKPOINT_RESTORE != 0;
         let pid = alloc_pid(ns, &args.set_tid, cap).inspect_err(|e| {
             cold_path();
             if *e == Errno::EAGAIN {
@@ -288,7 +292,7 @@ impl Task {
                 pid,
                 locked_runtime,
                 exit_signal,
-                cap,
+                inherited,
                 managed,
                 autoreap,
                 css,
@@ -374,7 +378,12 @@ struct Proto {
     pid: Arc<uproc_pidns::Pid>,
     locked_runtime: Weak<crate::system::System>,
     exit_signal: i32,
-    cap: bool,
+    /// The caller's flags the child starts with ([`CAP_CHECKPOINT_RESTORE`],
+    /// [`DUMPS_CORE`]).
+    ///
+    /// [`CAP_CHECKPOINT_RESTORE`]: crate::task::CAP_CHECKPOINT_RESTORE
+    /// [`DUMPS_CORE`]: crate::task::DUMPS_CORE
+    inherited: u8,
     /// [`Task::fork_managed`]: the task starts with [`MANAGED`](crate::task::MANAGED).
     managed: bool,
     autoreap: bool,
@@ -403,15 +412,12 @@ impl Proto {
             exit_signal: AtomicI32::new(self.exit_signal),
             pending: AtomicU64::new(0),
             flags: AtomicU8::new(
-                if self.cap {
-                    crate::task::CAP_CHECKPOINT_RESTORE
-                } else {
-                    0
-                } | if self.managed {
-                    crate::task::MANAGED
-                } else {
-                    0
-                },
+                self.inherited
+                    | if self.managed {
+                        crate::task::MANAGED
+                    } else {
+                        0
+                    },
             ),
             rare: ManuallyDrop::new(SpinMutex::new(RareSlot::EMPTY)),
             css: self.css,
@@ -654,6 +660,12 @@ fn attach_thread(me: &Arc<TaskInner>, proto: Proto) -> Result<Arc<TaskInner>, (E
         cold_path();
         return Err((Errno::EINTR, proto));
     }
+    let mut proto = proto;
+    // The process's core limit as it is now, under the siglock that `set_dumps_core`
+    // changes it under (the copy read before the lock may be stale): one setting for
+    // every thread of the process.
+    let core = me.flags.load(Ordering::Relaxed) & crate::task::DUMPS_CORE;
+    proto.inherited = proto.inherited & !crate::task::DUMPS_CORE | core;
     let child = crate::task_cache::new_task_slot()
         .fill(proto.into_task(|| GroupHome::Leader(TaskInner::group_owner(me)), false));
     st.threads.push(Arc::downgrade(&child));

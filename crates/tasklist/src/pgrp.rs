@@ -506,9 +506,14 @@ pub(crate) fn pgrp_orphaned(sys: &System, pgrp: &Arc<Pid>, ignored: Option<&Thre
             if !st.in_pgrp(pgrp) {
                 return false;
             }
-            if p.exit_state.load(Ordering::Acquire) != crate::task::RUNNING && st.threads.is_empty()
+            if p.exit_state.load(Ordering::Acquire) != crate::task::RUNNING
+                && st.threads.is_empty()
+                && !st.zapping
             {
-                return false; // a zombie with no other thread
+                // A zombie with no other thread. (A namespace init waiting for its
+                // namespace to empty is still in `do_exit` on Linux, `exit_state` 0:
+                // it counts until its zap ends, `try_finish_zap`.)
+                return false;
             }
             // The runtime init has no parent; a released parent leaves none either.
             let Some(parent) = st.real_parent.upgrade() else {

@@ -28,8 +28,9 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 }
 
 /// A thread exited while its group lives: the children it forked now belong to another
-/// live thread (what `__WNOTHREAD` waits see). Takes the group's `children` lock, then
-/// each child's siglock (rules 2-3); the children stay in the same group's list.
+/// live thread (what `__WNOTHREAD` waits see), and move to the end of the group's list,
+/// after every child already in it. Takes the group's `children` lock, then each
+/// child's siglock (rules 2-3); the children stay in the same group's list.
 ///
 /// Also wakes the group's waiters under that lock: a waiter of `t` itself (blocked in
 /// wait on another OS thread) sees `exiting` and returns EINTR.
@@ -41,18 +42,27 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 /// such an already-passed thread, and the children would keep a parent that no longer
 /// exists).
 pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
-    let ch = t.group().children.lock();
+    let mut ch = t.group().children.lock();
     t.group().notify_waiters(&ch);
     let Some(heir) = alive_thread(t.group()) else {
         return;
     };
-    for c in ch.list.iter() {
+    // Linux moves them to the tail of the heir's own list (`reparent_leader`'s
+    // `list_move_tail`), so that a wait meets them after the heir's own children,
+    // forked before or after. Here: to the tail of the one list, in their order, which
+    // is that order for every thread's view of it (`wait_order`).
+    let mut passed = Vec::new();
+    ch.list.retain(|c| {
         let cg = c.0.group();
         let mut cs = cg.sig.lock();
-        if std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t)) {
+        let is_mine = std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t));
+        if is_mine {
             cg.set_real_parent(&mut cs, Arc::downgrade(&heir));
+            passed.push(c.clone());
         }
-    }
+        !is_mine
+    });
+    ch.list.extend(passed);
 }
 
 /// `find_new_reaper`: (b) then (c) above. Siglocks one at a time (rule 3); the caller
@@ -256,7 +266,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
 /// The lookup is a read lock and a `Weak::upgrade` on cache lines every exit in the
 /// namespace would otherwise share; a non-leader thread ending its group (rare) still
 /// asks the namespace.
-fn group_is_init_of(t: &TaskInner, ns: &PidNamespace) -> bool {
+pub(crate) fn group_is_init_of(t: &TaskInner, ns: &PidNamespace) -> bool {
     if t.leader {
         return t.pid.nr() == 1 && std::ptr::eq(Arc::as_ptr(t.pid.ns()), ns);
     }

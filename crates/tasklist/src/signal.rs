@@ -245,7 +245,8 @@ fn decide(
                     // The woken threads dequeue what waited for them (`get_signal`).
                     match pending_fatal(&st) {
                         Some(sig) => {
-                            let status = WaitStatus::signaled_by(sig, sig.dumps_core());
+                            let status =
+                                WaitStatus::signaled_by(sig, t.dumps_core() && sig.dumps_core());
                             st.group_exit = Some(status);
                             // The parent is still notified of the continue (SIGCHLD,
                             // `get_signal`'s CLD_CONTINUED before it dequeues the fatal
@@ -297,7 +298,7 @@ fn decide(
                 Outcome::Nothing
             }
             DefaultAction::Term | DefaultAction::Core => {
-                let status = WaitStatus::signaled_by(sig, sig.dumps_core());
+                let status = WaitStatus::signaled_by(sig, t.dumps_core() && sig.dumps_core());
                 st.group_exit = Some(status);
                 st.shared_pending.insert(sig);
                 g.end_job_control(&mut st);
@@ -513,8 +514,8 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
     }
     // A waiter in this group returns EINTR.
     g.wake_waiters();
-    for h in hooks {
-        h(sig);
+    for h in &hooks {
+        crate::task::call_hook(h, sig);
     }
     for th in &bare {
         crate::exit::do_exit(th, status);
@@ -538,8 +539,8 @@ fn force_kill_hooks(t: &Arc<TaskInner>) {
             })
             .collect()
     };
-    for h in hooks {
-        h(Signal::KILL);
+    for h in &hooks {
+        crate::task::call_hook(h, Signal::KILL);
     }
 }
 
@@ -656,9 +657,10 @@ impl Task {
     ///
     /// A stop or fatal signal to a live thread acts on its whole group. To a thread
     /// that is exiting, such as a leader that exited while its other threads run (a
-    /// zombie leader, still named by `tgid`), the call succeeds but the signal is only
-    /// queued on that thread ([`Task::pending_signals`] shows it) and the group is left
-    /// alone: SIGKILL kills nothing, SIGSTOP stops nothing; SIGCONT still continues a
+    /// zombie leader, still named by `tgid`), the call succeeds but the signal goes to
+    /// that thread alone, which takes nothing any more (no trace in
+    /// [`Task::pending_signals`], as none in `/proc/PID/status` on Linux 6.18), and the
+    /// group is left alone: SIGKILL kills nothing, SIGSTOP stops nothing; SIGCONT still continues a
     /// stopped group. [`Task::kill`] of the `tgid` picks a live thread and acts.
     ///
     /// # References

@@ -74,7 +74,13 @@ pub struct System {
     /// which its pids take at fork and give back when dropped. Dropped with the
     /// runtime, after `drop` freed every pid: the credits go back to the count.
     _pid_ref_credits: Option<PidRefCredits>,
+    /// The embedding runtime's `current`: the task whose code runs on the calling
+    /// thread, if any ([`System::set_current`]).
+    current: std::sync::OnceLock<CurrentFn>,
 }
+
+/// [`System::set_current`]'s callback.
+type CurrentFn = Box<dyn Fn() -> Option<Task> + Send + Sync>;
 
 impl fmt::Debug for System {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -168,11 +174,28 @@ impl System {
                 zap_check: ZapFlag::default(),
                 zapping: Mutex::new(Vec::new()),
                 _pid_ref_credits: root_ns.pid_ref_credits(),
+                current: std::sync::OnceLock::new(),
             }
         });
         let _killed = charge.post_fork_inline(&sys.init.0);
         tracing::debug!(profile = %sys.cfg.profile, pid_max = sys.cfg.pid_max, "system created");
         Ok(sys)
+    }
+
+    /// Tells the runtime how to find Linux's `current`, the task whose code runs on
+    /// the calling thread (a runtime that runs task bodies knows: the `uproc` facade
+    /// registers its `uproc::current()`).
+    /// Used where Linux reads `current` although the call names no task: a
+    /// `cgroup.procs` or `cgroup.threads` write of `0` moves the writer's process or
+    /// thread (`cgroup_procs_write_start`). Without one, or where it answers `None`
+    /// or a task of another runtime, such a write is ESRCH. Set once: EBUSY after.
+    pub fn set_current(
+        &self,
+        current: impl Fn() -> Option<Task> + Send + Sync + 'static,
+    ) -> Result<(), Errno> {
+        self.current
+            .set(Box::new(current))
+            .map_err(|_| Errno::EBUSY)
     }
 
     /// The runtime init: pid 1 of the root namespace.
@@ -419,9 +442,20 @@ impl TaskResolver for System {
 }
 
 impl System {
-    /// The task a `cgroup.procs` write names (root-namespace number); ESRCH if none.
+    /// The task a `cgroup.procs` write names (root-namespace number, or `0` for the
+    /// writer, [`System::set_current`]); ESRCH if none.
     fn resolve(&self, pid: i32) -> Result<Arc<TaskInner>, Errno> {
-        if pid <= 0 {
+        if pid == 0 {
+            let me = self.current.get().and_then(|f| f()).ok_or(Errno::ESRCH)?;
+            // A task of this runtime: its outermost number is in this root namespace.
+            let mine = Arc::ptr_eq(&me.0.pid.numbers()[0].ns, &self.root_ns);
+            return if mine {
+                Ok(Arc::clone(&me.0))
+            } else {
+                Err(Errno::ESRCH)
+            };
+        }
+        if pid < 0 {
             return Err(Errno::ESRCH);
         }
         let p = self.root_ns.find_pid(pid).ok_or(Errno::ESRCH)?;

@@ -36,6 +36,24 @@ pub(crate) const DEAD: u8 = 3;
 /// A hook a runtime installs to hear about fatal signals (managed mode).
 pub(crate) type SignalHook = Arc<dyn Fn(Signal) + Send + Sync>;
 
+/// Calls a signal hook with no lock held, its panic contained
+/// ([`uproc_abi::user::contain`]): a kill, a group exit or a namespace zap that calls
+/// several hooks goes on to the next, and ends the bare threads after them, whatever
+/// one hook does.
+pub(crate) fn call_hook(hook: &SignalHook, sig: Signal) {
+    if let Err(panic) = uproc_abi::user::contain(|| hook(sig)) {
+        tracing::error!(%sig, panic, "signal hook panicked; contained");
+    }
+}
+
+/// Drops a signal hook taken from an exiting task, its drop's panic contained (the
+/// hook's captured values are user code too).
+pub(crate) fn drop_hook(hook: Option<SignalHook>) {
+    if let Err(panic) = uproc_abi::user::contain(move || drop(hook)) {
+        tracing::error!(panic, "signal hook's drop panicked; contained");
+    }
+}
+
 /// `TASK_COMM_LEN`: names are truncated to 15 bytes, as `prctl(PR_SET_NAME)` does.
 const COMM_LEN: usize = 16;
 
@@ -398,6 +416,15 @@ pub(crate) const MANAGED: u8 = 32;
 /// compare-exchange. Set (a plain store) just before that drop, never otherwise.
 pub(crate) const PID_UNIQUE: u8 = 64;
 
+/// [`TaskInner::flags`]: the process's `RLIMIT_CORE` is not zero, so a fatal signal
+/// whose default action is Core dumps core ([`Task::set_dumps_core`]). A process-wide
+/// setting kept on every thread, changed on all of them under the group's siglock (a
+/// new thread copies it under that lock too), so that whoever decides a fatal status
+/// under the siglock reads it from the thread at hand, and a fork copies it with
+/// [`CAP_CHECKPOINT_RESTORE`] from the flags it reads anyway (`copy_signal`'s rlimit
+/// copy): no field of its own in the group, no load of its own at a fork.
+pub(crate) const DUMPS_CORE: u8 = 128;
+
 /// What a fatal signal does to one thread ([`TaskInner::managed`]).
 pub(crate) enum Managed {
     /// No hook, not [`MANAGED`]: the thread exits at once.
@@ -571,7 +598,7 @@ impl ThreadList {
 }
 
 /// The children list of a thread group.
-/// (Its `closed` mark is [`ThreadGroup::closed`], under the same lock.)
+/// (Its `closed` mark is [`ThreadGroup::children_closed`], under the same lock.)
 pub(crate) struct Children {
     /// (`ManuallyDrop`: the drop below skips the empty list most groups end with,
     /// without a call.)
@@ -1295,8 +1322,9 @@ impl TaskInner {
 
     /// `CAP_CHECKPOINT_RESTORE`.
     #[inline(always)]
-    pub(crate) fn cap_checkpoint_restore(&self) -> bool {
-        self.flags.load(Ordering::Relaxed) & CAP_CHECKPOINT_RESTORE != 0
+    /// [`DUMPS_CORE`]: read under the group's siglock where it must be current.
+    pub(crate) fn dumps_core(&self) -> bool {
+        self.flags.load(Ordering::Acquire) & DUMPS_CORE != 0
     }
 
     pub(crate) fn cgroup(&self) -> Cgroup {
@@ -1759,6 +1787,39 @@ impl Task {
             drop(st);
             stack.extend(t.0.group().children.lock().list.iter().cloned());
         }
+    }
+
+    /// `setrlimit(RLIMIT_CORE)`, reduced to what uproc can observe: whether this
+    /// process dumps core when a signal whose default action is Core
+    /// ([`Signal::dumps_core`](uproc_abi::Signal::dumps_core): SIGQUIT, SIGABRT,
+    /// SIGSEGV, ...) kills it, so that its parent's wait reports `CLD_DUMPED` and the
+    /// status's `WCOREDUMP` bit. Off in the runtime init, as under `ulimit -c 0`:
+    /// Linux sets the bit only when a core file was written, and uproc writes none
+    /// unless told to pretend it did. Children forked from here on inherit the
+    /// setting (`copy_signal` copies the rlimits); the status of a signal already
+    /// acted on keeps its bit.
+    ///
+    /// # References
+    /// [setrlimit(2)](https://man7.org/linux/man-pages/man2/setrlimit.2.html)
+    /// `RLIMIT_CORE`, [core(5)](https://man7.org/linux/man-pages/man5/core.5.html),
+    /// `do_coredump` in `fs/coredump.c`.
+    pub fn set_dumps_core(&self, on: bool) {
+        let st = self.0.group().sig.lock();
+        // Every thread of the process, this one included (also once released: its
+        // own copy is all it reads).
+        for t in ThreadGroup::attached_threads(&st).chain([self.0.clone()]) {
+            if on {
+                t.flags.fetch_or(DUMPS_CORE, Ordering::AcqRel);
+            } else {
+                t.flags.fetch_and(!DUMPS_CORE, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Whether this process dumps core when a Core signal kills it
+    /// ([`set_dumps_core`](Task::set_dumps_core)).
+    pub fn dumps_core(&self) -> bool {
+        self.0.dumps_core()
     }
 
     /// The SIGCHLD disposition of this process: `Ignore` and `NoCldWait` make its

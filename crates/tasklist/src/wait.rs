@@ -277,9 +277,11 @@ fn scan(
 /// The order `__do_wait` meets the children of a process with several threads in:
 /// each thread has its own children list in Linux, and the wait walks the caller's
 /// first, then every other thread's in thread-list order from the caller on
-/// (`do_wait_thread` ... `while_each_thread(current, tsk)`), each in fork order. Here
-/// the process has one list, in fork order, and a child's `real_parent` says whose it
-/// is: the indices of the list sorted by that thread's place in the walk. `None` when
+/// (`do_wait_thread` ... `while_each_thread(current, tsk)`), each in its own order:
+/// the thread's forks and the children handed to it, each appended when it came. Here
+/// the process has one list in that order (a child handed on by an exiting thread
+/// moves to its end, `pass_to_live_thread`), and a child's `real_parent` says whose it
+/// is: the indices of the list sorted (stably) by that thread's place in the walk. `None` when
 /// the caller is the process's only thread (no reordering) or `__WNOTHREAD` limits the
 /// wait to the caller's children anyway.
 #[inline]

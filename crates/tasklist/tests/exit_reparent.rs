@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use std::sync::Arc;
 use uproc_abi::{CloneFlags, Errno, Signal, WaitOptions};
-use uproc_tasklist::{CloneArgs, SigChld, TaskState, WaitId};
+use uproc_tasklist::{CloneArgs, SigChld, Task, TaskState, WaitId};
 
 fn exit_is_idempotent_and_zombie_until_reaped() {
     let sys = system();
@@ -39,6 +39,37 @@ fn runtime_init_never_exits() {
     let c = fork(&init);
     c.exit(0);
     reap(&init, &c);
+}
+
+/// A thread of the runtime init that calls `exit_group` or reports a fatal signal
+/// ends alone: the init lives on (it ignores both itself) and nothing is kept.
+fn a_thread_of_the_runtime_init_ends_alone() {
+    let sys = system();
+    let init = sys.init();
+    let before = sys.nr_tasks();
+    for end in [
+        (|t: &Task| t.exit_group(3)) as fn(&Task),
+        |t| t.exit_signaled(Signal::ABRT),
+        |t| t.exit_signaled(Signal::KILL),
+    ] {
+        let t = thread(&init);
+        let pidfd = init
+            .pidfd_open(init.pid_of(&t), uproc_abi::PidfdFlags::THREAD)
+            .unwrap();
+        end(&t);
+        assert_eq!(
+            t.state(),
+            TaskState::Dead,
+            "the thread ended and was released"
+        );
+        assert_eq!(init.state(), TaskState::Running);
+        assert!(pidfd.poll().readable, "its thread pidfd says so");
+        assert_eq!(sys.nr_tasks(), before);
+    }
+    let c = fork(&init);
+    c.exit(0);
+    reap(&init, &c);
+    assert_at_rest(&sys);
 }
 
 fn orphans_go_to_runtime_init_which_reaps_them() {
@@ -437,9 +468,70 @@ fn fatal_exit_signal_is_delivered_to_the_parent_and_ignored_by_an_init() {
     }
 }
 
+/// Which ready child a wait meets first once an exiting thread handed its children on:
+/// Linux moves them to the tail of the heir thread's list (`list_move_tail`), after
+/// the heir's own children, forked before or after (each order below measured on
+/// Linux 6.18 with the same forks and exits).
+fn children_handed_on_by_a_thread_come_after_the_heirs_own() {
+    let first = |waiter: &Task, opts: WaitOptions| {
+        let opts = opts | WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::NOWAIT;
+        waiter.wait(WaitId::All, opts).unwrap().unwrap().pid
+    };
+    // A thread forks B, the leader then forks A: the leader meets its own A first,
+    // and still after the thread's exit put B on its list.
+    let sys = system();
+    let init = sys.init();
+    let leader = fork(&init);
+    let t = thread(&leader);
+    let b = fork(&t);
+    let a = fork(&leader);
+    a.exit(1);
+    b.exit(2);
+    assert_eq!(first(&leader, WaitOptions::empty()), leader.pid_of(&a));
+    t.exit(0);
+    assert_eq!(
+        first(&leader, WaitOptions::empty()),
+        leader.pid_of(&a),
+        "B comes after A"
+    );
+    // The leader forks A, a thread forks B, the leader exits as a thread: the thread's
+    // own B comes first, A after it.
+    let leader = fork(&init);
+    let t = thread(&leader);
+    let a = fork(&leader);
+    let b = fork(&t);
+    a.exit(1);
+    b.exit(2);
+    leader.exit(0);
+    assert_eq!(first(&t, WaitOptions::NOTHREAD), t.pid_of(&b));
+    // The leader forks A and C around a thread's B; the thread exits, then the
+    // process: a subreaper meets them as A, C, B.
+    let sub = fork(&init);
+    sub.set_child_subreaper(true);
+    let leader = fork(&sub);
+    let t = thread(&leader);
+    let a = fork(&leader);
+    let b = fork(&t);
+    let c = fork(&leader);
+    t.exit(0);
+    leader.exit(0);
+    reap(&sub, &leader);
+    for x in [&a, &b, &c] {
+        x.exit(0);
+    }
+    let order: Vec<i32> = (0..3)
+        .map(|_| {
+            let opts = WaitOptions::EXITED | WaitOptions::NOHANG;
+            sub.wait(WaitId::All, opts).unwrap().unwrap().pid
+        })
+        .collect();
+    assert_eq!(order, [a, c, b].map(|x| sub.pid_of(&x)));
+}
+
 every_profile!(
     exit_is_idempotent_and_zombie_until_reaped,
     runtime_init_never_exits,
+    a_thread_of_the_runtime_init_ends_alone,
     orphans_go_to_runtime_init_which_reaps_them,
     without_reap_orphans_init_must_wait_for_orphans,
     orphans_go_to_the_nearest_subreaper,
@@ -454,4 +546,5 @@ every_profile!(
     orphaned_thread_children_move_to_a_live_thread,
     clone_parent_makes_a_sibling,
     parent_and_ppid_in_follow_reparenting,
+    children_handed_on_by_a_thread_come_after_the_heirs_own,
 );

@@ -736,6 +736,77 @@ fn a_first_fork_failing_after_alloc_pid_closes_the_unshared_namespace() {
     reap(&init, &b);
 }
 
+/// A killed namespace init waits in its exit for its namespace to empty; Linux's
+/// `exit_notify` asks whether its exit orphaned its process group only after that
+/// (`kill_orphaned_pgrp` after `zap_pid_ns_processes` returns), and until then the
+/// init, not yet a zombie, still links its group to its session. Setup (each case
+/// measured on Linux 6.18): M leads a session; X, M's first child after
+/// `unshare(CLONE_NEWPID)`, is the namespace's init and leads group G; Z (M's child in
+/// X's namespace) keeps the zap waiting until M reaps it; O, in G, was forked by Q,
+/// M's child in G, which exited: O's parent is the runtime init, outside the session.
+fn a_dying_inits_group_is_judged_orphaned_when_its_zap_ends() {
+    // O is stopped by SIGSTOP before the kill, or by SIGTSTP during the zap (which a
+    // group still linked does not discard). `extra`: E, M's child, is in G too and
+    // dies during the zap (Linux sends nothing then: X still links G).
+    for (stop_before, extra) in [(true, false), (false, false), (false, true)] {
+        let sys = system_without_orphan_reaping();
+        let init = sys.init();
+        let m = fork(&init);
+        m.setsid().unwrap();
+        let q = fork(&m);
+        let e = fork(&m);
+        m.unshare_pid_ns().unwrap();
+        let x = fork(&m);
+        let z = fork(&m);
+        let xp = m.pid_of(&x);
+        m.setpgid(xp, 0).unwrap();
+        m.setpgid(m.pid_of(&q), xp).unwrap();
+        if extra {
+            m.setpgid(m.pid_of(&e), xp).unwrap();
+        }
+        let o = fork(&q);
+        let sig = if stop_before {
+            Signal::STOP
+        } else {
+            Signal::TSTP
+        };
+        if stop_before {
+            m.kill(m.pid_of(&o), sig).unwrap();
+        }
+        q.exit(0);
+        reap(&m, &q);
+        m.kill(xp, Signal::KILL).unwrap();
+        assert_eq!(z.state(), TaskState::Zombie, "killed by the zap");
+        assert_eq!(x.state(), TaskState::Running, "X waits for M to reap Z");
+        if !stop_before {
+            m.kill(m.pid_of(&o), sig).unwrap();
+        }
+        if extra {
+            m.kill(m.pid_of(&e), Signal::KILL).unwrap();
+            reap(&m, &e);
+        }
+        assert_eq!(
+            o.state(),
+            TaskState::Stopped,
+            "G still linked: no SIGHUP yet"
+        );
+        reap(&m, &z);
+        assert_eq!(x.state(), TaskState::Zombie);
+        assert_eq!(
+            o.exit_status().and_then(|s| s.signaled()),
+            Some(Signal::HUP),
+            "the zap ended: G is orphaned with a stopped member"
+        );
+        init.wait(WaitId::Pid(init.pid_of(&o)), WaitOptions::EXITED)
+            .unwrap();
+        if !extra {
+            e.exit(0);
+            reap(&m, &e);
+        }
+        reap(&m, &x);
+    }
+}
+
 every_profile!(
     a_first_fork_failing_after_alloc_pid_closes_the_unshared_namespace,
     pgid_and_sid_in_each_namespace,
@@ -752,4 +823,5 @@ every_profile!(
     init_waits_while_an_outsider_holds_a_member_group,
     the_last_thread_of_an_init_waits_for_its_namespace,
     orphans_inside_a_namespace_go_to_its_init,
+    a_dying_inits_group_is_judged_orphaned_when_its_zap_ends,
 );

@@ -65,7 +65,10 @@ fn bare_task_dies_at_once_from_default_term_and_core_signals() {
         assert_eq!(t.state(), TaskState::Dead, "{sig}: every thread ends");
         let info = reap(&init, &c);
         assert_eq!(info.status.signaled(), Some(sig));
-        assert_eq!(info.status.core_dumped(), sig.dumps_core());
+        assert!(
+            !info.status.core_dumped(),
+            "{sig}: no core without a core limit"
+        );
     }
     assert_at_rest(&sys);
 }

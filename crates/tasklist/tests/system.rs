@@ -619,6 +619,51 @@ fn cgroup_procs_and_kill_follow_a_dying_leader() {
 /// one instead of recursing. (It recursed ~20 frames per level: a debug build
 /// overflowed the main thread's stack at 10,000 levels.) Run on a thread with a small
 /// stack, so that any recursion per level shows.
+/// `cgroup.procs`/`cgroup.threads` writes of `0` name Linux's `current`, which the
+/// embedding runtime supplies once (`System::set_current`); without one, or with a
+/// task of another runtime, ESRCH.
+fn a_procs_write_of_zero_moves_the_current_task() {
+    let sys = system();
+    let init = sys.init();
+    let cg = sys.cgroup_root().mkdir("a").unwrap();
+    let c = fork(&init);
+    let t = thread(&c);
+    assert_eq!(
+        cg.write("cgroup.procs", "0"),
+        Err(Errno::ESRCH),
+        "no current()"
+    );
+    let current = Arc::new(std::sync::Mutex::new(None::<Task>));
+    let now = current.clone();
+    sys.set_current(move || now.lock().unwrap().clone())
+        .unwrap();
+    assert_eq!(sys.set_current(|| None), Err(Errno::EBUSY), "set once");
+    assert_eq!(
+        cg.write("cgroup.procs", "0"),
+        Err(Errno::ESRCH),
+        "current() is None"
+    );
+    *current.lock().unwrap() = Some(t.clone());
+    cg.write("cgroup.procs", "0").unwrap();
+    assert_eq!(c.cgroup().path(), "/a", "the writer's whole process moved");
+    assert_eq!(t.cgroup().path(), "/a");
+    let other = system();
+    *current.lock().unwrap() = Some(other.init());
+    assert_eq!(
+        cg.write("cgroup.procs", "0"),
+        Err(Errno::ESRCH),
+        "another runtime's"
+    );
+    *current.lock().unwrap() = Some(t.clone());
+    assert_eq!(
+        sys.cgroup_root().write("cgroup.threads", "0"),
+        Err(Errno::EOPNOTSUPP)
+    );
+    t.exit(0);
+    c.exit(0);
+    reap(&init, &c);
+}
+
 fn dropping_the_runtime_with_a_deep_chain_of_live_tasks_does_not_recurse() {
     let prof = profile();
     let dropped = std::thread::Builder::new()
@@ -653,4 +698,5 @@ every_profile!(
     tasks_and_find_task,
     cgroup_attach_procs_and_kill_reach_tasks,
     root_cgroup_procs_lists_every_process,
+    a_procs_write_of_zero_moves_the_current_task,
 );

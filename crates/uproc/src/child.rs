@@ -52,7 +52,7 @@ use uproc_tasklist::{Task, WaitId};
 /// Everything the handles of one spawned task share: the body's context (runtime and
 /// task), the parent that reaps it, its pidfd, the detach flags, the status once
 /// reaped, and the kill flag the signal hook raises. One allocation per task; the
-/// [`TaskCx`](crate::TaskCx), the [`Child`] and the job's guard are `Arc`s of it.
+/// [`TaskCx`], the [`Child`] and the job's guard are `Arc`s of it.
 pub(crate) struct Tracker {
     /// The spawning thread's share of the runtime (not a `Runtime` clone: see
     /// `runtime.rs`).

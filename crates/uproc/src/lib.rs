@@ -103,7 +103,8 @@
 //!   (`ps`, the parent's `WUNTRACED` wait) but cannot pause its body, which may even
 //!   return meanwhile.
 //! - A task killed before its job starts never runs its body.
-//! - A panic ends the task as killed by `SIGABRT` (core dumped), and the runtime goes
+//! - A panic ends the task as killed by `SIGABRT` (core bit only in a process that
+//!   dumps core, [`Task::set_dumps_core`]), and the runtime goes
 //!   on. [`TaskCx::exit`] ends a body early by unwinding (no panic message). Both need
 //!   `panic = "unwind"`.
 //!

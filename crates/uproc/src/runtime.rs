@@ -213,6 +213,9 @@ impl RuntimeBuilder {
             pid_max: self.pid_max,
             reap_orphans: self.reap_orphans,
         })?;
+        // Linux's `current` where a call names no task (a `cgroup.procs` write of 0):
+        // the task whose body runs on the calling thread. (A fresh system: set once.)
+        let _fresh = system.set_current(|| crate::cx::current().map(|cx| cx.task().clone()));
         let executor = self
             .executor
             .unwrap_or_else(|| Box::new(ThreadExecutor::new()));

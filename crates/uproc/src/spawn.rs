@@ -130,11 +130,7 @@ impl Outcome {
         if let Some(ExitRequest(code)) = payload.downcast_ref::<ExitRequest>() {
             return Outcome::Code(*code);
         }
-        let msg = payload
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-            .unwrap_or("<non-string panic payload>");
+        let msg = uproc_abi::user::panic_message(&*payload);
         tracing::error!(target: "uproc", pid = root_pid(task), panic = msg, "task body panicked; task killed by SIGABRT");
         // The payload is the body's value too: a `Drop` of it that panics is the same
         // crash, not a second one that escapes the job.
@@ -156,17 +152,10 @@ impl Outcome {
     }
 }
 
-/// Runs `f` (a drop of the body's values) and contains its panic: true when one
-/// happened. That panic's own payload is forgotten (leaked), not dropped: its `Drop`
-/// could panic in turn, and there is no one left to report it to.
+/// Runs `f` (a drop of the body's values) and contains its panic
+/// ([`uproc_abi::user::contain`]): true when one happened.
 pub(crate) fn contained(f: impl FnOnce()) -> bool {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(()) => false,
-        Err(payload) => {
-            std::mem::forget(payload);
-            true
-        }
-    }
+    uproc_abi::user::contain(f).is_err()
 }
 
 /// The task's number in the root namespace: the `pid` field of every tracing event

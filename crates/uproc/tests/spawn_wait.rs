@@ -569,6 +569,40 @@ fn a_completed_await_leaves_its_child_the_same_status() {
     assert_eq!(fut.child().pidfd().exit_status(), Some(st));
 }
 
+/// A `cgroup.procs` write of `0` moves the writer (`cgroup_procs_write_start`): the
+/// task whose body runs on the writing thread; ESRCH where no body runs, or where the
+/// body is another runtime's.
+fn a_procs_write_of_zero_from_a_body_moves_its_task() {
+    for (name, b, _g) in builders() {
+        let rt = b.build().unwrap();
+        let dst = rt.cgroup_root().mkdir("dst").unwrap();
+        assert_eq!(
+            dst.write("cgroup.procs", "0"),
+            Err(Errno::ESRCH),
+            "{name}: no body"
+        );
+        let other = common::builder().build().unwrap();
+        let elsewhere = other.cgroup_root().mkdir("x").unwrap();
+        let cg = dst.clone();
+        let child = rt
+            .spawn(Spawn::new(), move |cx| {
+                assert_eq!(elsewhere.write("cgroup.procs", "0"), Err(Errno::ESRCH));
+                cg.write("cgroup.procs", "0").unwrap();
+                assert_eq!(cg.write("cgroup.threads", "0"), Ok(()), "already here");
+                (cx.task().cgroup().path() == "/dst") as i32
+            })
+            .unwrap();
+        let pid = child.pid();
+        assert_eq!(
+            child.wait().unwrap().exited(),
+            Some(1),
+            "{name}: moved itself"
+        );
+        assert!(!dst.read("cgroup.procs").unwrap().contains(&pid.to_string()));
+        assert_eq!(dst.pids_current(), 0, "{name}: the charge went with it");
+    }
+}
+
 every_profile!(
     spawned_body_exit_code_is_the_wait_status_on_both_executors,
     exit_code_keeps_only_the_low_byte,
@@ -595,4 +629,5 @@ every_profile!(
     a_wait_for_a_leader_outlived_by_its_thread_sleeps_until_it_is_reapable,
     an_await_on_a_leader_outlived_by_its_thread_is_woken_once_when_it_is_reapable,
     a_completed_await_leaves_its_child_the_same_status,
+    a_procs_write_of_zero_from_a_body_moves_its_task,
 );
