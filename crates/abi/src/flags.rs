@@ -7,9 +7,20 @@
 bitflags::bitflags! {
     /// `clone3(2)` flags (`CLONE_*` in `<linux/sched.h>`).
     ///
-    /// uproc models the process-lifecycle flags; the sharing flags are checked as Linux's
-    /// `copy_process` checks them: `THREAD` without `SIGHAND`, and `SIGHAND` without
-    /// `VM`, are EINVAL. [`NEW_THREAD`](Self::NEW_THREAD) is the set a new thread needs.
+    /// uproc models the process-lifecycle flags. The flags for state it does not model
+    /// (memory, files, fs, SysV undo lists, TLS, the tid addresses, the I/O context,
+    /// tracing: `VM`, `FILES`, `FS`, `SYSVSEM`, `SETTLS`, `PARENT_SETTID`,
+    /// `CHILD_SETTID`, `CHILD_CLEARTID`, `IO`, `PTRACE`, `UNTRACED`, `VFORK`) are
+    /// accepted, checked as Linux's `clone3_args_valid` and `copy_process` check them
+    /// (`THREAD` without `SIGHAND`, `SIGHAND` without `VM`, `SIGHAND` with
+    /// `CLEAR_SIGHAND` are EINVAL), and change nothing else: the set `pthread_create`
+    /// passes makes a thread. `VFORK` does not suspend the caller (the embedding
+    /// runtime does that, until the child's exit or exec). `CLEAR_SIGHAND` resets
+    /// what uproc keeps of the child's handlers (`SA_NOCLDWAIT`; `SIG_IGN` stays). The
+    /// other namespaces' `CLONE_NEW*` flags, `CLONE_DETACHED`, bits in the low byte
+    /// (the exit signal's, separate in clone3) and unknown bits are EINVAL: uproc has
+    /// pid namespaces only. [`NEW_THREAD`](Self::NEW_THREAD) is the set a new thread
+    /// needs.
     ///
     /// # References
     /// [clone(2)](https://man7.org/linux/man-pages/man2/clone.2.html)
@@ -27,6 +38,32 @@ bitflags::bitflags! {
         const THREAD = libc::CLONE_THREAD as u64;
         /// `CLONE_NEWPID`: the child is pid 1 of a new pid namespace.
         const NEWPID = libc::CLONE_NEWPID as u64;
+        /// `CLONE_FS` (not modelled: accepted).
+        const FS = 0x0000_0200;
+        /// `CLONE_FILES` (not modelled: accepted).
+        const FILES = 0x0000_0400;
+        /// `CLONE_PTRACE` (no tracer: accepted).
+        const PTRACE = 0x0000_2000;
+        /// `CLONE_VFORK`: accepted; the caller is not suspended (the runtime's part).
+        const VFORK = 0x0000_4000;
+        /// `CLONE_SYSVSEM` (not modelled: accepted).
+        const SYSVSEM = 0x0004_0000;
+        /// `CLONE_SETTLS` (not modelled: accepted).
+        const SETTLS = 0x0008_0000;
+        /// `CLONE_PARENT_SETTID` (not modelled: accepted).
+        const PARENT_SETTID = 0x0010_0000;
+        /// `CLONE_CHILD_CLEARTID` (not modelled: accepted).
+        const CHILD_CLEARTID = 0x0020_0000;
+        /// `CLONE_UNTRACED` (no tracer: accepted).
+        const UNTRACED = 0x0080_0000;
+        /// `CLONE_CHILD_SETTID` (not modelled: accepted).
+        const CHILD_SETTID = 0x0100_0000;
+        /// `CLONE_IO` (not modelled: accepted).
+        const IO = 0x8000_0000;
+        /// `CLONE_CLEAR_SIGHAND`: the child's handlers back to their defaults (of
+        /// what uproc keeps: `SA_NOCLDWAIT` cleared; `SIG_IGN` stays). EINVAL with
+        /// `SIGHAND`.
+        const CLEAR_SIGHAND = 0x1_0000_0000;
         /// `CLONE_INTO_CGROUP`: start the child in `CloneArgs::cgroup`.
         const INTO_CGROUP = 0x2_0000_0000;
         /// `CLONE_AUTOREAP` (Linux 7.1): the child is reaped at exit, never a zombie.
@@ -138,6 +175,24 @@ mod tests {
         assert_eq!(WaitOptions::NOWAIT.bits(), 0x0100_0000);
         assert_eq!(PidfdFlags::NONBLOCK.bits(), 0o4000);
         assert_eq!(PidfdFlags::THREAD.bits(), 0o200);
+        // libc's `c_int` constants, as the kernel's unsigned values.
+        for (ours, theirs) in [
+            (CloneFlags::FS, libc::CLONE_FS),
+            (CloneFlags::FILES, libc::CLONE_FILES),
+            (CloneFlags::PTRACE, libc::CLONE_PTRACE),
+            (CloneFlags::VFORK, libc::CLONE_VFORK),
+            (CloneFlags::SYSVSEM, libc::CLONE_SYSVSEM),
+            (CloneFlags::SETTLS, libc::CLONE_SETTLS),
+            (CloneFlags::PARENT_SETTID, libc::CLONE_PARENT_SETTID),
+            (CloneFlags::CHILD_CLEARTID, libc::CLONE_CHILD_CLEARTID),
+            (CloneFlags::UNTRACED, libc::CLONE_UNTRACED),
+            (CloneFlags::CHILD_SETTID, libc::CLONE_CHILD_SETTID),
+            (CloneFlags::IO, libc::CLONE_IO),
+        ] {
+            assert_eq!(ours.bits(), u64::from(theirs as u32), "{ours:?}");
+        }
+        // (libc has `CLONE_CLEAR_SIGHAND` as a truncated `c_int`.) `<linux/sched.h>`:
+        assert_eq!(CloneFlags::CLEAR_SIGHAND.bits(), 0x1_0000_0000);
     }
 
     #[test]

@@ -39,7 +39,8 @@ use uproc_pidns::{MAX_PID_NS_LEVEL, alloc_pid, free_pid};
 /// [clone3(2)](https://man7.org/linux/man-pages/man2/clone3.2.html)
 #[derive(Clone, Debug, Default)]
 pub struct CloneArgs {
-    /// `CLONE_*` flags; unknown bits -> EINVAL.
+    /// `CLONE_*` flags; unknown bits -> EINVAL. Flags for state uproc does not model
+    /// (`FILES`, `SETTLS`, ...) are accepted: see [`CloneFlags`].
     pub flags: CloneFlags,
     /// `set_tid`: the pid wanted in the new task's namespace, then its parent, ...;
     /// at most 32 entries; needs `CAP_CHECKPOINT_RESTORE`.
@@ -92,6 +93,10 @@ fn validate_flags(
     if (thread || parent) && exit_sig {
         return Err(Errno::EINVAL);
     }
+    // Shared handlers cannot be reset for the child alone.
+    if f.contains(CloneFlags::SIGHAND | CloneFlags::CLEAR_SIGHAND) {
+        return Err(Errno::EINVAL);
+    }
     // copy_process
     if thread && f.contains(CloneFlags::NEWPID) {
         return Err(Errno::EINVAL);
@@ -128,7 +133,7 @@ impl Task {
     /// (of its parent with `CLONE_PARENT` / `CLONE_THREAD`).
     ///
     /// Errors: EINVAL for bad flag combinations (unknown bits, `THREAD` without
-    /// `SIGHAND`, `SIGHAND` without `VM`, `THREAD|NEWPID`,
+    /// `SIGHAND`, `SIGHAND` without `VM`, `SIGHAND|CLEAR_SIGHAND`, `THREAD|NEWPID`,
     /// `exit_signal` with `THREAD`/`PARENT`, `AUTOREAP` with `THREAD`/`PARENT`/an
     /// `exit_signal`, `INTO_CGROUP` without a cgroup or the reverse, more than 32
     /// `set_tid` entries, `PARENT` from a namespace init, `THREAD` or `NEWPID` after
@@ -321,6 +326,10 @@ impl Task {
                 return Err(e);
             }
         };
+        if f.contains(CloneFlags::CLEAR_SIGHAND) {
+            cold_path();
+            clear_sighand(&child);
+        }
         // 6. cgroup_post_fork: links the link the child was built with (`Scalable`, the
         // root: lists it, one compare-exchange). An exit or a release that ran before
         // marked the link (dead or released early), and post_fork, deciding on the same
@@ -425,6 +434,19 @@ impl Proto {
             name: NameWords::new(self.name),
             name_seq: AtomicU16::new(0),
         }
+    }
+}
+
+/// `CLONE_CLEAR_SIGHAND` (`flush_signal_handlers(p, 0)`): every handler back to
+/// `SIG_DFL` and its `sa_flags` cleared, `SIG_IGN` kept. Of what uproc keeps, only
+/// SIGCHLD's `SA_NOCLDWAIT` changes. Before the child is started: nothing of it has
+/// run yet, and it has no child whose exit would read the disposition.
+#[cold]
+#[inline(never)]
+fn clear_sighand(child: &TaskInner) {
+    let mut st = child.group().sig.lock();
+    if st.sigchld == crate::signal::SigChld::NoCldWait {
+        st.sigchld = crate::signal::SigChld::Default;
     }
 }
 

@@ -1822,6 +1822,11 @@ impl Task {
         self.0.dumps_core()
     }
 
+    /// The SIGCHLD disposition of this process ([`set_sigchld`](Task::set_sigchld)).
+    pub fn sigchld(&self) -> SigChld {
+        self.0.group().sig.lock().sigchld
+    }
+
     /// The SIGCHLD disposition of this process: `Ignore` and `NoCldWait` make its
     /// children autoreap; `Ignore` also drops the SIGCHLD itself, and discards one
     /// already pending, in the group's set and every thread's (`do_sigaction`: a

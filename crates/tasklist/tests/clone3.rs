@@ -531,6 +531,80 @@ fn clone_thread_without_sighand_and_sighand_without_vm_are_einval() {
     assert_at_rest(&sys);
 }
 
+/// The flags for state uproc does not model are accepted as Linux accepts them (the
+/// set `pthread_create` passes makes a thread, `posix_spawn`'s `VM|VFORK` a process);
+/// the other namespaces' flags, `DETACHED` and the exit-signal byte are EINVAL;
+/// `CLEAR_SIGHAND` is EINVAL with `SIGHAND` and resets `SA_NOCLDWAIT`, not `SIG_IGN`.
+fn flags_for_unmodelled_state_are_accepted_and_checked() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let pthread = CloneFlags::VM
+        | CloneFlags::FS
+        | CloneFlags::FILES
+        | CloneFlags::SIGHAND
+        | CloneFlags::THREAD
+        | CloneFlags::SYSVSEM
+        | CloneFlags::SETTLS
+        | CloneFlags::PARENT_SETTID
+        | CloneFlags::CHILD_CLEARTID;
+    let t = fork_flags(&p, pthread);
+    assert_eq!(t.tgid(), p.pid(), "pthread_create's flags make a thread");
+    let spawned = fork_flags(&p, CloneFlags::VM | CloneFlags::VFORK);
+    assert_eq!(spawned.ppid(), p.pid(), "posix_spawn's flags make a child");
+    assert!(spawned.is_alive(), "and the caller is not suspended");
+    for f in [
+        CloneFlags::IO,
+        CloneFlags::PTRACE | CloneFlags::UNTRACED,
+        CloneFlags::CHILD_SETTID,
+    ] {
+        let c = fork_flags(&p, f);
+        c.exit(0);
+        reap(&p, &c);
+    }
+    let newns = CloneFlags::from_bits_retain(libc::CLONE_NEWNS as u64);
+    let detached = CloneFlags::from_bits_retain(0x0040_0000);
+    let low_byte = CloneFlags::from_bits_retain(libc::SIGCHLD as u64);
+    for (flags, why) in [
+        (newns, "no mount namespaces"),
+        (detached, "CLONE_DETACHED: clone3_args_valid"),
+        (low_byte, "the exit signal has its own field in clone3"),
+        (
+            CloneFlags::SIGHAND | CloneFlags::VM | CloneFlags::CLEAR_SIGHAND,
+            "shared handlers cannot be reset for one",
+        ),
+    ] {
+        fails(&p, &args(flags), Errno::EINVAL, why);
+    }
+    for (d, after) in [
+        (
+            uproc_tasklist::SigChld::NoCldWait,
+            uproc_tasklist::SigChld::Default,
+        ),
+        (
+            uproc_tasklist::SigChld::Ignore,
+            uproc_tasklist::SigChld::Ignore,
+        ),
+    ] {
+        p.set_sigchld(d);
+        let c = fork_flags(&p, CloneFlags::CLEAR_SIGHAND);
+        let kept = fork(&p);
+        assert_eq!(c.sigchld(), after, "{d:?} with CLEAR_SIGHAND");
+        assert_eq!(kept.sigchld(), d, "{d:?} without");
+        p.set_sigchld(uproc_tasklist::SigChld::Default);
+        for x in [c, kept] {
+            x.exit(0);
+            reap(&p, &x);
+        }
+    }
+    spawned.exit(0);
+    reap(&p, &spawned);
+    t.exit(0);
+    p.exit(0);
+    reap(&init, &p);
+    assert_at_rest(&sys);
+}
+
 every_profile!(
     invalid_flag_combinations_are_einval,
     namespace_init_cannot_clone_parent,
@@ -543,4 +617,5 @@ every_profile!(
     fork_into_closed_namespace_is_enomem,
     closed_namespace_race_fails_forks_cleanly,
     clone_thread_without_sighand_and_sighand_without_vm_are_einval,
+    flags_for_unmodelled_state_are_accepted_and_checked,
 );
