@@ -45,19 +45,23 @@ pub(crate) struct PostExit {
     pub(crate) zap: bool,
     /// The exiting leader's exit signal, when it is not SIGCHLD.
     exit_signal: ParentSignal,
-    /// Reparented children whose process group has a stopped member (boxed: almost
-    /// always none, and then nothing to drop).
-    pub(crate) orphan_checks: Option<Box<OrphanChecks>>,
+    /// Reparented children with something to check once the locks are dropped
+    /// (boxed: almost always none, and then nothing to drop).
+    pub(crate) reparent_checks: Option<Box<ReparentChecks>>,
 }
 
-/// What a reparent leaves for `reparent_leader`'s `kill_orphaned_pgrp`, checked once
-/// the locks are dropped.
-pub(crate) struct OrphanChecks {
+/// What a reparent leaves for after the locks: `reparent_leader`'s `kill_orphaned_pgrp`
+/// and the children's parent-death signals.
+#[derive(Default)]
+pub(crate) struct ReparentChecks {
     /// The children handed on whose process group has a stopped member.
     pub(crate) children: Vec<Arc<TaskInner>>,
     /// The exiting process's process group and session, read under the locks that
     /// keep it unreleased.
     pub(crate) father_ids: Option<Arc<ProcessIds>>,
+    /// The children handed on with a thread that may have a parent-death signal
+    /// ([`crate::reparent::may_want_pdeath_signal`]).
+    pub(crate) pdeath: Vec<Arc<TaskInner>>,
 }
 
 /// An exit signal other than SIGCHLD that `do_notify_parent` decided to send: the
@@ -120,6 +124,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     for h in &hooks {
         crate::task::call_hook(h, Signal::KILL);
     }
+    crate::task::drop_hooks(hooks);
     for th in &bare {
         do_exit(th, status);
     }
@@ -285,25 +290,36 @@ fn exit_notify(
     (parent, threadless, childless): (Option<Arc<TaskInner>>, bool, bool),
 ) {
     let mut post = PostExit::default();
-    {
+    let status = {
         let _tl = sys.and_then(System::tasklist_write_hot);
         if group_dead {
             reparent::forget_original_parent(t, &mut post, childless);
         } else {
-            reparent::pass_to_live_thread(t);
+            reparent::pass_to_live_thread(t, &mut post);
         }
         if !t.leader {
             // A thread autoreaps; its thread pidfds become readable.
             t.exit_state.store(DEAD, Ordering::Release);
             post.notify_self = true;
             post.release_self = true;
-        } else if !zombie_under_known_parent(t, threadless && !post.zap, parent.as_ref(), &mut post)
+            status
+        } else if zombie_under_known_parent(t, threadless && !post.zap, parent.as_ref(), &mut post)
         {
-            t.with_parent_children_from(parent, |parent, st| {
+            status
+        } else {
+            let group_status = t.with_parent_children_from(parent, |parent, st| {
                 // Rule 3: the group's siglock inside the parent's children lock. The
                 // release of the group's last thread checks for DELAYED under the same
                 // siglock: exactly one of the two makes the leader reportable.
                 let delayed = post.zap || !st.threads.is_empty();
+                // The group's code, if one was set since this thread's status was read
+                // (another thread's `exit_group`, or its exit as the last thread, may
+                // have come and gone meanwhile): what Linux's `wait_task_zombie`
+                // reports under `SIGNAL_GROUP_EXIT`.
+                let group_status = st.group_exit.filter(|_| !delayed);
+                if let Some(s) = group_status {
+                    t.exit_code.store(s.raw(), Ordering::Release);
+                }
                 let state = if delayed { DELAYED } else { ZOMBIE };
                 t.exit_state.store(state, Ordering::Release);
                 // Rule 4: dropped before `publish_exit` takes the parent's siglock.
@@ -312,14 +328,16 @@ fn exit_notify(
                     post.notify_self = true;
                     post.release_self = publish_exit(t, parent, &mut post.exit_signal);
                 }
+                group_status
             });
+            group_status.unwrap_or(status)
         }
-    }
+    };
     // Used up field by field (partial moves, read in place): each piece is dropped
     // where it is used up, so no drop of the whole runs at the end, and nothing is
     // copied out first.
-    if let Some(checks) = post.orphan_checks {
-        reparent_orphans_pgrps(t, *checks);
+    if let Some(checks) = post.reparent_checks {
+        after_reparent(t, *checks);
     }
     send_exit_signal(t, post.exit_signal);
     if post.notify_self {
@@ -344,17 +362,21 @@ fn exit_notify(
     }
 }
 
-/// The reparent half of `kill_orphaned_pgrp` (`reparent_leader`): each child of
-/// `checks`, just handed to a new parent, was in a process group with a stopped
-/// member; if `t`'s process (`father_ids`) was that group's link outside, the group
-/// may be orphaned now. No lock held.
+/// What the hand-over of `t`'s children left for after the locks: their parent-death
+/// signals, then the reparent half of `kill_orphaned_pgrp` (`reparent_leader`): each
+/// child of `checks.children`, just handed to a new parent, was in a process group
+/// with a stopped member; if `t`'s process (`father_ids`) was that group's link
+/// outside, the group may be orphaned now. No lock held.
 #[cold]
 #[inline(never)]
-fn reparent_orphans_pgrps(t: &TaskInner, checks: OrphanChecks) {
-    let OrphanChecks {
+fn after_reparent(t: &TaskInner, checks: ReparentChecks) {
+    let ReparentChecks {
         children,
         father_ids,
+        pdeath,
     } = checks;
+    // Linux sends them in the hand-over itself, before `reparent_leader`'s check.
+    crate::reparent::send_pdeath_signals(t, &pdeath);
     let (Some(sys), Some(father_ids)) = (t.sys(), father_ids) else {
         return;
     };

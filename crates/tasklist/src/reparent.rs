@@ -41,7 +41,7 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 /// on too, under the same lock, after this pass (a heir chosen before the lock could be
 /// such an already-passed thread, and the children would keep a parent that no longer
 /// exists).
-pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
+pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>, post: &mut PostExit) {
     let mut ch = t.group().children.lock();
     t.group().notify_waiters(&ch);
     let Some(heir) = alive_thread(t.group()) else {
@@ -52,17 +52,53 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>) {
     // forked before or after. Here: to the tail of the one list, in their order, which
     // is that order for every thread's view of it (`wait_order`).
     let mut passed = Vec::new();
+    let mut pdeath = Vec::new();
     ch.list.retain(|c| {
         let cg = c.0.group();
         let mut cs = cg.sig.lock();
         let is_mine = std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t));
         if is_mine {
             cg.set_real_parent(&mut cs, Arc::downgrade(&heir));
+            if may_want_pdeath_signal(&cs) {
+                pdeath.push(Arc::clone(&c.0));
+            }
             passed.push(c.clone());
         }
         !is_mine
     });
     ch.list.extend(passed);
+    // The parent *thread* died: its children hear their parent-death signals even
+    // though their process lives on in the heir (the `PR_SET_PDEATHSIG` gotcha), once
+    // `exit_notify` dropped its locks (a fatal one ends the child, which takes them).
+    if !pdeath.is_empty() {
+        post.reparent_checks.get_or_insert_default().pdeath = pdeath;
+    }
+}
+
+/// Whether a thread of the process whose siglock is `cs` may have a parent-death
+/// signal set: one has ever used its rare fields (one load per thread; the signal
+/// itself is read with no lock held, [`send_pdeath_signals`]).
+pub(crate) fn may_want_pdeath_signal(cs: &crate::task::GroupState) -> bool {
+    ThreadGroup::attached_threads(cs).any(|th| th.rare_ever_used())
+}
+
+/// `forget_original_parent`'s `group_send_sig_info(t->pdeath_signal, SEND_SIG_NOINFO,
+/// t, PIDTYPE_TGID)`: every thread of each child (just handed on from the exiting
+/// thread `father`) that set a parent-death signal sends it to its own process, as
+/// from `father`. No lock held.
+pub(crate) fn send_pdeath_signals(father: &TaskInner, children: &[Arc<TaskInner>]) {
+    for c in children {
+        let threads: Vec<Arc<TaskInner>> =
+            ThreadGroup::attached_threads(&c.group().sig.lock()).collect();
+        for th in threads.iter().filter(|th| th.rare_ever_used()) {
+            let sig = th.rare.lock().boxed.as_ref().and_then(|r| r.pdeath_signal);
+            if let Some(sig) = sig {
+                tracing::debug!(pid = th.pid.numbers()[0].nr, %sig, "parent-death signal");
+                let sender = crate::signal::Sender::Task(father);
+                let _ = crate::signal::send_group(th, sig, sender);
+            }
+        }
+    }
 }
 
 /// `find_new_reaper`: (b) then (c) above. Siglocks one at a time (rule 3); the caller
@@ -208,21 +244,27 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
                 cg.set_real_parent(&mut cs, Arc::downgrade(reaper));
                 // `reparent_leader`'s `kill_orphaned_pgrp(p, father)`: only a group with
                 // a stopped member can need it; decided once the locks are dropped.
-                if cs
+                let orphan_check = cs
                     .ids
                     .as_ref()
-                    .is_some_and(|i| i.pgrp.has_stopped_members())
-                {
+                    .is_some_and(|i| i.pgrp.has_stopped_members());
+                let pdeath = may_want_pdeath_signal(&cs);
+                if orphan_check || pdeath {
                     drop(cs);
-                    let checks = post.orphan_checks.get_or_insert_with(|| {
+                    let checks = post.reparent_checks.get_or_insert_with(|| {
                         // Rule 3: the siglock inside the children lock; the exiting
                         // process, not yet published, cannot be released meanwhile.
-                        Box::new(crate::exit::OrphanChecks {
-                            children: Vec::new(),
+                        Box::new(crate::exit::ReparentChecks {
                             father_ids: g.sig.lock().ids.clone(),
+                            ..Default::default()
                         })
                     });
-                    checks.children.push(Arc::clone(&c.0));
+                    if orphan_check {
+                        checks.children.push(Arc::clone(&c.0));
+                    }
+                    if pdeath {
+                        checks.pdeath.push(Arc::clone(&c.0));
+                    }
                 }
             }
             // reparent_leader: "We don't want people slaying init."

@@ -109,9 +109,13 @@ enum Outcome {
         sig: Signal,
         status: WaitStatus,
     },
-    /// SIGKILL to a group already dying of another fatal signal: call the managed
-    /// threads' hooks with it (bare threads have ended already).
-    ForceKill,
+    /// SIGKILL to a group already dying: call the managed threads' hooks with it
+    /// (`hooks`: the first SIGKILL after another fatal signal), and end the bare
+    /// threads still running (threads made bare by `set_signal_hook(None)` after the
+    /// fatal signal found them managed) with the group's status.
+    ForceKill {
+        hooks: bool,
+    },
 }
 
 /// Sends `sig` to the thread group of `t` (`group_send_sig_info`). A zombie or an
@@ -207,9 +211,16 @@ fn decide(
             // (another fatal signal) that it may not heed: the first SIGKILL sent
             // after it is what forces the end, so the hooks hear it too (the status
             // stays the first fatal signal's, as in Linux).
-            if sig == Signal::KILL && !st.kill_forced && !st.shared_pending.contains(sig) {
-                st.kill_forced = true;
-                return Outcome::ForceKill;
+            if sig == Signal::KILL {
+                let hooks = !st.kill_forced && !st.shared_pending.contains(sig);
+                st.kill_forced |= hooks;
+                // A bare thread takes a fatal signal at once; one made bare after
+                // the group's fatal signal found it managed takes this one.
+                let bare_left = ThreadGroup::live_threads(&st)
+                    .any(|th| th.started.load(Ordering::Acquire) && th.is_bare());
+                if hooks || bare_left {
+                    return Outcome::ForceKill { hooks };
+                }
             }
             return Outcome::Nothing;
         }
@@ -330,7 +341,7 @@ fn act(t: &Arc<TaskInner>, outcome: Outcome) {
             complete_fatal(t, sig, status);
         }
         Outcome::Fatal { sig, status } => complete_fatal(t, sig, status),
-        Outcome::ForceKill => force_kill_hooks(t),
+        Outcome::ForceKill { hooks } => force_kill(t, hooks),
     }
 }
 
@@ -517,6 +528,7 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
     for h in &hooks {
         crate::task::call_hook(h, sig);
     }
+    crate::task::drop_hooks(hooks);
     for th in &bare {
         crate::exit::do_exit(th, status);
     }
@@ -526,21 +538,33 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
 }
 
 /// [`Outcome::ForceKill`]: the hooks of the group's live, started threads hear
-/// SIGKILL (a thread still being forked is ended by its fork, as for any fatal signal).
+/// SIGKILL (if `hooks`), and its bare ones end with the group's status (a thread still
+/// being forked is ended by its fork, as for any fatal signal).
 #[cold]
-fn force_kill_hooks(t: &Arc<TaskInner>) {
-    let hooks: Vec<_> = {
+fn force_kill(t: &Arc<TaskInner>, hooks: bool) {
+    let mut called = Vec::new();
+    let mut bare = Vec::new();
+    let status = {
         let st = t.group().sig.lock();
-        ThreadGroup::live_threads(&st)
-            .filter(|th| th.started.load(Ordering::Acquire))
-            .filter_map(|th| match th.managed() {
-                Managed::Hook(h) => h,
-                Managed::Bare => None,
-            })
-            .collect()
+        for th in ThreadGroup::live_threads(&st) {
+            if th.started.load(Ordering::Acquire) {
+                Managed::file(th, &mut called, &mut bare);
+            }
+        }
+        st.group_exit
     };
-    for h in &hooks {
-        crate::task::call_hook(h, Signal::KILL);
+    if hooks {
+        for h in &called {
+            crate::task::call_hook(h, Signal::KILL);
+        }
+    }
+    crate::task::drop_hooks(called);
+    let status = status.unwrap_or(WaitStatus::signaled_by(Signal::KILL, false));
+    for th in &bare {
+        crate::exit::do_exit(th, status);
+    }
+    if !bare.is_empty() {
+        t.group().wake_waiters();
     }
 }
 

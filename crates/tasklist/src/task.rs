@@ -46,11 +46,19 @@ pub(crate) fn call_hook(hook: &SignalHook, sig: Signal) {
     }
 }
 
-/// Drops a signal hook taken from an exiting task, its drop's panic contained (the
-/// hook's captured values are user code too).
+/// Drops a signal hook, its drop's panic contained: the hook's captured values are
+/// user code too, and the copy a kill or an exit holds may be the last one (a hook
+/// that ended its own task, or one removed meanwhile).
 pub(crate) fn drop_hook(hook: Option<SignalHook>) {
     if let Err(panic) = uproc_abi::user::contain(move || drop(hook)) {
         tracing::error!(panic, "signal hook's drop panicked; contained");
+    }
+}
+
+/// [`drop_hook`] of each hook a kill or an exit collected.
+pub(crate) fn drop_hooks(hooks: Vec<SignalHook>) {
+    for hook in hooks {
+        drop_hook(Some(hook));
     }
 }
 
@@ -373,6 +381,9 @@ pub(crate) struct Rare {
     /// ([`TaskInner::sys`]), on the slow paths only, so that no task holds a count on
     /// the one object every fork of the runtime would share.
     pub(crate) runtime: Weak<System>,
+    /// `pdeath_signal` ([`Task::set_pdeath_signal`]): sent to this thread's process
+    /// when its parent thread exits. A fork starts without one.
+    pub(crate) pdeath_signal: Option<Signal>,
 }
 
 /// [`TaskInner::flags`]: `CAP_CHECKPOINT_RESTORE`.
@@ -1274,6 +1285,12 @@ impl TaskInner {
 
     /// Whether the thread is managed, and the hook to call if it has one. Read under
     /// the `rare` lock, where `set_signal_hook` changes both.
+    /// Neither a hook nor [`MANAGED`]: a fatal signal ends this thread at once. (No
+    /// copy of the hook is made, so none is dropped where the caller holds its locks.)
+    pub(crate) fn is_bare(&self) -> bool {
+        self.rare.lock().hook.is_none() && self.flags.load(Ordering::Acquire) & MANAGED == 0
+    }
+
     pub(crate) fn managed(&self) -> Managed {
         let rare = self.rare.lock();
         match rare.hook.clone() {
@@ -1320,9 +1337,8 @@ impl TaskInner {
         self.flags.load(Ordering::SeqCst) & RARE_USED != 0
     }
 
-    /// `CAP_CHECKPOINT_RESTORE`.
-    #[inline(always)]
     /// [`DUMPS_CORE`]: read under the group's siglock where it must be current.
+    #[inline(always)]
     pub(crate) fn dumps_core(&self) -> bool {
         self.flags.load(Ordering::Acquire) & DUMPS_CORE != 0
     }
@@ -1820,6 +1836,39 @@ impl Task {
     /// ([`set_dumps_core`](Task::set_dumps_core)).
     pub fn dumps_core(&self) -> bool {
         self.0.dumps_core()
+    }
+
+    /// `prctl(PR_SET_PDEATHSIG)`: the signal this thread's process gets when the
+    /// thread that forked it (its parent thread, or the one it was handed to) exits,
+    /// even if the parent's process lives on in another thread, and at each later
+    /// hand-over; [`Signal`] 0 clears it. Per thread, and not inherited: a fork starts
+    /// without one. Sent as from the exiting parent (a namespace init child takes it
+    /// only as a signal from an ancestor namespace: SIGKILL and SIGSTOP, or anything
+    /// it handles). As in Linux, a parent that died before the call is not signalled:
+    /// check [`ppid`](Task::ppid) after it.
+    ///
+    /// # References
+    /// [prctl(2)](https://man7.org/linux/man-pages/man2/PR_SET_PDEATHSIG.2const.html)
+    /// `PR_SET_PDEATHSIG`, `forget_original_parent` in `kernel/exit.c`.
+    pub fn set_pdeath_signal(&self, sig: Signal) {
+        let sig = (!sig.is_probe()).then_some(sig);
+        if sig.is_none() && !self.0.rare_ever_used() {
+            return;
+        }
+        self.0.with_rare(|r| r.pdeath_signal = sig);
+    }
+
+    /// `prctl(PR_GET_PDEATHSIG)`: this thread's parent-death signal, if set.
+    pub fn pdeath_signal(&self) -> Option<Signal> {
+        if !self.0.rare_ever_used() {
+            return None;
+        }
+        self.0
+            .rare
+            .lock()
+            .boxed
+            .as_ref()
+            .and_then(|r| r.pdeath_signal)
     }
 
     /// The SIGCHLD disposition of this process ([`set_sigchld`](Task::set_sigchld)).

@@ -528,6 +528,71 @@ fn children_handed_on_by_a_thread_come_after_the_heirs_own() {
     assert_eq!(order, [a, c, b].map(|x| sub.pid_of(&x)));
 }
 
+/// `PR_SET_PDEATHSIG`: the signal comes when the parent *thread* exits (its process
+/// may live on in another thread), at each later hand-over too, as from the parent;
+/// a fork does not inherit it; signal 0 clears it.
+fn a_parent_death_signal_follows_the_parent_thread() {
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    // The parent process dies: the child dies of its SIGUSR1.
+    let p = fork(&init);
+    let c = fork(&p);
+    assert_eq!(c.pdeath_signal(), None);
+    c.set_pdeath_signal(Signal::USR1);
+    assert_eq!(c.pdeath_signal(), Some(Signal::USR1));
+    let g = fork(&c);
+    assert_eq!(g.pdeath_signal(), None, "not inherited");
+    p.exit(0);
+    reap(&init, &p);
+    assert_eq!(
+        c.exit_status().and_then(|s| s.signaled()),
+        Some(Signal::USR1)
+    );
+    assert!(g.is_alive(), "its own child has none");
+    // The parent thread exits, its process lives on: the signal comes all the same.
+    let p = fork(&init);
+    let t = thread(&p);
+    let c = fork(&t);
+    c.set_pdeath_signal(Signal::USR2);
+    let cleared = fork(&t);
+    cleared.set_pdeath_signal(Signal::USR2);
+    cleared.set_pdeath_signal(Signal::new(0).unwrap());
+    assert_eq!(cleared.pdeath_signal(), None);
+    t.exit(0);
+    assert!(p.is_alive());
+    assert_eq!(
+        c.exit_status().and_then(|s| s.signaled()),
+        Some(Signal::USR2)
+    );
+    assert!(cleared.is_alive());
+    // A signal the child only hears (SIGCHLD is ignored by default): it lives on and
+    // hears it again at the next hand-over.
+    cleared.set_pdeath_signal(Signal::CHLD);
+    let t2 = thread(&p);
+    let c2 = fork(&t2);
+    c2.set_pdeath_signal(Signal::CONT);
+    t2.exit(0);
+    p.exit(0);
+    assert!(
+        cleared.is_alive() && c2.is_alive(),
+        "SIGCHLD and SIGCONT kill no one"
+    );
+    for x in [&c, &cleared, &c2] {
+        if x.is_alive() {
+            x.exit(0);
+        }
+    }
+    g.exit(0);
+    while init
+        .wait(
+            WaitId::All,
+            WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG,
+        )
+        .is_ok_and(|w| w.is_some())
+    {}
+    assert_at_rest(&sys);
+}
+
 every_profile!(
     exit_is_idempotent_and_zombie_until_reaped,
     runtime_init_never_exits,
@@ -547,4 +612,5 @@ every_profile!(
     clone_parent_makes_a_sibling,
     parent_and_ppid_in_follow_reparenting,
     children_handed_on_by_a_thread_come_after_the_heirs_own,
+    a_parent_death_signal_follows_the_parent_thread,
 );

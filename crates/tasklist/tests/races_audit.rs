@@ -2891,3 +2891,41 @@ fn a_migration_made_by_the_kill_s_own_hook_does_not_wait_for_it() {
         base.check(&sys, &format!("{p}"));
     }
 }
+
+/// A leader's own exit racing another thread's `exit_group`: the group's code is what
+/// the wait reports whenever the group exit came (Linux's `wait_task_zombie` reads
+/// `group_exit_code` under `SIGNAL_GROUP_EXIT`), even when the thread was released
+/// before the leader's exit finished (the leader read its own code first).
+#[test]
+fn a_leader_exit_racing_a_thread_exit_group_reports_the_group_code() {
+    for &p in Profile::ALL {
+        leader_exit_racing_exit_group(p);
+    }
+}
+
+fn leader_exit_racing_exit_group(p: Profile) {
+    let (sys, init, base) = fresh(p);
+    race(
+        race_iterations(50_000, 20_000),
+        |_| {
+            let p = fork(&init);
+            let t = thread(&p);
+            (p, t)
+        },
+        &[
+            &|s: &(Task, Task), r| {
+                stagger(r % 40);
+                s.0.exit(3);
+            },
+            &|s: &(Task, Task), r| {
+                stagger((r * 3) % 40);
+                s.1.exit_group(4);
+            },
+        ],
+        |s, r| {
+            let info = reap(&init, &s.0);
+            assert_eq!(info.status.exited(), Some(4), "{p}: round {r}");
+        },
+    );
+    base.check(&sys, &format!("{p}"));
+}

@@ -183,10 +183,88 @@ fn a_panicking_pidfd_waker_does_not_stop_the_release() {
     assert_at_rest(&sys);
 }
 
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("deliberate");
+        }
+    }
+}
+
+/// A runtime's usual hook: it ends its task at once, from the hook, so the copy the
+/// kill holds is the last one; the values it captured panic when dropped.
+fn self_ending_hook(t: &Task) {
+    let me = t.downgrade();
+    let guard = PanicsOnDrop;
+    t.set_signal_hook(Some(Arc::new(move |sig| {
+        let _kept = &guard;
+        if let Some(me) = me.upgrade() {
+            me.exit_signaled(sig);
+        }
+    })));
+}
+
+fn kills_finish_when_a_hooks_last_drop_panics() {
+    quiet();
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    self_ending_hook(&p);
+    assert_eq!(init.kill(init.pid_of(&p), Signal::KILL), Ok(()));
+    assert_eq!(reap(&init, &p).status.signaled(), Some(Signal::KILL));
+    // A group kill and a namespace zap go on to every other member.
+    let leader = fork(&init);
+    leader.setpgid(0, 0).unwrap();
+    let members: Vec<Task> = (0..3).map(|_| fork(&leader)).collect();
+    self_ending_hook(&members[0]);
+    init.kill(-init.pid_of(&leader), Signal::KILL).unwrap();
+    assert!(members.iter().chain([&leader]).all(|m| !m.is_alive()));
+    reap(&init, &leader);
+    let ns_init = fork_flags(&init, CloneFlags::NEWPID);
+    let m = fork(&ns_init);
+    self_ending_hook(&m);
+    let bare = fork(&ns_init);
+    ns_init.exit(0);
+    assert!(!m.is_alive() && !bare.is_alive());
+    reap(&init, &ns_init);
+    assert_at_rest(&sys);
+}
+
+/// A managed task that a fatal signal found managed, made bare afterwards
+/// (`set_signal_hook(None)`), is ended by the next SIGKILL, as a bare task is at once.
+fn a_task_made_bare_after_its_fatal_signal_dies_of_the_next_sigkill() {
+    let sys = system();
+    let init = sys.init();
+    let cg = sys.cgroup_root().mkdir("k").unwrap();
+    for how in 0..3 {
+        let p = init.fork_managed(&into_cgroup(&cg)).unwrap();
+        init.kill(init.pid_of(&p), Signal::TERM).unwrap();
+        assert!(p.fatal_signal_pending());
+        p.set_signal_hook(None);
+        assert!(p.is_alive(), "nothing ends it yet");
+        match how {
+            0 => init.kill(init.pid_of(&p), Signal::KILL).unwrap(),
+            1 => cg.write("cgroup.kill", "1").unwrap(),
+            _ => init.kill(-1, Signal::KILL).unwrap(),
+        }
+        assert!(!p.is_alive(), "kill {how}");
+        assert_eq!(
+            reap(&init, &p).status.signaled(),
+            Some(Signal::TERM),
+            "the first fatal signal's status"
+        );
+    }
+    assert_at_rest(&sys);
+}
+
 every_profile!(
     kill_with_a_panicking_hook_still_ends_the_bare_threads,
     exit_group_with_a_panicking_hook_still_exits_the_caller,
     pgrp_and_cgroup_kills_with_a_panicking_hook_reach_every_member,
     a_namespace_zap_with_a_panicking_hook_still_empties_the_namespace,
     a_panicking_pidfd_waker_does_not_stop_the_release,
+    kills_finish_when_a_hooks_last_drop_panics,
+    a_task_made_bare_after_its_fatal_signal_dies_of_the_next_sigkill,
 );
