@@ -6,10 +6,14 @@
 //! namespace's init. uproc's init reaps the orphans it adopts (the runtime's
 //! `reap_orphans`, on by default), so they never linger as zombies.
 //!
+//! A child that must not outlive its parent asks for a *parent-death signal*
+//! (`prctl(PR_SET_PDEATHSIG)`): it gets that signal when its parent dies (when the
+//! parent *thread* exits, in fact), and a child with SIGKILL there dies with it.
+//!
 //! This example drives tasks directly through the `Task` API (fork/exit/wait, no body),
 //! which is how an emulator or a runtime embeds uproc.
 
-use uproc::{CloneArgs, Runtime, TaskState, WaitId, WaitOptions};
+use uproc::{CloneArgs, Runtime, Signal, TaskState, WaitId, WaitOptions};
 use uproc_examples::{Lesson, ensure, eventually};
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
@@ -60,12 +64,30 @@ pub fn check() -> Lesson {
         "init did not reap the orphan"
     );
 
+    // A worker that dies with its supervisor: SIGKILL when its parent goes.
+    let worker = fork(&sup)?;
+    worker.set_pdeath_signal(Signal::KILL);
+    ensure!(
+        worker.pdeath_signal() == Some(Signal::KILL),
+        "PR_GET_PDEATHSIG"
+    );
+
     sup.exit(0);
     init.wait(WaitId::Pid(sup.pid()), WaitOptions::EXITED)?;
+    ensure!(
+        worker.exit_status().and_then(|s| s.signaled()) == Some(Signal::KILL),
+        "the worker outlived its supervisor: {:?}",
+        worker.state()
+    );
+    ensure!(
+        eventually(|| worker.state() == TaskState::Dead),
+        "init did not reap the worker"
+    );
     ensure!(rt.ps().len() == 1, "leftover tasks: {:?}", rt.ps());
 
     Ok(format!(
-        "orphan adopted by subreaper {} and reaped with {}; another reaped by init",
+        "orphan adopted by subreaper {} and reaped with {}; another reaped by init; \
+         a worker killed by its parent's death",
         sup.pid(),
         info.status
     ))

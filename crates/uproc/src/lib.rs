@@ -216,7 +216,7 @@
 //! | `03_pid_namespaces` | a container-like init is pid 1; NSpid; `ps` from inside |
 //! | `04_pidfds` | a recycled pid cannot be hit through an old pidfd; async waits |
 //! | `05_cgroup_limits` | a fork bomb contained by `pids.max`, ended by `cgroup.kill` |
-//! | `06_orphans_and_subreapers` | orphans go to the nearest subreaper, else to init |
+//! | `06_orphans_and_subreapers` | orphans go to the nearest subreaper, else to init; a parent-death signal |
 //! | `07_tokio_10k_tasks` | 10,000 async tasks as processes on tokio |
 //! | `08_supervisor` | restarting failed children, waiting on a `ChildSet` |
 //! | `09_lock_profiles` | one workload under each lock profile, with lock counts |
