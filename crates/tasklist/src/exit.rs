@@ -298,10 +298,14 @@ fn exit_notify(
             reparent::pass_to_live_thread(t, &mut post);
         }
         if !t.leader {
-            // A thread autoreaps; its thread pidfds become readable.
-            t.exit_state.store(DEAD, Ordering::Release);
-            post.notify_self = true;
-            post.release_self = true;
+            // A thread autoreaps; its thread pidfds become readable. Unless it ended
+            // its namespace init's process: it waits for the namespace to empty,
+            // attached (`try_finish_zap` does the rest).
+            if !post.zap {
+                t.exit_state.store(DEAD, Ordering::Release);
+                post.notify_self = true;
+                post.release_self = true;
+            }
             status
         } else if zombie_under_known_parent(t, threadless && !post.zap, parent.as_ref(), &mut post)
         {
@@ -755,12 +759,15 @@ fn zap_pid_ns_processes(sys: &System, t: &Arc<TaskInner>) {
 /// parent is notified. Returns true when done (or nothing left to do).
 pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     let ns = l.active_ns();
-    if ns.nr_allocated() > 1 {
+    // The init's number, and the waiting thread's when that is not the leader
+    // (`zap_pid_ns_processes`'s `init_pids`).
+    if ns.nr_allocated() > 2 {
         return false;
     }
     let status;
     let mut exit_signal = None;
     let orphan;
+    let waiter;
     let release = {
         let _tl = sys.tasklist_write_hot();
         if l.exit_state.load(Ordering::Acquire) != DELAYED {
@@ -772,7 +779,14 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
             if !st.zapping {
                 return true;
             }
-            if !st.threads.is_empty() || ns.nr_allocated() > 1 {
+            // A thread other than the leader that ended the process waits attached,
+            // its tid still found (`kill` and `tgkill` succeed, a thread pidfd
+            // opens), as Linux's sleeps in `do_exit`; every other thread is released.
+            waiter = ThreadGroup::attached_threads(&st).find(|th| {
+                !th.leader && th.flags.load(Ordering::Acquire) & crate::task::ZAPPER != 0
+            });
+            let numbers = if waiter.is_some() { 2 } else { 1 };
+            if st.threads.iter().count() > numbers - 1 || ns.nr_allocated() > numbers {
                 return false;
             }
             st.zapping = false;
@@ -786,12 +800,28 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
                 .then(|| zapped_orphan_check(&st))
                 .flatten();
         }
-        status = final_status(l);
-        l.exit_code.store(status.raw(), Ordering::Release);
-        make_reportable(l, &mut exit_signal)
+        if waiter.is_some() {
+            // Its release below makes the leader reportable, as the release of any
+            // delayed leader's last thread does.
+            status = l.exit_status();
+            false
+        } else {
+            status = final_status(l);
+            l.exit_code.store(status.raw(), Ordering::Release);
+            make_reportable(l, &mut exit_signal)
+        }
     };
     if let Some(check) = orphan {
         exit_orphans_pgrp(l, *check);
+    }
+    if let Some(th) = waiter {
+        // The rest of its `exit_notify`: a thread autoreaps, its pidfds readable.
+        th.exit_state.store(DEAD, Ordering::Release);
+        uproc_pidfs::do_notify_pidfd(&th.pid, th.exit_status());
+        tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
+        let hot = sys.tasklist_on_hot_path.then_some(sys);
+        release_task(hot, &th);
+        return true;
     }
     send_exit_signal(l, exit_signal);
     tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");

@@ -807,6 +807,49 @@ fn a_dying_inits_group_is_judged_orphaned_when_its_zap_ends() {
     }
 }
 
+/// The thread that ended a namespace init's process waits for the namespace to empty
+/// attached, as Linux's sleeps in `do_exit` with its tid hashed (measured on 6.18:
+/// `kill(tid)`, `tgkill` and `pidfd_open(tid, PIDFD_THREAD)` succeed meanwhile), also
+/// when it is not the leader; its release and the init's reportable zombie follow
+/// when the namespace empties.
+fn the_non_leader_thread_that_ends_an_init_waits_attached() {
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    let p = fork(&init);
+    p.unshare_pid_ns().unwrap();
+    let n = fork(&p);
+    let t = fork_flags(&n, CloneFlags::NEW_THREAD);
+    let m = fork(&p);
+    n.exit(0);
+    t.exit_group(6);
+    assert_eq!(m.state(), TaskState::Zombie, "killed, p's to reap");
+    assert_eq!(t.state(), TaskState::Running, "waits for its namespace");
+    let (tid, tgid) = (p.pid_of(&t), p.pid_of(&n));
+    for sig in [Signal::new(0).unwrap(), Signal::TERM, Signal::TTIN] {
+        assert_eq!(p.kill(tid, sig), Ok(()), "kill(tid, {sig})");
+        assert_eq!(p.kill(tgid, sig), Ok(()), "kill(tgid, {sig})");
+        assert_eq!(p.tgkill(tgid, tid, sig), Ok(()), "tgkill {sig}");
+    }
+    let fd = p
+        .pidfd_open(tid, PidfdFlags::THREAD)
+        .expect("the thread is found");
+    assert!(!fd.poll().readable, "not exited yet");
+    let opts = WaitOptions::EXITED | WaitOptions::NOHANG;
+    assert_eq!(
+        p.wait(WaitId::Pid(tgid), opts),
+        Ok(None),
+        "not reapable yet"
+    );
+    reap(&p, &m);
+    assert_eq!(t.state(), TaskState::Dead, "released with the zap's end");
+    assert!(fd.poll().readable);
+    assert_eq!(p.kill(tid, Signal::new(0).unwrap()), Err(Errno::ESRCH));
+    assert_eq!(reap(&p, &n).status.exited(), Some(6));
+    p.exit(0);
+    reap(&init, &p);
+    assert_at_rest(&sys);
+}
+
 every_profile!(
     a_first_fork_failing_after_alloc_pid_closes_the_unshared_namespace,
     pgid_and_sid_in_each_namespace,
@@ -824,4 +867,5 @@ every_profile!(
     the_last_thread_of_an_init_waits_for_its_namespace,
     orphans_inside_a_namespace_go_to_its_init,
     a_dying_inits_group_is_judged_orphaned_when_its_zap_ends,
+    the_non_leader_thread_that_ends_an_init_waits_attached,
 );
