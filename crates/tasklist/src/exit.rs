@@ -59,9 +59,9 @@ pub(crate) struct ReparentChecks {
     /// The exiting process's process group and session, read under the locks that
     /// keep it unreleased.
     pub(crate) father_ids: Option<Arc<ProcessIds>>,
-    /// The children handed on with a thread that may have a parent-death signal
-    /// ([`crate::reparent::may_want_pdeath_signal`]).
-    pub(crate) pdeath: Vec<Arc<TaskInner>>,
+    /// The parent-death signals of the children's threads, read in the hand-over
+    /// ([`crate::reparent::pdeath_signals_of`]).
+    pub(crate) pdeath: Vec<(Arc<TaskInner>, Signal)>,
 }
 
 /// An exit signal other than SIGCHLD that `do_notify_parent` decided to send: the
@@ -301,7 +301,11 @@ fn exit_notify(
             // A thread autoreaps; its thread pidfds become readable. Unless it ended
             // its namespace init's process: it waits for the namespace to empty,
             // attached (`try_finish_zap` does the rest).
-            if !post.zap {
+            if post.zap {
+                // Exited (its status known), still attached: `Task::state` reads it
+                // as running while `zapping` lasts, as a waiting leader reads.
+                t.exit_state.store(DELAYED, Ordering::Release);
+            } else {
                 t.exit_state.store(DEAD, Ordering::Release);
                 post.notify_self = true;
                 post.release_self = true;
@@ -373,14 +377,14 @@ fn exit_notify(
 /// outside, the group may be orphaned now. No lock held.
 #[cold]
 #[inline(never)]
-fn after_reparent(t: &TaskInner, checks: ReparentChecks) {
+fn after_reparent(t: &Arc<TaskInner>, checks: ReparentChecks) {
     let ReparentChecks {
         children,
         father_ids,
         pdeath,
     } = checks;
     // Linux sends them in the hand-over itself, before `reparent_leader`'s check.
-    crate::reparent::send_pdeath_signals(t, &pdeath);
+    crate::reparent::send_pdeath_signals(t, pdeath);
     let (Some(sys), Some(father_ids)) = (t.sys(), father_ids) else {
         return;
     };

@@ -59,9 +59,7 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>, post: &mut PostExit) {
         let is_mine = std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t));
         if is_mine {
             cg.set_real_parent(&mut cs, Arc::downgrade(&heir));
-            if may_want_pdeath_signal(&cs) {
-                pdeath.push(Arc::clone(&c.0));
-            }
+            pdeath_signals_of(&cs, &mut pdeath);
             passed.push(c.clone());
         }
         !is_mine
@@ -75,29 +73,67 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>, post: &mut PostExit) {
     }
 }
 
-/// Whether a thread of the process whose siglock is `cs` may have a parent-death
-/// signal set: one has ever used its rare fields (one load per thread; the signal
-/// itself is read with no lock held, [`send_pdeath_signals`]).
-pub(crate) fn may_want_pdeath_signal(cs: &crate::task::GroupState) -> bool {
-    ThreadGroup::attached_threads(cs).any(|th| th.rare_ever_used())
+/// The parent-death signals of the threads of a child being handed on (the caller
+/// holds its siglock, `cs`, with its new `real_parent` written), read in the hand-over
+/// as Linux reads `t->pdeath_signal` there: a signal set or cleared after it counts
+/// for the next hand-over. One load per thread that never used its rare fields; the
+/// rare lock nests inside the siglock (as `TaskInner::managed`'s).
+pub(crate) fn pdeath_signals_of(
+    cs: &crate::task::GroupState,
+    out: &mut Vec<(Arc<TaskInner>, Signal)>,
+) {
+    for th in ThreadGroup::attached_threads(cs).filter(|th| th.rare_ever_used()) {
+        let sig = th.rare.lock().boxed.as_ref().and_then(|r| r.pdeath_signal);
+        if let Some(sig) = sig {
+            out.push((th, sig));
+        }
+    }
 }
 
+thread_local! {
+    /// Whether this thread is in [`send_pdeath_signals`]'s loop.
+    static SENDING_PDEATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Parent-death signals of hand-overs met by that loop (a bare child killed by
+    /// its signal hands its own children on), sent after the current ones.
+    static DEFERRED_PDEATH: std::cell::RefCell<Vec<PdeathBatch>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// One hand-over's parent-death signals, and the exiting thread they come from.
+type PdeathBatch = (Arc<TaskInner>, Vec<(Arc<TaskInner>, Signal)>);
+
 /// `forget_original_parent`'s `group_send_sig_info(t->pdeath_signal, SEND_SIG_NOINFO,
-/// t, PIDTYPE_TGID)`: every thread of each child (just handed on from the exiting
-/// thread `father`) that set a parent-death signal sends it to its own process, as
-/// from `father`. No lock held.
-pub(crate) fn send_pdeath_signals(father: &TaskInner, children: &[Arc<TaskInner>]) {
-    for c in children {
-        let threads: Vec<Arc<TaskInner>> =
-            ThreadGroup::attached_threads(&c.group().sig.lock()).collect();
-        for th in threads.iter().filter(|th| th.rare_ever_used()) {
-            let sig = th.rare.lock().boxed.as_ref().and_then(|r| r.pdeath_signal);
-            if let Some(sig) = sig {
-                tracing::debug!(pid = th.pid.numbers()[0].nr, %sig, "parent-death signal");
-                let sender = crate::signal::Sender::Task(father);
-                let _ = crate::signal::send_group(th, sig, sender);
-            }
+/// t, PIDTYPE_TGID)`: each thread noted in the hand-over ([`pdeath_signals_of`]) sends
+/// its signal to its own process, as from the exiting thread `father`. Called with no
+/// lock held. A bare child dies in the send and hands its own children on, whose
+/// signals this loop then sends too, instead of a call deeper per generation (Linux's
+/// children each die in their own context): a chain of such tasks of any length ends
+/// in one frame.
+pub(crate) fn send_pdeath_signals(father: &Arc<TaskInner>, sigs: Vec<(Arc<TaskInner>, Signal)>) {
+    if sigs.is_empty() {
+        return;
+    }
+    if SENDING_PDEATH.with(std::cell::Cell::get) {
+        DEFERRED_PDEATH.with(|d| d.borrow_mut().push((Arc::clone(father), sigs)));
+        return;
+    }
+    /// Leaves the loop even if a send unwinds (a panic of user code escaping it).
+    struct Sending;
+    impl Drop for Sending {
+        fn drop(&mut self) {
+            SENDING_PDEATH.with(|s| s.set(false));
         }
+    }
+    SENDING_PDEATH.with(|s| s.set(true));
+    let _sending = Sending;
+    let mut batches = vec![(Arc::clone(father), sigs)];
+    while let Some((father, sigs)) = batches.pop() {
+        for (th, sig) in sigs {
+            tracing::debug!(pid = th.pid.numbers()[0].nr, %sig, "parent-death signal");
+            let sender = crate::signal::Sender::Task(&father);
+            let _ = crate::signal::send_group(&th, sig, sender);
+        }
+        DEFERRED_PDEATH.with(|d| batches.append(&mut d.borrow_mut()));
     }
 }
 
@@ -248,8 +284,9 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
                     .ids
                     .as_ref()
                     .is_some_and(|i| i.pgrp.has_stopped_members());
-                let pdeath = may_want_pdeath_signal(&cs);
-                if orphan_check || pdeath {
+                let mut pdeath = Vec::new();
+                pdeath_signals_of(&cs, &mut pdeath);
+                if orphan_check || !pdeath.is_empty() {
                     drop(cs);
                     let checks = post.reparent_checks.get_or_insert_with(|| {
                         // Rule 3: the siglock inside the children lock; the exiting
@@ -262,9 +299,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
                     if orphan_check {
                         checks.children.push(Arc::clone(&c.0));
                     }
-                    if pdeath {
-                        checks.pdeath.push(Arc::clone(&c.0));
-                    }
+                    checks.pdeath.append(&mut pdeath);
                 }
             }
             // reparent_leader: "We don't want people slaying init."

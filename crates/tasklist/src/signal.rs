@@ -210,8 +210,20 @@ fn decide(
             // once. A managed task's body ends cooperatively, though, on a request
             // (another fatal signal) that it may not heed: the first SIGKILL sent
             // after it is what forces the end, so the hooks hear it too (the status
-            // stays the first fatal signal's, as in Linux).
+            // stays the first fatal signal's, as in Linux, unless that was a Core
+            // signal: below).
             if sig == Signal::KILL {
+                // A Core signal starts no group exit in Linux until it is dequeued and
+                // dumped: a SIGKILL that comes first (or during the dump) is what the
+                // group dies of, without a core (measured on Linux 6.18: SIGQUIT then
+                // SIGKILL to a process that dequeued nothing reports "killed by 9").
+                if st
+                    .group_exit
+                    .and_then(|s| s.signaled())
+                    .is_some_and(Signal::dumps_core)
+                {
+                    st.group_exit = Some(WaitStatus::signaled_by(Signal::KILL, false));
+                }
                 let hooks = !st.kill_forced && !st.shared_pending.contains(sig);
                 st.kill_forced |= hooks;
                 // A bare thread takes a fatal signal at once; one made bare after

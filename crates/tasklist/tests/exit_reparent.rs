@@ -593,6 +593,39 @@ fn a_parent_death_signal_follows_the_parent_thread() {
     assert_at_rest(&sys);
 }
 
+/// Bare tasks killed by their parents' deaths, one generation after the other: the
+/// sends loop instead of nesting (a 20,000-deep chain on a 512 KiB stack), and every
+/// task dies.
+fn a_chain_of_parent_death_kills_does_not_recurse() {
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    let top = fork(&init);
+    let mut chain = vec![top.clone()];
+    for _ in 0..20_000 {
+        let c = fork(chain.last().unwrap());
+        c.set_pdeath_signal(Signal::KILL);
+        chain.push(c);
+    }
+    let ended = std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(move || {
+            top.exit(0);
+            chain.iter().skip(1).all(|t| !t.is_alive())
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    assert!(ended, "every task of the chain died");
+    while init
+        .wait(
+            WaitId::All,
+            WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG,
+        )
+        .is_ok_and(|w| w.is_some())
+    {}
+    assert_at_rest(&sys);
+}
+
 every_profile!(
     exit_is_idempotent_and_zombie_until_reaped,
     runtime_init_never_exits,
@@ -613,4 +646,5 @@ every_profile!(
     parent_and_ppid_in_follow_reparenting,
     children_handed_on_by_a_thread_come_after_the_heirs_own,
     a_parent_death_signal_follows_the_parent_thread,
+    a_chain_of_parent_death_kills_does_not_recurse,
 );

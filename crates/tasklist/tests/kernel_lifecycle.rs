@@ -29,8 +29,8 @@
 //!
 //! Two orders are the kernel scheduler's, not a rule: which thread of a dying process
 //! hands its children on first, and which of several processes killed at once dies
-//! first, decide the order of the reaper's children list. So only leaders fork, and
-//! when the worlds' waits name different ready children, each named child must be
+//! first, decide the order of the reaper's children list. So when the worlds' waits
+//! name different ready children, each named child must be
 //! ready in every world (a `WNOWAIT` wait by pid reports it the same) and is then
 //! reaped in every world. A third: of a namespace init whose threads die together,
 //! the one that exits last waits in its exit for the namespace to empty (shown
@@ -50,6 +50,15 @@
 //! numbers (arguments and results) as the actor's own namespace does, so that a
 //! member of a nested namespace kills, waits for and groups by its own numbers and
 //! cannot name a process outside (it passes a number no process has).
+//!
+//! Beyond that first mix (`UPROC_KERNEL_EXT`, see [`ext`]): forks by any thread, not
+//! only leaders (a thread's exit hands its children to another thread, deterministic
+//! as long as one thread exits per step); `CLONE_PARENT` and exit signals other than
+//! SIGCHLD through clone3 (0, SIGWINCH, SIGURG; the fatal SIGUSR1 and SIGHUP only with
+//! `UPROC_KERNEL_FATAL_EXITSIG`, since a parent that a group kill kills in the same
+//! step dies of either); `__WNOTHREAD`, `__WCLONE` and `__WALL` on waits;
+//! `RLIMIT_CORE` on and off (`Task::set_dumps_core`) where cores land as `core` in the
+//! dying process's working directory; SIGQUIT, SIGSEGV, SIGTTIN and SIGWINCH.
 //!
 //! Where `unshare` is missing or not permitted the test prints why and passes.
 //! `UPROC_KERNEL_SEEDS` (default 6) and `UPROC_KERNEL_STEPS` (default 120) size it;
@@ -84,6 +93,28 @@ const DIR_ENV: &str = "UPROC_TASKLIST_KERNEL_DIR";
 const SKIP: &str = "UPROC_KERNEL_SKIP";
 const DONE: &str = "UPROC_KERNEL_DONE";
 const DIVERGE: &str = "UPROC_KERNEL_DIVERGE";
+/// The parts of the operation mix beyond the first version's, chosen by
+/// `UPROC_KERNEL_EXT` (a comma list; default `all`): `nonleader` (any thread forks, not
+/// only leaders), `clone` (`CLONE_PARENT` and exit signals other than SIGCHLD through
+/// clone3), `wflags` (`__WNOTHREAD`, `__WCLONE`, `__WALL` on waits), `core`
+/// (`RLIMIT_CORE` on and off, `Task::set_dumps_core`), `sigs` (SIGQUIT, SIGSEGV,
+/// SIGTTIN, SIGWINCH). `core` runs only where `/proc/sys/kernel/core_pattern` is
+/// `core` (a file in the dying process's working directory, a scratch directory of
+/// its own here): a pipe to a crash handler, or a path elsewhere, would decide
+/// whether a core is written, which uproc cannot know.
+fn ext(name: &str) -> bool {
+    let on = match std::env::var("UPROC_KERNEL_EXT") {
+        Ok(v) => v.split(',').any(|x| x == name || x == "all"),
+        Err(_) => true,
+    };
+    on && (name != "core" || core_files_here())
+}
+
+/// Whether the kernel writes core files as `core` in the working directory.
+fn core_files_here() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/core_pattern").is_ok_and(|p| p.trim() == "core")
+}
+
 /// A number no process has in either world during a run.
 const NO_SUCH_PID: i32 = 29_999;
 /// Live processes at most (the driver excluded).
@@ -289,9 +320,19 @@ fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
                 }
                 // `b`: the child is the init of a new pid namespace (`CLONE_NEWPID`:
                 // raw clone without a new stack, as fork).
-                let pid = if b != 0 {
-                    let flags = (libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong;
-                    libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) as i32
+                // `c`: the clone3 exit signal, `| 1 << 16` for CLONE_PARENT.
+                let exit_sig = c & 0xffff;
+                let parent = c & (1 << 16) != 0;
+                let pid = if b != 0 || parent || exit_sig != i64::from(libc::SIGCHLD) {
+                    let mut flags: u64 = 0;
+                    if b != 0 {
+                        flags |= libc::CLONE_NEWPID as u64;
+                    }
+                    if parent {
+                        flags |= libc::CLONE_PARENT as u64;
+                    }
+                    let args: [u64; 11] = [flags, 0, 0, 0, exit_sig as u64, 0, 0, 0, 0, 0, 0];
+                    libc::syscall(libc::SYS_clone3, args.as_ptr(), 88usize) as i32
                 } else {
                     libc::fork()
                 };
@@ -302,6 +343,12 @@ fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
                     for &fd in keep {
                         libc::close(fd);
                     }
+                    // A working directory of its own: core files ("core", the
+                    // core_pattern here) of processes dumping at once would collide
+                    // (O_EXCL: the second dump fails, CLD_KILLED).
+                    let d = dir.fifo(b'd', id);
+                    libc::mkdir(d.as_ptr().cast(), 0o700);
+                    libc::chdir(d.as_ptr().cast());
                     controlled(dir, id);
                 }
                 [i64::from(pid), 0, 0, 0]
@@ -388,6 +435,15 @@ fn run_command(dir: &Dir, args: [i64; 4], keep: &[i32]) -> [i64; 4] {
             }
             7 => {
                 let r = libc::prctl(libc::PR_SET_CHILD_SUBREAPER, a as libc::c_ulong, 0, 0, 0);
+                [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
+            }
+            14 => {
+                let v = if a != 0 { libc::RLIM_INFINITY } else { 0 };
+                let rl = libc::rlimit {
+                    rlim_cur: v,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                let r = libc::setrlimit(libc::RLIMIT_CORE, &rl);
                 [if r == 0 { 0 } else { -errno() }, 0, 0, 0]
             }
             12 => {
@@ -560,6 +616,13 @@ enum Op {
     Fork {
         actor: usize,
         newpid: bool,
+        parent: bool,
+        exit_sig: i32,
+    },
+    /// RLIMIT_CORE on (unlimited) or off (0).
+    Core {
+        actor: usize,
+        on: bool,
     },
     /// A thread of the actor's process (`pthread_create`; `CLONE_THREAD`).
     Thread {
@@ -1010,8 +1073,19 @@ impl Uproc {
 
     /// A fork (`flags`) by task `actor`; the new task gets id `new_id`.
     fn fork(&mut self, actor: usize, flags: CloneFlags, new_id: usize) -> Outcome {
+        self.fork_sig(actor, flags, new_id, None)
+    }
+
+    fn fork_sig(
+        &mut self,
+        actor: usize,
+        flags: CloneFlags,
+        new_id: usize,
+        exit_signal: Option<Signal>,
+    ) -> Outcome {
         let args = CloneArgs {
             flags,
+            exit_signal,
             ..CloneArgs::default()
         };
         match self.tasks[actor].fork(&args) {
@@ -1085,7 +1159,11 @@ impl Rng {
     }
 }
 
-const SIGNALS: [i32; 9] = [
+const SIGNALS: [i32; 13] = [
+    libc::SIGQUIT,
+    libc::SIGSEGV,
+    libc::SIGTTIN,
+    libc::SIGWINCH,
     0,
     libc::SIGTERM,
     libc::SIGKILL,
@@ -1123,15 +1201,65 @@ fn gen_op(
     let mut with_fd: Vec<usize> = pidfds.keys().copied().collect();
     with_fd.sort_unstable();
     let fd_of = with_fd.get(rng.below(with_fd.len().max(1))).copied();
+    let nsig = if ext("sigs") { SIGNALS.len() } else { 9 };
+    let base = SIGNALS.len() - 9;
+    let pick_sig = |rng: &mut Rng| {
+        let i = rng.below(nsig);
+        if ext("sigs") {
+            SIGNALS[i]
+        } else {
+            SIGNALS[base + i]
+        }
+    };
     loop {
-        let op = match rng.below(36) {
+        let op = match rng.below(38) {
             // Only leaders fork: when a process with several threads dies, each thread
             // hands its own children to the reaper as it exits, in an order the
             // kernel's scheduling decides, and a later wait would report whichever
             // came first.
-            0..=4 if live < MAX_LIVE && leaders[actor] => Op::Fork {
+            0..=4 if live < MAX_LIVE && (leaders[actor] || ext("nonleader")) => {
+                let (parent, exit_sig) = if ext("clone") {
+                    let parent = rng.below(5) == 0;
+                    let sigs = if parent {
+                        [0, 0, 0, 0, libc::SIGCHLD, libc::SIGWINCH]
+                    } else {
+                        // A fatal exit signal to a parent that a group kill kills in
+                        // the same step races with that kill (seed 319 of the first
+                        // runs): SIGWINCH (ignored by default) unless asked.
+                        if std::env::var_os("UPROC_KERNEL_FATAL_EXITSIG").is_some() {
+                            [
+                                libc::SIGCHLD,
+                                libc::SIGCHLD,
+                                libc::SIGCHLD,
+                                libc::SIGUSR1,
+                                0,
+                                libc::SIGHUP,
+                            ]
+                        } else {
+                            [
+                                libc::SIGCHLD,
+                                libc::SIGCHLD,
+                                libc::SIGCHLD,
+                                libc::SIGWINCH,
+                                0,
+                                libc::SIGURG,
+                            ]
+                        }
+                    };
+                    (parent, sigs[rng.below(6)])
+                } else {
+                    (false, libc::SIGCHLD)
+                };
+                Op::Fork {
+                    actor,
+                    newpid: rng.below(5) == 0,
+                    parent,
+                    exit_sig,
+                }
+            }
+            36 | 37 if ext("core") && actor != 0 => Op::Core {
                 actor,
-                newpid: rng.below(5) == 0,
+                on: rng.below(3) != 0,
             },
             5 | 6 if actor != 0 => Op::Exit {
                 actor,
@@ -1154,8 +1282,11 @@ fn gen_op(
             // set's signal or of the group's, the scheduler's choice (measured: either
             // happens), so not that.
             24..=26 => {
-                let sig = SIGNALS[rng.below(SIGNALS.len())];
-                let fatal = matches!(sig, libc::SIGTERM | libc::SIGUSR1 | libc::SIGHUP);
+                let sig = pick_sig(rng);
+                let fatal = matches!(
+                    sig,
+                    libc::SIGTERM | libc::SIGUSR1 | libc::SIGHUP | libc::SIGQUIT | libc::SIGSEGV
+                );
                 if fatal && shared_stop[any] {
                     continue;
                 }
@@ -1174,7 +1305,7 @@ fn gen_op(
                     _ if rng.below(4) == 0 => Target::All,
                     _ => Target::Nobody,
                 },
-                sig: SIGNALS[rng.below(SIGNALS.len())],
+                sig: pick_sig(rng),
             },
             11..=14 => Op::Wait {
                 actor,
@@ -1204,11 +1335,14 @@ fn gen_op(
             },
             30 | 31 if fd_of.is_some() => {
                 let target = fd_of.expect("a pidfd");
-                let sig = SIGNALS[rng.below(SIGNALS.len())];
+                let sig = pick_sig(rng);
                 let flags = [0, 0, 0, 1, 2, 4, 3][rng.below(7)];
                 let thread_fd = pidfds[&target] & PidfdFlags::THREAD.bits() != 0;
                 let to_thread = flags == 1 || (flags == 0 && thread_fd);
-                let fatal = matches!(sig, libc::SIGTERM | libc::SIGUSR1 | libc::SIGHUP);
+                let fatal = matches!(
+                    sig,
+                    libc::SIGTERM | libc::SIGUSR1 | libc::SIGHUP | libc::SIGQUIT | libc::SIGSEGV
+                );
                 // As for tgkill: not a fatal signal to one thread of a stopped process
                 // with several.
                 if fatal && to_thread && shared_stop[target] {
@@ -1292,6 +1426,13 @@ fn wait_opts(rng: &mut Rng) -> i32 {
     if rng.below(6) != 0 && o & (libc::WEXITED | libc::WSTOPPED | libc::WCONTINUED) == 0 {
         o |= libc::WEXITED;
     }
+    if ext("wflags") {
+        for bit in [libc::__WNOTHREAD, libc::__WCLONE, libc::__WALL] {
+            if rng.below(4) == 0 {
+                o |= bit;
+            }
+        }
+    }
     o
 }
 
@@ -1348,8 +1489,18 @@ fn kernel_step(k: &mut Kernel, op: Op, new_id: usize) -> Outcome {
     let pidsel =
         |k: &Kernel, actor: usize, sel: Option<usize>| sel.map_or(0, |i| k.nums.nr(actor, i));
     match op {
-        Op::Fork { actor, newpid } => {
-            let r = k.command(actor, [1, new_id as i64, i64::from(newpid), 0])[0];
+        Op::Core { actor, on } => {
+            let r = k.command(actor, [14, i64::from(on), 0, 0])[0];
+            done_or_failed(r)
+        }
+        Op::Fork {
+            actor,
+            newpid,
+            parent,
+            exit_sig,
+        } => {
+            let c = i64::from(exit_sig) | if parent { 1 << 16 } else { 0 };
+            let r = k.command(actor, [1, new_id as i64, i64::from(newpid), c])[0];
             if r < 0 {
                 return Outcome::Failed(-r as i32);
             }
@@ -1531,13 +1682,25 @@ const PIDFD_GET_INFO: libc::Ioctl = 0xC040_FF0B_u32 as libc::Ioctl;
 fn uproc_step(u: &mut Uproc, op: Op, new_id: usize) -> Outcome {
     let sig = |n: i32| Signal::new(n).expect("a valid signal");
     match op {
-        Op::Fork { actor, newpid } => {
-            let flags = if newpid {
+        Op::Fork {
+            actor,
+            newpid,
+            parent,
+            exit_sig,
+        } => {
+            let mut flags = if newpid {
                 CloneFlags::NEWPID
             } else {
                 CloneFlags::empty()
             };
-            u.fork(actor, flags, new_id)
+            if parent {
+                flags |= CloneFlags::PARENT;
+            }
+            u.fork_sig(actor, flags, new_id, Some(sig(exit_sig)))
+        }
+        Op::Core { actor, on } => {
+            u.tasks[actor].set_dumps_core(on);
+            Outcome::Done
         }
         Op::Thread { actor } => u.fork(actor, CloneFlags::NEW_THREAD, new_id),
         Op::Exit { actor, code } => {
@@ -1681,6 +1844,13 @@ fn driver() {
     // SAFETY: setsid and sigprocmask on this process, a zeroed set filled by sigaddset.
     unsafe {
         libc::setsid();
+        let cdir = std::ffi::CString::new(std::env::var(DIR_ENV).unwrap_or_default()).unwrap();
+        libc::chdir(cdir.as_ptr());
+        let rl = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &rl);
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGCHLD);
@@ -1764,8 +1934,11 @@ impl std::fmt::Display for Stats {
 
 fn op_name(op: &Op) -> &'static str {
     match op {
+        Op::Fork { parent: true, .. } => "fork(CLONE_PARENT)",
+        Op::Fork { exit_sig, .. } if *exit_sig != libc::SIGCHLD => "fork(exit_signal)",
         Op::Fork { newpid: false, .. } => "fork",
         Op::Fork { newpid: true, .. } => "fork(CLONE_NEWPID)",
+        Op::Core { .. } => "rlimit_core",
         Op::Thread { .. } => "thread",
         Op::Unshare { .. } => "unshare(CLONE_NEWPID)",
         Op::Setns { .. } => "setns(pidfd, CLONE_NEWPID)",
@@ -1841,6 +2014,30 @@ fn run_seed(seed: u64, dir: &str, steps: usize, stats: &mut Stats) -> usize {
         seen = k.settle();
         *stats.ops.entry(op_name(&op)).or_default() += 1;
         stats.reports += usize::from(matches!(want, Outcome::Waited(Some(_))));
+        if let Outcome::Waited(Some((_, code, _))) = want {
+            let name = match code {
+                1 => "report CLD_EXITED",
+                2 => "report CLD_KILLED",
+                3 => "report CLD_DUMPED",
+                4 => "report CLD_TRAPPED",
+                5 => "report CLD_STOPPED",
+                _ => "report CLD_CONTINUED",
+            };
+            *stats.ops.entry(name).or_default() += 1;
+            if let Op::Wait { opts, .. } = op {
+                if opts & libc::__WCLONE != 0 {
+                    *stats.ops.entry("report with __WCLONE").or_default() += 1;
+                }
+                if opts & libc::__WNOTHREAD != 0 {
+                    *stats.ops.entry("report with __WNOTHREAD").or_default() += 1;
+                }
+            }
+        }
+        if let Op::Fork { actor, .. } = op {
+            if !leaders[actor] && want == Outcome::Forked {
+                *stats.ops.entry("fork by non-leader").or_default() += 1;
+            }
+        }
         stats.stopped += seen
             .iter()
             .filter(|s| s.state == TaskState::Stopped)
@@ -2054,7 +2251,7 @@ fn reconcile_deaths(
                     4,
                     i64::from(libc::P_PID),
                     i64::from(pid),
-                    i64::from(libc::WEXITED | libc::WNOHANG),
+                    i64::from(libc::WEXITED | libc::WNOHANG | libc::__WALL),
                 ],
             );
         }
@@ -2062,7 +2259,10 @@ fn reconcile_deaths(
             if *z {
                 if let Some(p) = u.tasks[id].parent() {
                     let pid = p.pid_of(&u.tasks[id]);
-                    let _ = p.wait(WaitId::Pid(pid), WaitOptions::EXITED | WaitOptions::NOHANG);
+                    let _ = p.wait(
+                        WaitId::Pid(pid),
+                        WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::ALL,
+                    );
                 }
             }
         }

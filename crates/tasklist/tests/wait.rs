@@ -153,6 +153,25 @@ fn killed_child_reports_signal_and_core() {
         ChildCode::Killed,
         "Term never dumps"
     );
+    // A Core signal starts no group exit in Linux until it is acted on: a SIGKILL
+    // before that is what the process dies of (measured on 6.18: SIGQUIT then SIGKILL
+    // to a process that dequeued nothing gives "killed by 9"); after SIGTERM, a
+    // SIGKILL changes nothing.
+    for (first, died_of) in [(Signal::QUIT, Signal::KILL), (Signal::TERM, Signal::TERM)] {
+        let c = dumper
+            .fork_managed(&uproc_tasklist::CloneArgs::default())
+            .unwrap();
+        dumper.kill(dumper.pid_of(&c), first).unwrap();
+        dumper.kill(dumper.pid_of(&c), Signal::KILL).unwrap();
+        c.exit_signaled(Signal::KILL);
+        let info = reap(&dumper, &c);
+        assert_eq!(
+            info.status.signaled(),
+            Some(died_of),
+            "{first} then SIGKILL"
+        );
+        assert_eq!(info.code, ChildCode::Killed);
+    }
     dumper.exit(0);
     reap(&init, &dumper);
     let c = fork(&init);

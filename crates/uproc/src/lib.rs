@@ -94,7 +94,8 @@
 //! - An async body is dropped at its next await point on `SIGKILL` (the hook wakes
 //!   it); it sees other signals through `signal_pending`, as a sync body does.
 //! - A `SIGKILL` after another fatal signal still drops a parked async body (the
-//!   status stays the first fatal signal's).
+//!   status stays the first fatal signal's, unless that one dumps core: Linux dies
+//!   of the SIGKILL then).
 //! - Blocking waits inside a body ([`Child::wait`], [`ChildSet::wait_next`]) are not
 //!   interrupted by a fatal signal to the waiting body (in Linux a killed waiter dies
 //!   at once): poll [`Child::try_wait`] with [`TaskCx::signal_pending`], or `.await`
