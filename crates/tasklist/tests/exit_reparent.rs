@@ -583,13 +583,7 @@ fn a_parent_death_signal_follows_the_parent_thread() {
         }
     }
     g.exit(0);
-    while init
-        .wait(
-            WaitId::All,
-            WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG,
-        )
-        .is_ok_and(|w| w.is_some())
-    {}
+    reap_every_zombie(&init);
     assert_at_rest(&sys);
 }
 
@@ -616,14 +610,14 @@ fn a_chain_of_parent_death_kills_does_not_recurse() {
         .join()
         .expect("no stack overflow");
     assert!(ended, "every task of the chain died");
-    while init
-        .wait(
-            WaitId::All,
-            WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG,
-        )
-        .is_ok_and(|w| w.is_some())
-    {}
+    reap_every_zombie(&init);
     assert_at_rest(&sys);
+}
+
+/// Reaps every child of `t` that is a zombie now, whatever its exit signal.
+fn reap_every_zombie(t: &Task) {
+    let opts = WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG;
+    while t.wait(WaitId::All, opts).is_ok_and(|w| w.is_some()) {}
 }
 
 every_profile!(
