@@ -43,6 +43,9 @@ pub(crate) struct PostExit {
     notify_self: bool,
     /// The namespace init's group died: zap its namespace.
     pub(crate) zap: bool,
+    /// A leader that exited after the thread that ended its namespace init's process
+    /// became DELAYED: the zap's end is checked again.
+    zap_recheck: bool,
     /// The exiting leader's exit signal, when it is not SIGCHLD.
     exit_signal: ParentSignal,
     /// Reparented children with something to check once the locks are dropped
@@ -315,11 +318,15 @@ fn exit_notify(
         {
             status
         } else {
-            let group_status = t.with_parent_children_from(parent, |parent, st| {
+            let (group_status, zapping) = t.with_parent_children_from(parent, |parent, st| {
                 // Rule 3: the group's siglock inside the parent's children lock. The
                 // release of the group's last thread checks for DELAYED under the same
                 // siglock: exactly one of the two makes the leader reportable.
                 let delayed = post.zap || !st.threads.is_empty();
+                // A thread of this namespace init ended the process and waits for the
+                // namespace: the zap may have looked while this leader was still
+                // exiting; it looks again below, the leader now DELAYED.
+                let zapping = delayed && !post.zap && st.zapping;
                 // The group's code, if one was set since this thread's status was read
                 // (another thread's `exit_group`, or its exit as the last thread, may
                 // have come and gone meanwhile): what Linux's `wait_task_zombie`
@@ -336,8 +343,11 @@ fn exit_notify(
                     post.notify_self = true;
                     post.release_self = publish_exit(t, parent, &mut post.exit_signal);
                 }
-                group_status
+                (group_status, zapping)
             });
+            if zapping {
+                post.zap_recheck = true;
+            }
             group_status.unwrap_or(status)
         }
     };
@@ -366,6 +376,12 @@ fn exit_notify(
     if post.zap {
         if let Some(sys) = t.sys() {
             zap_pid_ns_processes(&sys, t);
+        }
+    }
+    if post.zap_recheck {
+        if let Some(sys) = t.sys() {
+            sys.zap_check.raise();
+            sys.process_zaps();
         }
     }
 }
@@ -774,8 +790,12 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     let waiter;
     let release = {
         let _tl = sys.tasklist_write_hot();
-        if l.exit_state.load(Ordering::Acquire) != DELAYED {
-            return true;
+        match l.exit_state.load(Ordering::Acquire) {
+            DELAYED => {}
+            // The leader's own exit is still on its way (its thread ended the process
+            // and waits attached): it comes back here once DELAYED (`exit_notify`).
+            RUNNING => return false,
+            _ => return true,
         }
         {
             // `zapping` is the claim: cleared once, by whoever finishes.
