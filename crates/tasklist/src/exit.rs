@@ -124,10 +124,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         }
         status
     };
-    for h in &hooks {
-        crate::task::call_hook(h, Signal::KILL);
-    }
-    crate::task::drop_hooks(hooks);
+    crate::task::call_hooks(hooks, Some(Signal::KILL));
     for th in &bare {
         do_exit(th, status);
     }
@@ -784,11 +781,13 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     if ns.nr_allocated() > 2 {
         return false;
     }
-    let status;
     let mut exit_signal = None;
     let orphan;
     let waiter;
-    let release = {
+    // The leader's final status and whether it autoreaps, unless a waiting thread's
+    // release below makes it reportable (as the release of any delayed leader's last
+    // thread does).
+    let finished = {
         let _tl = sys.tasklist_write_hot();
         match l.exit_state.load(Ordering::Acquire) {
             DELAYED => {}
@@ -824,34 +823,30 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
                 .then(|| zapped_orphan_check(&st))
                 .flatten();
         }
-        if waiter.is_some() {
-            // Its release below makes the leader reportable, as the release of any
-            // delayed leader's last thread does.
-            status = l.exit_status();
-            false
-        } else {
-            status = final_status(l);
+        waiter.is_none().then(|| {
+            let status = final_status(l);
             l.exit_code.store(status.raw(), Ordering::Release);
-            make_reportable(l, &mut exit_signal)
-        }
+            (status, make_reportable(l, &mut exit_signal))
+        })
     };
     if let Some(check) = orphan {
         exit_orphans_pgrp(l, *check);
     }
+    tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
+    let hot = sys.tasklist_on_hot_path.then_some(sys);
     if let Some(th) = waiter {
         // The rest of its `exit_notify`: a thread autoreaps, its pidfds readable.
         th.exit_state.store(DEAD, Ordering::Release);
         uproc_pidfs::do_notify_pidfd(&th.pid, th.exit_status());
-        tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
-        let hot = sys.tasklist_on_hot_path.then_some(sys);
         release_task(hot, &th);
         return true;
     }
+    let Some((status, release)) = finished else {
+        return true; // (set whenever there is no waiting thread)
+    };
     send_exit_signal(l, exit_signal);
-    tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
     uproc_pidfs::do_notify_pidfd(&l.pid, status);
     if release {
-        let hot = sys.tasklist_on_hot_path.then_some(sys);
         release_task(hot, l);
     }
     true

@@ -59,7 +59,7 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>, post: &mut PostExit) {
         let is_mine = std::ptr::eq(cs.real_parent.as_ptr(), Arc::as_ptr(t));
         if is_mine {
             cg.set_real_parent(&mut cs, Arc::downgrade(&heir));
-            pdeath_signals_of(&cs, &mut pdeath);
+            pdeath_signals_of(&c.0, &cs, &mut pdeath);
             passed.push(c.clone());
         }
         !is_mine
@@ -73,20 +73,27 @@ pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>, post: &mut PostExit) {
     }
 }
 
-/// The parent-death signals of the threads of a child being handed on (the caller
-/// holds its siglock, `cs`, with its new `real_parent` written), read in the hand-over
-/// as Linux reads `t->pdeath_signal` there: a signal set or cleared after it counts
-/// for the next hand-over. One load per thread that never used its rare fields; the
-/// rare lock nests inside the siglock (as `TaskInner::managed`'s).
+/// The parent-death signals of the threads of a child being handed on (`leader`; the
+/// caller holds its siglock, `cs`, with its new `real_parent` written), read in the
+/// hand-over as Linux reads `t->pdeath_signal` there: a signal set or cleared after it
+/// counts for the next hand-over. One load per thread that never used its rare fields
+/// (the leader the caller's own reference, no count taken); the rare lock nests inside
+/// the siglock (as `TaskInner::managed`'s).
 pub(crate) fn pdeath_signals_of(
+    leader: &Arc<TaskInner>,
     cs: &crate::task::GroupState,
     out: &mut Vec<(Arc<TaskInner>, Signal)>,
 ) {
-    for th in ThreadGroup::attached_threads(cs).filter(|th| th.rare_ever_used()) {
-        let sig = th.rare.lock().boxed.as_ref().and_then(|r| r.pdeath_signal);
-        if let Some(sig) = sig {
-            out.push((th, sig));
+    let mut note = |th: &Arc<TaskInner>| {
+        if th.rare_ever_used() {
+            if let Some(sig) = th.rare.lock().boxed.as_ref().and_then(|r| r.pdeath_signal) {
+                out.push((Arc::clone(th), sig));
+            }
         }
+    };
+    note(leader);
+    for th in cs.threads.iter().filter_map(std::sync::Weak::upgrade) {
+        note(&th);
     }
 }
 
@@ -285,7 +292,7 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
                     .as_ref()
                     .is_some_and(|i| i.pgrp.has_stopped_members());
                 let mut pdeath = Vec::new();
-                pdeath_signals_of(&cs, &mut pdeath);
+                pdeath_signals_of(&c.0, &cs, &mut pdeath);
                 if orphan_check || !pdeath.is_empty() {
                     drop(cs);
                     let checks = post.reparent_checks.get_or_insert_with(|| {

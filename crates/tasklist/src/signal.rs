@@ -537,11 +537,14 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
     }
     // A waiter in this group returns EINTR.
     g.wake_waiters();
-    for h in &hooks {
-        crate::task::call_hook(h, sig);
-    }
-    crate::task::drop_hooks(hooks);
-    for th in &bare {
+    crate::task::call_hooks(hooks, Some(sig));
+    end_bare(g, &bare, status);
+}
+
+/// Ends the bare threads a fatal signal found with `status` (with no lock held), and
+/// wakes the group's waiters if any ended.
+fn end_bare(g: &ThreadGroup, bare: &[Arc<TaskInner>], status: WaitStatus) {
+    for th in bare {
         crate::exit::do_exit(th, status);
     }
     if !bare.is_empty() {
@@ -565,19 +568,9 @@ fn force_kill(t: &Arc<TaskInner>, hooks: bool) {
         }
         st.group_exit
     };
-    if hooks {
-        for h in &called {
-            crate::task::call_hook(h, Signal::KILL);
-        }
-    }
-    crate::task::drop_hooks(called);
+    crate::task::call_hooks(called, hooks.then_some(Signal::KILL));
     let status = status.unwrap_or(WaitStatus::signaled_by(Signal::KILL, false));
-    for th in &bare {
-        crate::exit::do_exit(th, status);
-    }
-    if !bare.is_empty() {
-        t.group().wake_waiters();
-    }
+    end_bare(t.group(), &bare, status);
 }
 
 /// `do_notify_parent_cldstop`: tell the parent its child stopped or continued

@@ -36,29 +36,29 @@ pub(crate) const DEAD: u8 = 3;
 /// A hook a runtime installs to hear about fatal signals (managed mode).
 pub(crate) type SignalHook = Arc<dyn Fn(Signal) + Send + Sync>;
 
-/// Calls a signal hook with no lock held, its panic contained
-/// ([`uproc_abi::user::contain`]): a kill, a group exit or a namespace zap that calls
-/// several hooks goes on to the next, and ends the bare threads after them, whatever
-/// one hook does.
-pub(crate) fn call_hook(hook: &SignalHook, sig: Signal) {
-    if let Err(panic) = uproc_abi::user::contain(|| hook(sig)) {
-        tracing::error!(%sig, panic, "signal hook panicked; contained");
+/// Calls each signal hook a kill or an exit collected with `sig` (if any), with no
+/// lock held, then drops them, each call's and each drop's panic contained
+/// ([`uproc_abi::user::contain`]): the next hook is still called and the bare threads
+/// still end after them, whatever one hook does. (A hook's captured values are user
+/// code too, and the copy a kill holds may be the last one: a hook that ended its own
+/// task, or one removed meanwhile.)
+pub(crate) fn call_hooks(hooks: Vec<SignalHook>, sig: Option<Signal>) {
+    if let Some(sig) = sig {
+        for hook in &hooks {
+            if let Err(panic) = uproc_abi::user::contain(|| hook(sig)) {
+                tracing::error!(%sig, panic, "signal hook panicked; contained");
+            }
+        }
+    }
+    for hook in hooks {
+        drop_hook(Some(hook));
     }
 }
 
-/// Drops a signal hook, its drop's panic contained: the hook's captured values are
-/// user code too, and the copy a kill or an exit holds may be the last one (a hook
-/// that ended its own task, or one removed meanwhile).
+/// Drops a signal hook, its drop's panic contained (see [`call_hooks`]).
 pub(crate) fn drop_hook(hook: Option<SignalHook>) {
     if let Err(panic) = uproc_abi::user::contain(move || drop(hook)) {
         tracing::error!(panic, "signal hook's drop panicked; contained");
-    }
-}
-
-/// [`drop_hook`] of each hook a kill or an exit collected.
-pub(crate) fn drop_hooks(hooks: Vec<SignalHook>) {
-    for hook in hooks {
-        drop_hook(Some(hook));
     }
 }
 

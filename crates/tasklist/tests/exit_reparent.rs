@@ -583,6 +583,20 @@ fn a_parent_death_signal_follows_the_parent_thread() {
         }
     }
     g.exit(0);
+    // A namespace init child takes it as a signal from its parent's (ancestor)
+    // namespace: SIGKILL kills it (and its namespace), SIGTERM is ignored.
+    let p = fork(&init);
+    let spared = fork_flags(&p, CloneFlags::NEWPID);
+    spared.set_pdeath_signal(Signal::TERM);
+    let killed = fork_flags(&p, CloneFlags::NEWPID);
+    killed.set_pdeath_signal(Signal::KILL);
+    p.exit(0);
+    assert!(spared.is_alive(), "an init ignores SIGTERM from outside");
+    assert_eq!(
+        killed.exit_status().and_then(|s| s.signaled()),
+        Some(Signal::KILL)
+    );
+    spared.exit(0);
     reap_every_zombie(&init);
     assert_at_rest(&sys);
 }
