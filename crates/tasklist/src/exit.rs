@@ -53,8 +53,9 @@ pub(crate) struct PostExit {
     pub(crate) reparent_checks: Option<Box<ReparentChecks>>,
 }
 
-/// What a reparent leaves for after the locks: `reparent_leader`'s `kill_orphaned_pgrp`
-/// and the children's parent-death signals.
+/// What an exit decides before its task becomes a zombie, with no lock of its own held
+/// ([`exit_signals_before_zombie`]): `reparent_leader`'s `kill_orphaned_pgrp`, the
+/// children's parent-death signals, and the exit's own `kill_orphaned_pgrp`.
 #[derive(Default)]
 pub(crate) struct ReparentChecks {
     /// The children handed on whose process group has a stopped member.
@@ -65,6 +66,8 @@ pub(crate) struct ReparentChecks {
     /// The parent-death signals of the children's threads, read in the hand-over
     /// ([`crate::reparent::pdeath_signals_of`]).
     pub(crate) pdeath: Vec<(Arc<TaskInner>, Signal)>,
+    /// The exit half of `kill_orphaned_pgrp`, read in `do_exit`.
+    exit_orphan: Option<ExitOrphanCheck>,
 }
 
 /// An exit signal other than SIGCHLD that `do_notify_parent` decided to send: the
@@ -227,51 +230,55 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         group_dead,
         status,
         (parent, threadless, childless),
+        orphan,
     );
-    if let Some(check) = orphan {
-        cold_path();
-        exit_orphans_pgrp(t, *check);
-    }
 }
 
 /// The exit half of `kill_orphaned_pgrp`, as read in `do_exit`'s siglock hold: the
 /// process's ids and its parent.
 struct ExitOrphanCheck(Arc<ProcessIds>, Option<Arc<TaskInner>>);
 
-/// Reads [`ExitOrphanCheck`] (the caller holds the siglock of the dead process `t`);
+/// Reads [`ExitOrphanCheck`], boxed for `exit_notify` (the caller holds the siglock of the dead process `t`);
 /// `None` for a nested namespace's init, whose exit waits for its namespace to empty
 /// first ([`try_finish_zap`] asks then).
 #[cold]
 #[inline(never)]
-fn exit_orphan_check(t: &TaskInner, st: &crate::task::GroupState) -> Option<Box<ExitOrphanCheck>> {
+fn exit_orphan_check(t: &TaskInner, st: &crate::task::GroupState) -> Option<Box<ReparentChecks>> {
     let ns = t.active_ns();
     if ns.level() > 0 && reparent::group_is_init_of(t, ns) {
         return None;
     }
-    zapped_orphan_check(st)
+    Some(Box::new(ReparentChecks {
+        exit_orphan: Some(zapped_orphan_check(st)?),
+        ..Default::default()
+    }))
 }
 
 /// [`ExitOrphanCheck`] of a dead process whose exit goes on (the caller holds its
 /// siglock), or `None` if it is in no process group any more.
-fn zapped_orphan_check(st: &crate::task::GroupState) -> Option<Box<ExitOrphanCheck>> {
+fn zapped_orphan_check(st: &crate::task::GroupState) -> Option<ExitOrphanCheck> {
     let ids = st.ids.clone()?;
-    Some(Box::new(ExitOrphanCheck(ids, st.real_parent.upgrade())))
+    Some(ExitOrphanCheck(ids, st.real_parent.upgrade()))
 }
 
-/// The exit half of `kill_orphaned_pgrp`: the process of `t`, whose process group
-/// `ids` has a stopped member, is dead; if its parent was the group's link outside
-/// (another group of the same session) and no other member is one, the group hears
-/// SIGHUP and SIGCONT. No lock held.
+/// The exit half of `kill_orphaned_pgrp`, decided: the process of `t`, whose process
+/// group `ids` has a stopped member, is dead; if its parent was the group's link
+/// outside (another group of the same session) and no other member is one, the group
+/// is returned, to hear SIGHUP and SIGCONT once the locks are dropped. `tasklist_held`:
+/// the caller holds `tasklist_lock` (write).
 #[cold]
 #[inline(never)]
-fn exit_orphans_pgrp(t: &TaskInner, ExitOrphanCheck(ids, parent): ExitOrphanCheck) {
+fn exit_orphaned_pgrp(
+    t: &TaskInner,
+    ExitOrphanCheck(ids, parent): ExitOrphanCheck,
+    tasklist_held: bool,
+) -> Option<Arc<uproc_pidns::Pid>> {
     let (Some(sys), Some(parent)) = (t.sys(), parent) else {
-        return;
+        return None;
     };
-    let Some(parent_ids) = parent.group().sig.lock().ids.clone() else {
-        return; // a released parent is no link
-    };
-    crate::pgrp::kill_orphaned_pgrp(&sys, &ids, &parent_ids, Some(t.group()));
+    // A released parent is no link.
+    let parent_ids = parent.group().sig.lock().ids.clone()?;
+    crate::pgrp::orphaned_with_stopped(&sys, &ids, &parent_ids, Some(t.group()), tasklist_held)
 }
 
 /// `exit_notify`: reparent the children, become a zombie (or autoreap), notify the
@@ -282,20 +289,35 @@ fn exit_orphans_pgrp(t: &TaskInner, ExitOrphanCheck(ids, parent): ExitOrphanChec
 /// exiting group's siglock for the delayed-leader decision), so a waiter, a reparent
 /// and a concurrent release of the group's last thread each see either all of it or
 /// none.
+///
+/// Parent-death signals and orphaned-group checks (`orphan`: the exit half, read in
+/// `do_exit`) are made after the hand-over and before the exiting task becomes a
+/// zombie, as Linux makes them under the `tasklist_lock` hold that publishes it: once a
+/// waiter can reap it, they are sent. They take no lock of this exit (`Linux*` drop
+/// `tasklist_lock` for them and take it again, the only exits with two holds): a
+/// signal may end its target, whose exit takes its own locks.
+#[inline(always)]
 fn exit_notify(
     sys: Option<&System>,
     t: &Arc<TaskInner>,
     group_dead: bool,
     status: WaitStatus,
     (parent, threadless, childless): (Option<Arc<TaskInner>>, bool, bool),
+    orphan: Option<Box<ReparentChecks>>,
 ) {
-    let mut post = PostExit::default();
+    let mut post = PostExit {
+        reparent_checks: orphan,
+        ..Default::default()
+    };
     let status = {
-        let _tl = sys.and_then(System::tasklist_write_hot);
+        let mut tl = sys.and_then(System::tasklist_write_hot);
         if group_dead {
             reparent::forget_original_parent(t, &mut post, childless);
         } else {
             reparent::pass_to_live_thread(t, &mut post);
+        }
+        if let Some(checks) = post.reparent_checks.take() {
+            exit_signals_before_zombie(sys, t, &mut tl, *checks);
         }
         if !t.leader {
             // A thread autoreaps; its thread pidfds become readable. Unless it ended
@@ -351,9 +373,6 @@ fn exit_notify(
     // Used up field by field (partial moves, read in place): each piece is dropped
     // where it is used up, so no drop of the whole runs at the end, and nothing is
     // copied out first.
-    if let Some(checks) = post.reparent_checks {
-        after_reparent(t, *checks);
-    }
     send_exit_signal(t, post.exit_signal);
     if post.notify_self {
         uproc_pidfs::do_notify_pidfd(&t.pid, status);
@@ -383,30 +402,72 @@ fn exit_notify(
     }
 }
 
-/// What the hand-over of `t`'s children left for after the locks: their parent-death
-/// signals, then the reparent half of `kill_orphaned_pgrp` (`reparent_leader`): each
-/// child of `checks.children`, just handed to a new parent, was in a process group
-/// with a stopped member; if `t`'s process (`father_ids`) was that group's link
-/// outside, the group may be orphaned now. No lock held.
+/// Decides the signals an exit sends before its task becomes a zombie, in
+/// `exit_notify`'s hold (`tl`: `Linux*`'s `tasklist_lock`),
+/// as Linux's `forget_original_parent` and `exit_notify` decide them under
+/// `tasklist_lock`: from the hand-over, the children's parent-death signals and the
+/// reparent half of `kill_orphaned_pgrp` (`reparent_leader`: each child of
+/// `children`, just handed to a new parent, is in a process group with a stopped
+/// member, which `t`'s process, `father_ids`, may have been the link of); then the
+/// exit half (`exit_orphan`). Every group is decided before any signal is sent, as
+/// Linux's targets die later, in their own context. Then, if there is anything to
+/// send, drops `tl`, sends, and takes it again (`Linux*`: the only exits with two
+/// holds).
 #[cold]
 #[inline(never)]
-fn after_reparent(t: &Arc<TaskInner>, checks: ReparentChecks) {
+fn exit_signals_before_zombie<'a>(
+    sys: Option<&'a System>,
+    t: &Arc<TaskInner>,
+    tl: &mut Option<uproc_abi::lockstat::NamedRwLockWriteGuard<'a, crate::pgrp::TaskList>>,
+    checks: ReparentChecks,
+) {
     let ReparentChecks {
         children,
         father_ids,
         pdeath,
+        exit_orphan,
     } = checks;
-    // Linux sends them in the hand-over itself, before `reparent_leader`'s check.
-    crate::reparent::send_pdeath_signals(t, pdeath);
-    let (Some(sys), Some(father_ids)) = (t.sys(), father_ids) else {
-        return;
+    let tasklist_held = tl.is_some();
+    let mut orphaned: Vec<Arc<uproc_pidns::Pid>> = Vec::new();
+    let mut add = |pgrp: Option<Arc<uproc_pidns::Pid>>| {
+        if let Some(p) = pgrp {
+            // Once continued, a group has no stopped member for a second check.
+            if !orphaned.iter().any(|q| Arc::ptr_eq(q, &p)) {
+                orphaned.push(p);
+            }
+        }
     };
-    for c in &children {
-        let Some(ids) = c.group().sig.lock().ids.clone() else {
-            continue; // released meanwhile
-        };
-        crate::pgrp::kill_orphaned_pgrp(&sys, &ids, &father_ids, None);
+    let runtime = t.sys();
+    if let (Some(rt), Some(father_ids)) = (&runtime, father_ids) {
+        for c in &children {
+            let Some(ids) = c.group().sig.lock().ids.clone() else {
+                continue; // released meanwhile
+            };
+            add(crate::pgrp::orphaned_with_stopped(
+                rt,
+                &ids,
+                &father_ids,
+                None,
+                tasklist_held,
+            ));
+        }
     }
+    if let Some(check) = exit_orphan {
+        add(exit_orphaned_pgrp(t, check, tasklist_held));
+    }
+    if pdeath.is_empty() && orphaned.is_empty() {
+        return;
+    }
+    *tl = None;
+    // The parent-death signals first: Linux sends them in the hand-over itself,
+    // before `reparent_leader`'s check.
+    crate::reparent::send_pdeath_signals(t, pdeath);
+    if let Some(rt) = &runtime {
+        for pgrp in &orphaned {
+            crate::pgrp::signal_orphaned_pgrp(rt, pgrp);
+        }
+    }
+    *tl = sys.and_then(System::tasklist_write_hot);
 }
 
 /// The usual exit of a process's last thread (`fast`: no thread attached, not a
@@ -788,7 +849,7 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
     // release below makes it reportable (as the release of any delayed leader's last
     // thread does).
     let finished = {
-        let _tl = sys.tasklist_write_hot();
+        let tl = sys.tasklist_write_hot();
         match l.exit_state.load(Ordering::Acquire) {
             DELAYED => {}
             // The leader's own exit is still on its way (its thread ended the process
@@ -823,15 +884,23 @@ pub(crate) fn try_finish_zap(sys: &System, l: &Arc<TaskInner>) -> bool {
                 .then(|| zapped_orphan_check(&st))
                 .flatten();
         }
+        // Decided in this hold and sent before the init becomes reportable, as
+        // `exit_notify` does.
+        let orphaned = orphan.and_then(|c| exit_orphaned_pgrp(l, c, tl.is_some()));
+        let _tl = match orphaned {
+            None => tl,
+            Some(pgrp) => {
+                drop(tl);
+                crate::pgrp::signal_orphaned_pgrp(sys, &pgrp);
+                sys.tasklist_write_hot()
+            }
+        };
         waiter.is_none().then(|| {
             let status = final_status(l);
             l.exit_code.store(status.raw(), Ordering::Release);
             (status, make_reportable(l, &mut exit_signal))
         })
     };
-    if let Some(check) = orphan {
-        exit_orphans_pgrp(l, *check);
-    }
     tracing::debug!(level = ns.level(), "namespace empty: its init is reapable");
     let hot = sys.tasklist_on_hot_path.then_some(sys);
     if let Some(th) = waiter {

@@ -51,7 +51,7 @@ pub(crate) struct PidUse {
     pgrp_pairs: AtomicU32,
     /// How many processes of the process group with this id are stopped
     /// (`SIGNAL_STOP_STOPPED`): `has_stopped_jobs` without a walk, so that an exit or
-    /// a reparent asks [`kill_orphaned_pgrp`] only when it can matter. Changed under
+    /// a reparent asks [`orphaned_with_stopped`] only when it can matter. Changed under
     /// the stopping process's siglock ([`GroupState::set_stopped`], and setpgid/setsid
     /// moving a stopped process), read without a lock.
     ///
@@ -548,44 +548,48 @@ pub(crate) fn pgrp_orphaned(sys: &System, pgrp: &Arc<Pid>, ignored: Option<&Thre
 /// case (`reparent_leader`): `ids` is the
 /// reparented child's, `parent_ids` the exiting parent's, nothing ignored. Either way
 /// the group is considered only when the parent was in another process group of the
-/// same session (it was the group's link outside).
+/// same session (it was the group's link outside). This is the decision: the process
+/// group of `ids` if it is to hear them ([`signal_orphaned_pgrp`] sends them).
 ///
-/// The caller holds no lock; [`PidUse::has_stopped_members`] filtered the call (the
-/// hot path of exit and reparent pays one load for it). The orphan test walks under
-/// `tasklist_lock` (read) as [`pgrp_orphaned`] describes; the two signals are sent by
-/// the runtime, as the kernel sends them (`SEND_SIG_PRIV`: a namespace init drops the
-/// SIGHUP and is continued by the SIGCONT), each one group kill.
+/// [`PidUse::has_stopped_members`] filtered the call (the hot path of exit and
+/// reparent pays one load for it). The orphan test walks under `tasklist_lock` (read)
+/// as [`pgrp_orphaned`] describes: taken here unless `tasklist_held` (the caller holds
+/// it for writing: `exit_notify` decides in its hold, as Linux does, and sends with
+/// [`signal_orphaned_pgrp`] once it is dropped). No other lock of this crate held.
 ///
 /// # References
 /// `kill_orphaned_pgrp`, `will_become_orphaned_pgrp` and `has_stopped_jobs` in
 /// `kernel/exit.c`.
-pub(crate) fn kill_orphaned_pgrp(
+pub(crate) fn orphaned_with_stopped(
     sys: &System,
     ids: &ProcessIds,
     parent_ids: &ProcessIds,
     ignored: Option<&ThreadGroup>,
-) {
+    tasklist_held: bool,
+) -> Option<Arc<Pid>> {
     let pgrp = &ids.pgrp.pid;
     if Arc::ptr_eq(&parent_ids.pgrp.pid, pgrp)
         || !Arc::ptr_eq(&parent_ids.session.pid, &ids.session.pid)
     {
-        return;
+        return None;
     }
-    let orphaned = {
-        let _r = sys.tasklist_lock.read();
-        ids.pgrp.has_stopped_members() && pgrp_orphaned(sys, pgrp, ignored)
-    };
-    if orphaned {
-        tracing::debug!(
-            pgrp = pgrp.numbers()[0].nr,
-            "process group orphaned with a stopped member: SIGHUP, SIGCONT"
-        );
-        // SIGHUP to the stopped members only, then SIGCONT to all: measured on Linux
-        // 6.18 (a running member, handler or not, SIGHUP blocked or not, gets the
-        // SIGCONT alone), where POSIX words it as both to every member.
-        let runtime = crate::signal::Sender::Runtime;
-        // ESRCH: every member went meanwhile.
-        let _ = crate::signal::kill_pgrp_where(sys, pgrp, Signal::HUP, runtime, |st| st.stopped);
-        let _ = crate::signal::kill_pgrp(sys, pgrp, Signal::CONT, runtime);
-    }
+    let _r = (!tasklist_held).then(|| sys.tasklist_lock.read());
+    (ids.pgrp.has_stopped_members() && pgrp_orphaned(sys, pgrp, ignored)).then(|| Arc::clone(pgrp))
+}
+
+/// `kill_orphaned_pgrp`'s signals to an orphaned `pgrp`, with no lock held: sent by the
+/// runtime, as the kernel sends them (`SEND_SIG_PRIV`: a namespace init drops the
+/// SIGHUP and is continued by the SIGCONT), each one group kill.
+pub(crate) fn signal_orphaned_pgrp(sys: &System, pgrp: &Arc<Pid>) {
+    tracing::debug!(
+        pgrp = pgrp.numbers()[0].nr,
+        "process group orphaned with a stopped member: SIGHUP, SIGCONT"
+    );
+    // SIGHUP to the stopped members only, then SIGCONT to all: measured on Linux
+    // 6.18 (a running member, handler or not, SIGHUP blocked or not, gets the
+    // SIGCONT alone), where POSIX words it as both to every member.
+    let runtime = crate::signal::Sender::Runtime;
+    // ESRCH: every member went meanwhile.
+    let _ = crate::signal::kill_pgrp_where(sys, pgrp, Signal::HUP, runtime, |st| st.stopped);
+    let _ = crate::signal::kill_pgrp(sys, pgrp, Signal::CONT, runtime);
 }

@@ -12,7 +12,7 @@ use crate::signal::SigChld;
 use crate::sync::Ordering;
 use crate::task::{TaskInner, ThreadGroup, ZOMBIE};
 use std::sync::Arc;
-use uproc_abi::Signal;
+use uproc_abi::{Signal, WaitStatus};
 use uproc_pidns::PidNamespace;
 
 /// The namespace's `child_reaper` task.
@@ -98,50 +98,77 @@ pub(crate) fn pdeath_signals_of(
 }
 
 thread_local! {
-    /// Whether this thread is in [`send_pdeath_signals`]'s loop.
+    /// Set while this thread sends parent-death signals: a bare thread one of them
+    /// kills is queued in [`PDEATH_DEATHS`] instead of ending inside the send.
     static SENDING_PDEATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Parent-death signals of hand-overs met by that loop (a bare child killed by
-    /// its signal hands its own children on), sent after the current ones.
-    static DEFERRED_PDEATH: std::cell::RefCell<Vec<PdeathBatch>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    /// Set while this thread ends the queued threads ([`send_pdeath_signals`]'s loop).
+    static ENDING_PDEATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Bare threads killed by a parent-death signal, with the status they end with.
+    static PDEATH_DEATHS: std::cell::RefCell<std::collections::VecDeque<(Arc<TaskInner>, WaitStatus)>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
 }
 
-/// One hand-over's parent-death signals, and the exiting thread they come from.
-type PdeathBatch = (Arc<TaskInner>, Vec<(Arc<TaskInner>, Signal)>);
+/// Restores a thread-local flag to what it was, also when unwinding (a panic of user
+/// code escaping a send).
+struct RestoreFlag(&'static std::thread::LocalKey<std::cell::Cell<bool>>, bool);
+
+impl Drop for RestoreFlag {
+    fn drop(&mut self) {
+        let was = self.1;
+        self.0.with(|f| f.set(was));
+    }
+}
+
+/// Sets a thread-local flag until the returned guard drops; returns what it was too.
+fn raise_flag(flag: &'static std::thread::LocalKey<std::cell::Cell<bool>>) -> (RestoreFlag, bool) {
+    let was = flag.with(|f| f.replace(true));
+    (RestoreFlag(flag, was), was)
+}
 
 /// `forget_original_parent`'s `group_send_sig_info(t->pdeath_signal, SEND_SIG_NOINFO,
 /// t, PIDTYPE_TGID)`: each thread noted in the hand-over ([`pdeath_signals_of`]) sends
-/// its signal to its own process, as from the exiting thread `father`. Called with no
-/// lock held. A bare child dies in the send and hands its own children on, whose
-/// signals this loop then sends too, instead of a call deeper per generation (Linux's
-/// children each die in their own context): a chain of such tasks of any length ends
-/// in one frame.
+/// its signal to its own process, as from the exiting thread `father`. Called by
+/// `exit_notify` with no lock held, before `father` becomes a zombie.
+///
+/// A bare thread a signal kills does not end inside the send (its exit would hand
+/// its own children on and send their signals, one call deeper per generation): it is
+/// queued ([`defer_pdeath_kill`]) and ended here after the sends, each in this loop's
+/// frame, so a chain of such tasks of any length ends without recursion. Its group exit
+/// and SIGKILL are recorded by the send, as Linux's child, dying in its own context
+/// later, has them queued.
 pub(crate) fn send_pdeath_signals(father: &Arc<TaskInner>, sigs: Vec<(Arc<TaskInner>, Signal)>) {
     if sigs.is_empty() {
         return;
     }
-    if SENDING_PDEATH.with(std::cell::Cell::get) {
-        DEFERRED_PDEATH.with(|d| d.borrow_mut().push((Arc::clone(father), sigs)));
-        return;
-    }
-    /// Leaves the loop even if a send unwinds (a panic of user code escaping it).
-    struct Sending;
-    impl Drop for Sending {
-        fn drop(&mut self) {
-            SENDING_PDEATH.with(|s| s.set(false));
-        }
-    }
-    SENDING_PDEATH.with(|s| s.set(true));
-    let _sending = Sending;
-    let mut batches = vec![(Arc::clone(father), sigs)];
-    while let Some((father, sigs)) = batches.pop() {
+    {
+        let _sending = raise_flag(&SENDING_PDEATH);
         for (th, sig) in sigs {
             tracing::debug!(pid = th.pid.numbers()[0].nr, %sig, "parent-death signal");
-            let sender = crate::signal::Sender::Task(&father);
+            let sender = crate::signal::Sender::Task(father);
             let _ = crate::signal::send_group(&th, sig, sender);
         }
-        DEFERRED_PDEATH.with(|d| batches.append(&mut d.borrow_mut()));
     }
+    let (_ending, already) = raise_flag(&ENDING_PDEATH);
+    if already {
+        return; // an exit this loop runs: the loop ends what it queued
+    }
+    while let Some((th, status)) = PDEATH_DEATHS.with(|d| d.borrow_mut().pop_front()) {
+        crate::exit::do_exit(&th, status);
+        th.group().wake_waiters();
+    }
+}
+
+/// A fatal signal ends the bare threads `bare` with `status`: true if it was a
+/// parent-death signal ([`send_pdeath_signals`]), which queues them instead.
+pub(crate) fn defer_pdeath_kill(bare: &[Arc<TaskInner>], status: WaitStatus) -> bool {
+    if !SENDING_PDEATH.with(std::cell::Cell::get) {
+        return false;
+    }
+    PDEATH_DEATHS.with(|d| {
+        d.borrow_mut()
+            .extend(bare.iter().map(|th| (Arc::clone(th), status)));
+    });
+    true
 }
 
 /// `find_new_reaper`: (b) then (c) above. Siglocks one at a time (rule 3); the caller
@@ -295,14 +322,13 @@ pub(crate) fn forget_original_parent(t: &Arc<TaskInner>, post: &mut PostExit, ch
                 pdeath_signals_of(&c.0, &cs, &mut pdeath);
                 if orphan_check || !pdeath.is_empty() {
                     drop(cs);
-                    let checks = post.reparent_checks.get_or_insert_with(|| {
+                    // (It may hold the exit's own orphan check already.)
+                    let checks = post.reparent_checks.get_or_insert_default();
+                    if checks.father_ids.is_none() {
                         // Rule 3: the siglock inside the children lock; the exiting
                         // process, not yet published, cannot be released meanwhile.
-                        Box::new(crate::exit::ReparentChecks {
-                            father_ids: g.sig.lock().ids.clone(),
-                            ..Default::default()
-                        })
-                    });
+                        checks.father_ids = g.sig.lock().ids.clone();
+                    }
                     if orphan_check {
                         checks.children.push(Arc::clone(&c.0));
                     }

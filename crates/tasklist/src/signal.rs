@@ -544,6 +544,10 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
 /// Ends the bare threads a fatal signal found with `status` (with no lock held), and
 /// wakes the group's waiters if any ended.
 fn end_bare(g: &ThreadGroup, bare: &[Arc<TaskInner>], status: WaitStatus) {
+    if crate::reparent::defer_pdeath_kill(bare, status) {
+        uproc_abi::hint::cold_path();
+        return;
+    }
     for th in bare {
         crate::exit::do_exit(th, status);
     }

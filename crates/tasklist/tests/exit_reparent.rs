@@ -628,6 +628,77 @@ fn a_chain_of_parent_death_kills_does_not_recurse() {
     assert_at_rest(&sys);
 }
 
+/// Linux sends a dying process's parent-death signals and its orphaned-group SIGHUPs
+/// (`forget_original_parent`, `kill_orphaned_pgrp`) in the `tasklist_lock` hold that
+/// makes it a zombie, before it: a wait that can reap it finds them sent. Each child
+/// here records, from its signal hook, whether its parent could be reaped already.
+fn exit_signals_are_sent_before_the_parent_is_reapable() {
+    /// Installs a hook on `c` that records whether `waiter` could reap `dead` then.
+    fn probe(c: &Task, waiter: &Task, dead: &Task) -> Arc<std::sync::Mutex<Option<bool>>> {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let (waiter, nr, seen2) = (waiter.clone(), waiter.pid_of(dead), seen.clone());
+        c.set_signal_hook(Some(Arc::new(move |_sig| {
+            let opts = WaitOptions::EXITED | WaitOptions::NOHANG | WaitOptions::NOWAIT;
+            let reapable = waiter.wait(WaitId::Pid(nr), opts).unwrap().is_some();
+            seen2.lock().unwrap().get_or_insert(reapable);
+        })));
+        seen
+    }
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    // Parent-death signals: c2's is sent after c1's, whose hook looks.
+    let gp = fork(&init);
+    let f = fork(&gp);
+    let c1 = fork(&f);
+    let c2 = fork(&f);
+    c1.set_pdeath_signal(Signal::USR1);
+    c2.set_pdeath_signal(Signal::USR2);
+    let seen = probe(&c1, &gp, &f);
+    f.exit(0);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(false),
+        "f was reapable before the signals"
+    );
+    assert_eq!(
+        c2.exit_status().and_then(|s| s.signaled()),
+        Some(Signal::USR2)
+    );
+    reap(&gp, &f);
+    c1.exit_signaled(Signal::USR1);
+    // The reparent half of `kill_orphaned_pgrp`: pp's exit orphans c's own group.
+    let sl = fork(&init);
+    sl.setsid().unwrap();
+    let pp = fork(&sl);
+    let c = fork(&pp);
+    c.setpgid(0, 0).unwrap();
+    let reparented = probe(&c, &sl, &pp);
+    init.kill(init.pid_of(&c), Signal::STOP).unwrap();
+    // The exit half: pp2's exit orphans its own group, in which d is stopped.
+    let pp2 = fork(&sl);
+    pp2.setpgid(0, 0).unwrap();
+    let d = fork(&pp2);
+    let exited = probe(&d, &sl, &pp2);
+    init.kill(init.pid_of(&d), Signal::STOP).unwrap();
+    for (parent, seen) in [(&pp, &reparented), (&pp2, &exited)] {
+        parent.exit(0);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            Some(false),
+            "SIGHUP after the zombie"
+        );
+        reap(&sl, parent);
+    }
+    for t in [&c, &d] {
+        assert!(t.pending_signals().contains(&Signal::HUP), "SIGHUP pending");
+        t.exit_signaled(Signal::HUP);
+        reap(&init, t);
+    }
+    sl.exit(0);
+    reap_every_zombie(&init);
+    assert_at_rest(&sys);
+}
+
 /// Reaps every child of `t` that is a zombie now, whatever its exit signal.
 fn reap_every_zombie(t: &Task) {
     let opts = WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG;
@@ -655,4 +726,5 @@ every_profile!(
     children_handed_on_by_a_thread_come_after_the_heirs_own,
     a_parent_death_signal_follows_the_parent_thread,
     a_chain_of_parent_death_kills_does_not_recurse,
+    exit_signals_are_sent_before_the_parent_is_reapable,
 );
