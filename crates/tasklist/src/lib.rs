@@ -646,13 +646,16 @@ pub mod loom_model {
     /// (`ThreadGroup::sleep_on_children`, `ThreadGroup::notify_waiters`), with loom's
     /// mutex standing in for the spin lock: the waiter marks the list's `SLEEPERS` flag
     /// and takes the hashed sleep lock before it lets the list go; a notifier, holding
-    /// the list, clears the flag and takes the sleep lock to wake it.
+    /// the list, clears the flag and takes the sleep lock to count the change and wake
+    /// it. A wakeup that counts nothing (`wake_exiting`: a thread's exit) leaves the
+    /// flag up, and the waiter sleeps on until the count moves.
     #[derive(Debug)]
     pub struct Sleepers {
         /// The list's lock, over the number of changes made (a child's new state).
         list: loom::sync::Mutex<u32>,
         flags: AtomicU8,
-        sleep: loom::sync::Mutex<()>,
+        /// The sleep lock, over the count of wakeups for a change.
+        sleep: loom::sync::Mutex<u64>,
         queue: loom::sync::Condvar,
         /// The broken order the model must catch: the sleep lock taken only after the
         /// list is let go.
@@ -676,7 +679,7 @@ pub mod loom_model {
             Sleepers {
                 list: loom::sync::Mutex::new(0),
                 flags: AtomicU8::new(0),
-                sleep: loom::sync::Mutex::new(()),
+                sleep: loom::sync::Mutex::new(0),
                 queue: loom::sync::Condvar::new(),
                 sleep_lock_late,
             }
@@ -689,6 +692,18 @@ pub mod loom_model {
             let f = self.flags.load(Ordering::Relaxed);
             if f & SLEEPERS != 0 {
                 self.flags.store(f & !SLEEPERS, Ordering::Relaxed);
+                let mut changes = self.sleep.lock().unwrap();
+                *changes += 1;
+                self.queue.notify_all();
+            }
+            drop(list);
+        }
+
+        /// `wake_exiting_waiter`: a wakeup under the list's lock that changes nothing
+        /// and counts nothing; the flag stays up.
+        pub fn wake_exiting(&self) {
+            let list = self.list.lock().unwrap();
+            if self.flags.load(Ordering::Relaxed) & SLEEPERS != 0 {
                 let _queued = self.sleep.lock().unwrap();
                 self.queue.notify_all();
             }
@@ -710,7 +725,15 @@ pub mod loom_model {
                     drop(list);
                     q
                 };
-                drop(self.queue.wait(queued).unwrap());
+                let seen = *queued;
+                let mut queued = queued;
+                loop {
+                    queued = self.queue.wait(queued).unwrap();
+                    if *queued != seen {
+                        break;
+                    }
+                }
+                drop(queued);
                 list = self.list.lock().unwrap();
             }
         }

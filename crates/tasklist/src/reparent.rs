@@ -32,8 +32,9 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 /// after every child already in it. Takes the group's `children` lock, then each
 /// child's siglock (rules 2-3); the children stay in the same group's list.
 ///
-/// Also wakes the group's waiters under that lock: a waiter of `t` itself (blocked in
-/// wait on another OS thread) sees `exiting` and returns EINTR.
+/// Also wakes a waiter of `t` itself (blocked in wait on another OS thread) under that
+/// lock: it sees `exiting` and returns EINTR. The group's other waiters sleep on, as
+/// in Linux, where a hand-over inside the process wakes nobody.
 ///
 /// The heir is chosen under the `children` lock (then the siglock, rule 2): a thread
 /// that began exiting before this lock was taken has already handed on its own
@@ -43,7 +44,7 @@ fn alive_thread(g: &ThreadGroup) -> Option<Arc<TaskInner>> {
 /// exists).
 pub(crate) fn pass_to_live_thread(t: &Arc<TaskInner>, post: &mut PostExit) {
     let mut ch = t.group().children.lock();
-    t.group().notify_waiters(&ch);
+    t.group().wake_exiting_waiter(&ch);
     let Some(heir) = alive_thread(t.group()) else {
         return;
     };

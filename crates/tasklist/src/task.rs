@@ -508,11 +508,14 @@ const LIST_SLEEPERS: u8 = 2;
 /// group's `wait_chldexit`, and a notifier takes to wake it: hashed by the group's
 /// address, as Linux hashes the wait queues of `wait_on_bit` (a lock per group would
 /// grow every process by eight bytes for a path that only sleeping waiters take).
-static SLEEP_LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
+/// Each counts the wakeups for a change of a list ([`ThreadGroup::notify_waiters`]) of
+/// the groups hashed to it, so that a waiter woken for anything else (a thread's exit,
+/// [`ThreadGroup::wake_exiting_waiter`], or spuriously) sleeps on without a scan.
+static SLEEP_LOCKS: [Mutex<u64>; 64] = [const { Mutex::new(0) }; 64];
 
 /// The sleep lock of `g`: always the same one, so `wait_chldexit` is always paired
 /// with one mutex.
-fn sleep_lock(g: &ThreadGroup) -> &'static Mutex<()> {
+fn sleep_lock(g: &ThreadGroup) -> &'static Mutex<u64> {
     let a = std::ptr::from_ref(g) as usize;
     &SLEEP_LOCKS[(a >> 7) % SLEEP_LOCKS.len()]
 }
@@ -1054,23 +1057,58 @@ impl ThreadGroup {
     fn wake_sleepers(&self) {
         // Taken after the sleeper released the list and before it is queued: this
         // lock waits until it is queued, so the wakeup cannot fall between the two.
-        let _queued = sleep_lock(self).lock();
+        let mut changes = sleep_lock(self).lock();
+        *changes = changes.wrapping_add(1);
         self.wait_chldexit.notify_all();
     }
 
+    /// The exit of a thread of this group, whose process lives on: its own waiter
+    /// (blocked in wait on another OS thread) is to return EINTR; the others sleep on.
+    /// The children the thread handed to another thread are no event of the list for
+    /// Linux (`forget_original_parent` wakes nobody for a hand-over inside the
+    /// process), so a `__WNOTHREAD` waiter of the heir is not woken to find them. The
+    /// caller holds the list's lock (`_held`); the sleepers flag stays up.
+    pub(crate) fn wake_exiting_waiter(&self, _held: &Children) {
+        if self.list_flags.load(Ordering::Relaxed) & LIST_SLEEPERS != 0 {
+            let _queued = sleep_lock(self).lock();
+            self.wait_chldexit.notify_all();
+        }
+    }
+
     /// Sleeps on `wait_chldexit` until the next [`notify_waiters`] of this group's list
-    /// (or spuriously: the caller scans again either way), with the list's lock,
-    /// `guard`, released while asleep and held again on return.
+    /// (or a wakeup of a group sharing its sleep lock: the caller scans again either
+    /// way), or until `waiter` exits or has a fatal signal pending (its wait returns
+    /// EINTR), with the list's lock, `guard`, released while asleep and held again on
+    /// return.
     ///
     /// [`notify_waiters`]: ThreadGroup::notify_waiters
-    pub(crate) fn sleep_on_children(&self, guard: &mut SpinGuard<'_, Children>) {
+    pub(crate) fn sleep_on_children(
+        &self,
+        guard: &mut SpinGuard<'_, Children>,
+        waiter: &TaskInner,
+    ) {
         let f = self.list_flags.load(Ordering::Relaxed);
         self.list_flags.store(f | LIST_SLEEPERS, Ordering::Relaxed);
         let mut queued = sleep_lock(self).lock();
         // Lock order: the list, then the sleep lock (as a notifier takes them). The
         // sleep lock is dropped before the list is taken again.
         SpinGuard::unlocked(guard, move || {
-            self.wait_chldexit.wait(&mut queued);
+            let seen = *queued;
+            // A notifier counts under the sleep lock, held here from the flag's mark
+            // until the sleep: a change of the list after the scan either counted
+            // before this read (and woke nobody yet: it waited for this lock) or
+            // counts later and wakes this sleep. Either way the count differs at the
+            // next wakeup.
+            loop {
+                self.wait_chldexit.wait(&mut queued);
+                // (Both lock-free: no siglock under the sleep lock.)
+                if *queued != seen
+                    || waiter.exiting.load(Ordering::Acquire)
+                    || waiter.fatal_signal_pending()
+                {
+                    break;
+                }
+            }
             drop(queued);
         });
     }

@@ -225,7 +225,7 @@ impl Task {
                     target = Target::PinnedPid(Arc::clone(&c.0.pid));
                 }
             }
-            g.sleep_on_children(&mut guard);
+            g.sleep_on_children(&mut guard, &self.0);
         }
     }
 }

@@ -699,6 +699,58 @@ fn exit_signals_are_sent_before_the_parent_is_reapable() {
     assert_at_rest(&sys);
 }
 
+/// A thread's exit hands its children to another thread of its process without
+/// waking anyone (Linux's `forget_original_parent` notifies nobody for a hand-over
+/// inside the process): a `__WNOTHREAD` waiter of the heir, asleep, does not wake to
+/// find a zombie it was handed; it reports its own child when that one exits (then the
+/// handed one). A waiter of the exiting thread itself returns EINTR.
+fn a_hand_over_inside_the_process_wakes_no_waiter() {
+    let sys = system();
+    let init = sys.init();
+    let p = fork(&init);
+    let t = thread(&p);
+    let own = fork(&p);
+    let handed = fork(&t);
+    handed.exit(7);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = {
+        let p = p.clone();
+        std::thread::spawn(move || {
+            let opts = WaitOptions::EXITED | WaitOptions::NOTHREAD;
+            let info = p.wait(WaitId::All, opts).unwrap().unwrap();
+            tx.send(info.pid).unwrap();
+        })
+    };
+    // A second waiter, blocked as the thread that exits (on the leader's running
+    // child).
+    let (t2, nr) = (t.clone(), t.pid_of(&own));
+    let eintr = std::thread::spawn(move || t2.wait(WaitId::Pid(nr), WaitOptions::EXITED));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    t.exit(0);
+    assert_eq!(eintr.join().unwrap(), Err(Errno::EINTR));
+    assert!(
+        rx.recv_timeout(std::time::Duration::from_millis(200))
+            .is_err(),
+        "the heir's waiter slept on"
+    );
+    own.exit(1);
+    let first = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        first,
+        p.pid_of(&own),
+        "its own child, not the handed zombie"
+    );
+    waiter.join().unwrap();
+    let opts = WaitOptions::EXITED | WaitOptions::NOTHREAD | WaitOptions::NOHANG;
+    assert_eq!(
+        p.wait(WaitId::All, opts).unwrap().unwrap().pid,
+        p.pid_of(&handed)
+    );
+    p.exit(0);
+    reap(&init, &p);
+    assert_at_rest(&sys);
+}
+
 /// Reaps every child of `t` that is a zombie now, whatever its exit signal.
 fn reap_every_zombie(t: &Task) {
     let opts = WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG;
@@ -727,4 +779,5 @@ every_profile!(
     a_parent_death_signal_follows_the_parent_thread,
     a_chain_of_parent_death_kills_does_not_recurse,
     exit_signals_are_sent_before_the_parent_is_reapable,
+    a_hand_over_inside_the_process_wakes_no_waiter,
 );

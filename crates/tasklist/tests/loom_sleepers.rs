@@ -2,7 +2,8 @@
 //! (`ThreadGroup::sleep_on_children` / `notify_waiters`): the waiter marks the list's
 //! sleepers flag and takes the hashed sleep lock before it lets the list go, so a
 //! change made under the list after its scan always wakes it (loom reports a deadlock
-//! for a lost wakeup). The third model takes the sleep lock too late and must fail:
+//! for a lost wakeup), also when a wakeup that counts no change (a thread's exit)
+//! comes first and the waiter sleeps on. The last model takes the sleep lock too late and must fail:
 //! loom finds the lost wakeup and reports a deadlock, which aborts the test binary (a
 //! panic out of loom's scheduler cannot unwind), so it is ignored and run by hand with
 //! `-- --ignored the_sleep_lock`.
@@ -40,6 +41,24 @@ fn one_change_wakes_both_waiters_of_a_group() {
         };
         s.wait_for(1);
         w.join().unwrap();
+        c.join().unwrap();
+    });
+}
+
+#[test]
+fn a_wakeup_that_counts_nothing_loses_no_change() {
+    loom::model(|| {
+        let s = Arc::new(Sleepers::new());
+        let e = {
+            let s = s.clone();
+            thread::spawn(move || s.wake_exiting())
+        };
+        let c = {
+            let s = s.clone();
+            thread::spawn(move || s.change())
+        };
+        s.wait_for(1);
+        e.join().unwrap();
         c.join().unwrap();
     });
 }
