@@ -78,6 +78,8 @@ impl Comm {
             bytes: [0; COMM_LEN],
             len: 0,
         };
+        // PR_SET_NAME copies a C string: a NUL ends it.
+        let name = name.split('\0').next().unwrap_or_default();
         // Truncate at a char boundary within 15 bytes.
         let mut end = name.len().min(COMM_LEN - 1);
         while !name.is_char_boundary(end) {
@@ -1979,7 +1981,10 @@ impl Task {
             .map(|p| p.leader_task().unwrap_or(p).pid.nr_in(root))
             .unwrap_or(0);
         let mut s = String::new();
-        let _ = writeln!(s, "Name:\t{}", self.name());
+        // `proc_task_name` escapes a newline and a backslash (`seq_escape_str` with
+        // "\n\\"), so a name cannot forge a line.
+        let name = self.name().replace('\\', "\\\\").replace('\n', "\\n");
+        let _ = writeln!(s, "Name:\t{name}");
         let _ = writeln!(s, "State:\t{state}");
         let _ = writeln!(s, "Tgid:\t{}", leader.pid.nr_in(root));
         let _ = writeln!(s, "Pid:\t{}", self.0.pid.nr_in(root));
@@ -1997,7 +2002,9 @@ impl Task {
         self.0.name.get(&self.0.name_seq).as_str().to_owned()
     }
 
-    /// Sets the task name, truncated to 15 bytes (`PR_SET_NAME`).
+    /// Sets the task name, truncated to 15 bytes and ended by a NUL as the C string
+    /// `PR_SET_NAME` copies (`"ab\0cd"` names it `ab`). A multibyte character that
+    /// does not fit whole is left out (Linux cuts its bytes).
     pub fn set_name(&self, name: &str) {
         self.0.name.set(&self.0.name_seq, Comm::new(name));
     }

@@ -80,6 +80,18 @@ fn status_lines_like_proc() {
     assert!(c.status().contains("State:\tZ (zombie)"));
     reap(&n, &c);
     assert!(c.status().contains("State:\tX (dead)"));
+    // PR_SET_NAME copies a C string; `/proc/PID/status` escapes a newline and a
+    // backslash (measured on Linux 6.18: "a\\b\nc\td" shows as `a\\b\nc<TAB>d`).
+    n.set_name("ab\0cd");
+    assert_eq!(n.name(), "ab");
+    n.set_name("a\\b\nc\td");
+    assert_eq!(n.name(), "a\\b\nc\td");
+    let status = n.status();
+    assert!(
+        status.starts_with("Name:\ta\\\\b\\nc\td\nState:\t"),
+        "{status}"
+    );
+    assert_eq!(status.lines().count(), 6, "{status}");
     n.exit(0);
     reap(&init, &n);
 }
