@@ -358,7 +358,14 @@ impl World {
             // `kernfs_fop_write_iter`: longer than the files' `atomic_write_len`.
             return Err(Errno::E2BIG);
         }
-        let v = strstrip(value.as_bytes());
+        // kernfs hands the handler a NUL-terminated copy, which it reads as a C
+        // string: the value ends at its first NUL.
+        let c_string = value
+            .as_bytes()
+            .split(|&b| b == 0)
+            .next()
+            .unwrap_or_default();
+        let v = strstrip(c_string);
         match file {
             "pids.max" => {
                 if v == b"max" {

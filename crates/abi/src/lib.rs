@@ -10,7 +10,9 @@
 //! short per-task and per-process critical sections (the siglock, a cgroup link's
 //! state, a member set), [`arc_cache`]: the per-thread slab caches of emptied `Arc`
 //! allocations that the pid and task objects of a life cycle are made in, and
-//! [`hint`]: the branch hint that lays the life cycle's rare paths out of its hot code.
+//! [`hint`]: the branch hint that lays the life cycle's rare paths out of its hot code,
+//! and [`walk`]: the queue that lets a kill of many processes signal every victim
+//! before any of them dies.
 //!
 //! Everything here is plain data, a lock or a cache; the behaviour lives in `uproc-pidns`,
 //! `uproc-pidfs`, `uproc-cgroup` and `uproc-tasklist`, and users reach it through the
@@ -31,6 +33,7 @@ pub mod spin;
 pub mod stash;
 pub mod user;
 mod wait;
+pub mod walk;
 
 pub use errno::Errno;
 pub use flags::{CloneFlags, InfoMask, OpenFlags, PidfdFlags, PidfdSignalFlags, WaitOptions};

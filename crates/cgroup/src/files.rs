@@ -171,7 +171,9 @@ impl Cgroup {
     /// - read-only files -> EINVAL; unknown files and removed cgroups -> ENOENT.
     /// - an empty `value` (a write of no bytes) -> Ok on any file that exists,
     ///   changing nothing; one longer than a page (4096 bytes) -> E2BIG, on any file
-    ///   that exists, before the value is read.
+    ///   that exists, before the value is read; a NUL ends the value, as the kernel's
+    ///   handlers read it as a C string (`"5\0x"` to `pids.max` sets 5, `"\0"` is
+    ///   EINVAL).
     pub fn write(&self, file: &str, value: &str) -> Result<(), Errno> {
         let node = &self.node;
         if node.is_removed() {
@@ -187,6 +189,9 @@ impl Cgroup {
             // (`atomic_write_len`), checked before any handler runs.
             return Err(Errno::E2BIG);
         }
+        // The handlers read the page as a C string: a NUL ends the value (`"5\0x"`
+        // sets 5; a value that starts with one reads as empty, EINVAL).
+        let value = value.split('\0').next().unwrap_or_default();
         match f {
             File::PidsMax => self.set_pids_max(value.parse::<Limit>()?),
             f @ (File::Procs | File::Threads) => {

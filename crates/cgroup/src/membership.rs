@@ -582,12 +582,15 @@ impl Cgroup {
                     // Into the root: listed. Its exit may unlist it from now on.
                     drop(m);
                     phase::moved_into_listing(&link.phase);
-                } else if let Some((serial, m)) = m {
+                } else if let Some((_, m)) = m {
+                    // To the tail of the destination (`cgroup_migrate_execute` splices
+                    // the moved tasks onto the end of the css_set's list).
                     let key = if scalable {
-                        // To the tail of the destination (`list_move_tail`).
                         dest_set.append(m)
                     } else {
-                        // At its link serial (Linux profiles: one runtime-wide order).
+                        // A new serial of the one runtime-wide order (under
+                        // css_set_lock, as a fork's): after every member linked before.
+                        let serial = self.hier.next_link.fetch_add(1, Ordering::Relaxed);
                         dest_set.insert(serial, m)
                     };
                     link.key.store(narrow_key(key), Ordering::Relaxed);
@@ -671,14 +674,19 @@ impl Cgroup {
         // its group), then those that died in the subtree while a thread of theirs
         // lives (Linux's SIGKILL to one is taken by nobody, so the process survives;
         // the member decides). A live non-leader is never signalled itself.
-        for m in members.iter().filter_map(Weak::upgrade) {
-            if m.is_group_leader() {
+        // One kill walk (`uproc_abi::walk`): every leader has its SIGKILL before any
+        // member the task list ends at once dies, as Linux's victims die after
+        // `cgroup_kill`'s loop.
+        uproc_abi::walk::walk(|| {
+            for m in members.iter().filter_map(Weak::upgrade) {
+                if m.is_group_leader() {
+                    m.kill();
+                }
+            }
+            for m in crate::hierarchy::still_listed(&dying) {
                 m.kill();
             }
-        }
-        for m in crate::hierarchy::still_listed(&dying) {
-            m.kill();
-        }
+        });
         drop(in_flight);
         Ok(())
     }

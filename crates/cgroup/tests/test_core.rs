@@ -363,6 +363,25 @@ fn a_write_longer_than_a_page_is_e2big() {
     });
 }
 
+/// The handlers read the written page as a C string: a NUL ends the value (measured
+/// on Linux 6.18: `"5\0x"` to `pids.max` sets 5, `"max\0"` sets max, `"1\0junk"` to
+/// `cgroup.kill` kills, `"2\0"` is ERANGE and `"\0"` alone EINVAL).
+#[test]
+fn a_nul_ends_a_written_value() {
+    for_each_profile(|p| {
+        let a = hier(p).root().mkdir("a").unwrap();
+        a.write("pids.max", "5\0x").unwrap();
+        assert_eq!(a.read("pids.max").unwrap(), "5\n", "{p}");
+        a.write("pids.max", "max\0").unwrap();
+        assert_eq!(a.read("pids.max").unwrap(), "max\n", "{p}");
+        assert_eq!(a.write("pids.max", "\0"), Err(Errno::EINVAL), "{p}");
+        assert_eq!(a.write("cgroup.kill", "2\0"), Err(Errno::ERANGE), "{p}");
+        assert_eq!(a.write("cgroup.kill", "\0"), Err(Errno::EINVAL), "{p}");
+        a.write("cgroup.kill", "1\0junk").unwrap();
+        assert_eq!(a.write("cgroup.procs", "\0 1"), Err(Errno::EINVAL), "{p}");
+    });
+}
+
 #[test]
 fn cgroup_type_reads_domain() {
     for_each_profile(|p| {

@@ -567,12 +567,20 @@ pub(crate) fn do_notify_parent(
         return true;
     }
     if sig == Signal::CHLD.raw() {
+        // `prepare_signal` drops a signal to a process that is dying
+        // (`SIGNAL_GROUP_EXIT`: a fatal signal or `exit_group` decided, or its last
+        // thread exiting): the SIGCHLD of a child that dies in the same kill walk as
+        // its parent, after it, leaves nothing pending there.
+        let dying = ps.group_exit.is_some() || ps.nr_live == 0;
         match ps.sigchld {
             SigChld::Ignore => autoreap = true,
             SigChld::NoCldWait => {
                 autoreap = true;
-                ps.shared_pending.insert(Signal::CHLD);
+                if !dying {
+                    ps.shared_pending.insert(Signal::CHLD);
+                }
             }
+            SigChld::Default if dying => cold_path(),
             SigChld::Default => {
                 ps.shared_pending.insert(Signal::CHLD);
                 // Not zapping (returned above): the next SIGCHLD changes nothing.
@@ -824,9 +832,14 @@ fn zap_pid_ns_processes(sys: &System, t: &Arc<TaskInner>) {
             .filter(|v| v.leader && !std::ptr::eq(v.group(), leader.group()))
             .collect()
     };
-    for v in &victims {
-        let _ = crate::signal::send_group(v, Signal::KILL, crate::signal::Sender::Runtime);
-    }
+    // One kill walk: every victim has its SIGKILL before any dies (a victim's exit
+    // then finds its parent and children in the namespace dying: no SIGCHLD or
+    // parent-death signal of theirs acts on a victim).
+    uproc_abi::walk::walk(|| {
+        for v in &victims {
+            let _ = crate::signal::send_group(v, Signal::KILL, crate::signal::Sender::Runtime);
+        }
+    });
     sys.zapping.lock().push(Task::from_inner(leader));
     sys.zap_check.raise();
     sys.process_zaps();

@@ -12,7 +12,7 @@ use crate::signal::SigChld;
 use crate::sync::Ordering;
 use crate::task::{TaskInner, ThreadGroup, ZOMBIE};
 use std::sync::Arc;
-use uproc_abi::{Signal, WaitStatus};
+use uproc_abi::Signal;
 use uproc_pidns::PidNamespace;
 
 /// The namespace's `child_reaper` task.
@@ -98,78 +98,26 @@ pub(crate) fn pdeath_signals_of(
     }
 }
 
-thread_local! {
-    /// Set while this thread sends parent-death signals: a bare thread one of them
-    /// kills is queued in [`PDEATH_DEATHS`] instead of ending inside the send.
-    static SENDING_PDEATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Set while this thread ends the queued threads ([`send_pdeath_signals`]'s loop).
-    static ENDING_PDEATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Bare threads killed by a parent-death signal, with the status they end with.
-    static PDEATH_DEATHS: std::cell::RefCell<std::collections::VecDeque<(Arc<TaskInner>, WaitStatus)>> =
-        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
-}
-
-/// Restores a thread-local flag to what it was, also when unwinding (a panic of user
-/// code escaping a send).
-struct RestoreFlag(&'static std::thread::LocalKey<std::cell::Cell<bool>>, bool);
-
-impl Drop for RestoreFlag {
-    fn drop(&mut self) {
-        let was = self.1;
-        self.0.with(|f| f.set(was));
-    }
-}
-
-/// Sets a thread-local flag until the returned guard drops; returns what it was too.
-fn raise_flag(flag: &'static std::thread::LocalKey<std::cell::Cell<bool>>) -> (RestoreFlag, bool) {
-    let was = flag.with(|f| f.replace(true));
-    (RestoreFlag(flag, was), was)
-}
-
 /// `forget_original_parent`'s `group_send_sig_info(t->pdeath_signal, SEND_SIG_NOINFO,
 /// t, PIDTYPE_TGID)`: each thread noted in the hand-over ([`pdeath_signals_of`]) sends
 /// its signal to its own process, as from the exiting thread `father`. Called by
 /// `exit_notify` with no lock held, before `father` becomes a zombie.
 ///
-/// A bare thread a signal kills does not end inside the send (its exit would hand
-/// its own children on and send their signals, one call deeper per generation): it is
-/// queued ([`defer_pdeath_kill`]) and ended here after the sends, each in this loop's
-/// frame, so a chain of such tasks of any length ends without recursion. Its group exit
-/// and SIGKILL are recorded by the send, as Linux's child, dying in its own context
-/// later, has them queued.
+/// One kill walk ([`uproc_abi::walk`]): a bare child a signal kills ends once every
+/// signal is sent, not inside the send. Its exit hands its own children on and sends
+/// their signals in a walk of its own, whose ends join the same queue, so a chain of
+/// such tasks of any length ends without recursion.
 pub(crate) fn send_pdeath_signals(father: &Arc<TaskInner>, sigs: Vec<(Arc<TaskInner>, Signal)>) {
     if sigs.is_empty() {
         return;
     }
-    {
-        let _sending = raise_flag(&SENDING_PDEATH);
+    uproc_abi::walk::walk(|| {
         for (th, sig) in sigs {
             tracing::debug!(pid = th.pid.numbers()[0].nr, %sig, "parent-death signal");
             let sender = crate::signal::Sender::Task(father);
             let _ = crate::signal::send_group(&th, sig, sender);
         }
-    }
-    let (_ending, already) = raise_flag(&ENDING_PDEATH);
-    if already {
-        return; // an exit this loop runs: the loop ends what it queued
-    }
-    while let Some((th, status)) = PDEATH_DEATHS.with(|d| d.borrow_mut().pop_front()) {
-        crate::exit::do_exit(&th, status);
-        th.group().wake_waiters();
-    }
-}
-
-/// A fatal signal ends the bare threads `bare` with `status`: true if it was a
-/// parent-death signal ([`send_pdeath_signals`]), which queues them instead.
-pub(crate) fn defer_pdeath_kill(bare: &[Arc<TaskInner>], status: WaitStatus) -> bool {
-    if !SENDING_PDEATH.with(std::cell::Cell::get) {
-        return false;
-    }
-    PDEATH_DEATHS.with(|d| {
-        d.borrow_mut()
-            .extend(bare.iter().map(|th| (Arc::clone(th), status)));
     });
-    true
 }
 
 /// `find_new_reaper`: (b) then (c) above. Siglocks one at a time (rule 3); the caller

@@ -461,9 +461,14 @@ fn signal_groups(
     if walks > 2 {
         tracing::debug!(walks, targets = decided.len(), "group kill walked again");
     }
-    for (t, o) in decided {
-        act(&t, o);
-    }
+    // One kill walk: every target's fate is acted on (hooks called, stops and
+    // continues notified) before any bare one dies, as Linux's victims die after its
+    // walk.
+    uproc_abi::walk::walk(|| {
+        for (t, o) in decided {
+            act(&t, o);
+        }
+    });
     Ok(())
 }
 
@@ -542,18 +547,29 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
 }
 
 /// Ends the bare threads a fatal signal found with `status` (with no lock held), and
-/// wakes the group's waiters if any ended.
+/// wakes the group's waiters if any ended. Inside a kill walk
+/// ([`uproc_abi::walk::walk`]: a group kill, a namespace zap, `cgroup.kill`,
+/// parent-death signals) they end once the walk has signalled every victim, as Linux's
+/// victims die after the walk, in their own context.
 fn end_bare(g: &ThreadGroup, bare: &[Arc<TaskInner>], status: WaitStatus) {
-    if crate::reparent::defer_pdeath_kill(bare, status) {
+    if bare.is_empty() {
+        return;
+    }
+    if uproc_abi::walk::in_walk() {
         uproc_abi::hint::cold_path();
+        let bare = bare.to_vec();
+        uproc_abi::walk::end_or_defer(move || {
+            for th in &bare {
+                crate::exit::do_exit(th, status);
+            }
+            bare[0].group().wake_waiters();
+        });
         return;
     }
     for th in bare {
         crate::exit::do_exit(th, status);
     }
-    if !bare.is_empty() {
-        g.wake_waiters();
-    }
+    g.wake_waiters();
 }
 
 /// [`Outcome::ForceKill`]: the hooks of the group's live, started threads hear
@@ -589,7 +605,9 @@ fn notify_parent_cldstop(t: &Arc<TaskInner>, _continued: bool) {
         if let Some((p, held)) = parent {
             {
                 let mut ps = p.group().sig.lock();
-                if ps.sigchld != SigChld::Ignore {
+                // Not to a dying parent (`prepare_signal`, as `do_notify_parent`).
+                let dying = ps.group_exit.is_some() || ps.nr_live == 0;
+                if ps.sigchld != SigChld::Ignore && !dying {
                     ps.shared_pending.insert(Signal::CHLD);
                 }
             }

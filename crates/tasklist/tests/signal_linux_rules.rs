@@ -16,7 +16,7 @@ mod common;
 use common::*;
 use std::sync::{Arc, Mutex};
 use uproc_abi::{CloneFlags, PidfdFlags, PidfdSignalFlags, Signal, WaitOptions};
-use uproc_tasklist::{Task, TaskState, WaitId};
+use uproc_tasklist::{CloneArgs, Task, TaskState, WaitId};
 
 const TTY_STOPS: [Signal; 3] = [Signal::TSTP, Signal::TTIN, Signal::TTOU];
 
@@ -617,7 +617,81 @@ fn a_continued_process_dies_of_what_its_thread_dequeues_first() {
     assert_at_rest(&sys);
 }
 
+/// Linux's kills of many processes (`kill(-pgid)`, `kill(-1)`, `cgroup.kill`, a
+/// namespace init's death) queue SIGKILL on every victim in one walk before any of them
+/// exits, and `prepare_signal` drops later signals to a dying process. So a parent and
+/// its child killed together: the child's SIGCHLD is not left pending on the parent,
+/// and the child dies of SIGKILL, never of the parent-death signal its parent's exit
+/// sends it (measured on Linux 6.18: the zombie parent shows `ShdPnd` 0x100 alone,
+/// both "killed by 9"). uproc used to end each bare victim before signalling the next,
+/// so the outcome followed the victims' numbering order.
+fn a_kill_of_many_signals_every_victim_before_any_dies() {
+    /// A parent and its child with a parent-death signal.
+    fn family(parent: &Task, args: CloneArgs) -> (Task, Task) {
+        let a = parent.fork(&args).unwrap();
+        let b = fork(&a);
+        b.set_pdeath_signal(Signal::USR1);
+        (a, b)
+    }
+    fn check(init: &Task, a: &Task, b: &Task, what: &str) {
+        assert!(
+            !a.pending_signals().contains(&Signal::CHLD),
+            "{what}: the dying parent took its child's SIGCHLD: {:?}",
+            a.pending_signals()
+        );
+        for t in [a, b] {
+            assert_eq!(
+                t.exit_status().and_then(|s| s.signaled()),
+                Some(Signal::KILL),
+                "{what}"
+            );
+        }
+        let opts = WaitOptions::EXITED | WaitOptions::NOHANG;
+        while let Ok(Some(_)) = init.wait(WaitId::All, opts) {}
+    }
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    init.set_cap_checkpoint_restore(true);
+    let high = || CloneArgs {
+        set_tid: vec![5000],
+        ..Default::default()
+    };
+    // kill(-pgid), the parent numbered above its child (`set_tid`; the child takes
+    // the next free number, a low one): the walk, in number order, meets it first.
+    let (a, b) = family(&init, high());
+    a.setpgid(0, 0).unwrap();
+    a.setpgid(a.pid_of(&b), a.pid_of(&a)).unwrap();
+    assert!(init.pid_of(&b) < init.pid_of(&a));
+    init.kill(-init.pid_of(&a), Signal::KILL).unwrap();
+    check(&init, &a, &b, "kill(-pgid)");
+    // kill(-1), in the usual numbering too.
+    for args in [high(), CloneArgs::default()] {
+        let (a, b) = family(&init, args);
+        init.kill(-1, Signal::KILL).unwrap();
+        check(&init, &a, &b, "kill(-1)");
+    }
+    // cgroup.kill.
+    let cg = sys.cgroup_root().mkdir("doomed").unwrap();
+    let (a, b) = family(&init, into_cgroup(&cg));
+    cg.write("cgroup.kill", "1").unwrap();
+    check(&init, &a, &b, "cgroup.kill");
+    // A namespace init's death: its child A and grandchild B die in the zap.
+    let n = fork_flags(&init, CloneFlags::NEWPID);
+    let (a, b) = family(&n, CloneArgs::default());
+    n.exit(0);
+    for t in [&a, &b] {
+        assert_eq!(
+            t.exit_status().and_then(|s| s.signaled()),
+            Some(Signal::KILL),
+            "zap"
+        );
+    }
+    reap(&init, &n);
+    assert_at_rest(&sys);
+}
+
 every_profile!(
+    a_kill_of_many_signals_every_victim_before_any_dies,
     a_continued_process_dies_of_what_its_thread_dequeues_first,
     stop_signals_to_a_stopped_process_stay_queued_until_sigcont,
     kill_pgrp_reaches_a_process_whose_leader_exited,

@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use std::sync::Arc;
-use uproc_abi::{CloneFlags, Errno, Signal};
+use uproc_abi::{CloneFlags, Errno, Profile, Signal};
 use uproc_cgroup::Cgroup;
 use uproc_tasklist::{CloneArgs, System, SystemConfig, Task, TaskState};
 
@@ -518,6 +518,48 @@ fn cgroup_threads_judges_a_zombie_by_its_own_cgroup() {
     t.exit(0);
     reap(&init, &leader);
     assert_eq!((a.pids_current(), b.pids_current()), (0, 0));
+}
+
+/// A process moved into a cgroup comes last in its `cgroup.procs`, as
+/// `cgroup_migrate_execute` splices it onto the tail of the css_set's list (measured on
+/// Linux 6.18: forked into b, a, b, then the second moved into b, b lists 1, 3, 2; the
+/// first moved out and back comes last again). The `Linux*` profiles' one joining
+/// order; `Scalable` lists by forking parent (a documented difference).
+#[test]
+fn a_moved_process_comes_last_in_cgroup_procs() {
+    for p in [Profile::Linux618, Profile::Linux70] {
+        let sys = system_with(p);
+        let init = sys.init();
+        let a = sys.cgroup_root().mkdir("a").unwrap();
+        let b = sys.cgroup_root().mkdir("b").unwrap();
+        let p1 = init.fork(&into_cgroup(&b)).unwrap();
+        let p2 = init.fork(&into_cgroup(&a)).unwrap();
+        let p3 = init.fork(&into_cgroup(&b)).unwrap();
+        let nr = |t: &Task| init.pid_of(t);
+        let listed = |ts: &[&Task]| {
+            ts.iter()
+                .map(|t| format!("{}\n", nr(t)))
+                .collect::<String>()
+        };
+        b.write("cgroup.procs", &nr(&p2).to_string()).unwrap();
+        assert_eq!(
+            b.read("cgroup.procs").unwrap(),
+            listed(&[&p1, &p3, &p2]),
+            "{p}"
+        );
+        a.write("cgroup.procs", &nr(&p1).to_string()).unwrap();
+        b.write("cgroup.procs", &nr(&p1).to_string()).unwrap();
+        assert_eq!(
+            b.read("cgroup.procs").unwrap(),
+            listed(&[&p3, &p2, &p1]),
+            "{p}"
+        );
+        for t in [&p1, &p2, &p3] {
+            t.exit(0);
+            reap(&init, t);
+        }
+        assert_at_rest(&sys);
+    }
 }
 
 /// A leader that exits before its thread stays, dying, in its cgroup: a migration of
