@@ -16,14 +16,20 @@
 //! parent-death signals in a walk of its own) joins the same queue and runs in the
 //! same frame, so a chain of deaths of any length needs no recursion.
 //!
+//! The order the victims die in is Linux's scheduler's choice; here it is the order of
+//! each end's `rank` (then the walk's): the task list ranks a task by its depth in the
+//! process tree, so a parent dies before the children killed with it, whatever their
+//! numbers (a walk meets tasks in number order, which `Scalable`'s per-thread batches
+//! would otherwise let decide who is reparented before dying).
+//!
 //! Who touches what: the queue and the two flags are this thread's own
 //! (`thread_local!`); nothing here is shared between threads.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
-/// A queued end of a bare task.
-type End = Box<dyn FnOnce()>;
+/// A queued end of a bare task, with its rank.
+type End = (u64, Box<dyn FnOnce()>);
 
 thread_local! {
     /// How many walks this thread is in.
@@ -32,6 +38,9 @@ thread_local! {
     static ENDING: Cell<bool> = const { Cell::new(false) };
     /// The ends queued by the walks, in the order their victims were signalled.
     static QUEUE: RefCell<VecDeque<End>> = const { RefCell::new(VecDeque::new()) };
+    /// How many of `QUEUE`'s ends the running queue has not ranked yet: those queued
+    /// since it last sorted (the ends of the walk that just ended).
+    static UNRANKED: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Leaves a walk, also when unwinding; the outermost one runs the queue.
@@ -60,12 +69,14 @@ pub fn walk<R>(signal_all: impl FnOnce() -> R) -> R {
 }
 
 /// Ends a bare task now (`end`), or, inside a [`walk`], queues its end for when every
-/// victim of the walk has been signalled.
-pub fn end_or_defer(end: impl FnOnce() + 'static) {
+/// victim of the walk has been signalled; the ends a walk queued run by `rank`
+/// (lowest first; equal ranks in the order queued).
+pub fn end_or_defer(rank: u64, end: impl FnOnce() + 'static) {
     if WALKS.with(Cell::get) == 0 {
         end();
     } else {
-        QUEUE.with(|q| q.borrow_mut().push_back(Box::new(end)));
+        QUEUE.with(|q| q.borrow_mut().push_back((rank, Box::new(end))));
+        UNRANKED.with(|u| u.set(u.get() + 1));
     }
 }
 
@@ -77,6 +88,16 @@ pub fn in_walk() -> bool {
 /// Runs the queued ends in order, each in this frame, unless this thread already
 /// runs them further up (an end's own walk queued more: the loop there takes them).
 fn run_queue() {
+    // The ends the walk that just ended queued, ranked among themselves (behind any
+    // still queued from before, which keep their place).
+    let fresh = UNRANKED.with(|u| u.replace(0));
+    if fresh > 1 {
+        QUEUE.with(|q| {
+            let mut q = q.borrow_mut();
+            let from = q.len() - fresh;
+            q.make_contiguous()[from..].sort_by_key(|(rank, _)| *rank);
+        });
+    }
     if ENDING.with(|e| e.replace(true)) {
         return;
     }
@@ -87,7 +108,7 @@ fn run_queue() {
         }
     }
     let _ending = Ending;
-    while let Some(end) = QUEUE.with(|q| q.borrow_mut().pop_front()) {
+    while let Some((_, end)) = QUEUE.with(|q| q.borrow_mut().pop_front()) {
         end();
     }
 }
@@ -98,20 +119,20 @@ mod tests {
     use std::rc::Rc;
 
     #[test]
-    fn ends_run_after_the_outermost_walk_in_order() {
+    fn ends_run_after_the_outermost_walk_by_rank() {
         let log = Rc::new(RefCell::new(Vec::new()));
         let l = log.clone();
-        end_or_defer(move || l.borrow_mut().push("now"));
+        end_or_defer(0, move || l.borrow_mut().push("now"));
         assert_eq!(*log.borrow(), ["now"]);
         log.borrow_mut().clear();
         let (a, b, c) = (log.clone(), log.clone(), log.clone());
         walk(|| {
-            end_or_defer(move || a.borrow_mut().push("a"));
-            walk(|| end_or_defer(move || b.borrow_mut().push("b")));
+            end_or_defer(2, move || a.borrow_mut().push("a"));
+            walk(|| end_or_defer(1, move || b.borrow_mut().push("b")));
             assert!(in_walk());
             c.borrow_mut().push("signalled");
         });
-        assert_eq!(*log.borrow(), ["signalled", "a", "b"]);
+        assert_eq!(*log.borrow(), ["signalled", "b", "a"], "by rank");
         assert!(!in_walk());
     }
 
@@ -121,7 +142,7 @@ mod tests {
             walk(|| {
                 if n > 0 {
                     let l = log.clone();
-                    end_or_defer(move || {
+                    end_or_defer(0, move || {
                         l.borrow_mut().push(n);
                         chain(n - 1, l);
                     });

@@ -558,7 +558,8 @@ fn end_bare(g: &ThreadGroup, bare: &[Arc<TaskInner>], status: WaitStatus) {
     if uproc_abi::walk::in_walk() {
         uproc_abi::hint::cold_path();
         let bare = bare.to_vec();
-        uproc_abi::walk::end_or_defer(move || {
+        let rank = tree_depth(&bare[0]);
+        uproc_abi::walk::end_or_defer(rank, move || {
             for th in &bare {
                 crate::exit::do_exit(th, status);
             }
@@ -570,6 +571,23 @@ fn end_bare(g: &ThreadGroup, bare: &[Arc<TaskInner>], status: WaitStatus) {
         crate::exit::do_exit(th, status);
     }
     g.wake_waiters();
+}
+
+/// How deep `t`'s process is in the process tree (its ancestors, counted up to 32):
+/// a kill walk's victims die in this order, parents before the children killed with
+/// them, whatever their numbers (`uproc_abi::walk`). Takes each ancestor's siglock in
+/// turn, none nested.
+fn tree_depth(t: &TaskInner) -> u64 {
+    let mut depth = 0;
+    let mut p = t.group().sig.lock().real_parent.upgrade();
+    while let Some(parent) = p {
+        depth += 1;
+        if depth == 32 {
+            break;
+        }
+        p = parent.group().sig.lock().real_parent.upgrade();
+    }
+    depth
 }
 
 /// [`Outcome::ForceKill`]: the hooks of the group's live, started threads hear

@@ -675,6 +675,26 @@ fn a_kill_of_many_signals_every_victim_before_any_dies() {
     let (a, b) = family(&init, into_cgroup(&cg));
     cg.write("cgroup.kill", "1").unwrap();
     check(&init, &a, &b, "cgroup.kill");
+    // The victims die parents first, whatever their numbers (Linux leaves the order to
+    // its scheduler; here it is the same under every profile): the child, numbered
+    // below its parent, is handed to init before it dies, so init reaps it rather
+    // than its parent, which ignores SIGCHLD, autoreaping it.
+    let (a, b) = family(&init, high());
+    a.set_sigchld(uproc_tasklist::SigChld::Ignore);
+    a.setpgid(0, 0).unwrap();
+    a.setpgid(a.pid_of(&b), a.pid_of(&a)).unwrap();
+    init.kill(-init.pid_of(&a), Signal::KILL).unwrap();
+    let opts = WaitOptions::EXITED | WaitOptions::NOHANG;
+    let got = init
+        .wait(WaitId::Pid(init.pid_of(&b)), opts)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        got.status.signaled(),
+        Some(Signal::KILL),
+        "init reaps the child"
+    );
+    check(&init, &a, &b, "parents first");
     // A namespace init's death: its child A and grandchild B die in the zap.
     let n = fork_flags(&init, CloneFlags::NEWPID);
     let (a, b) = family(&n, CloneArgs::default());
