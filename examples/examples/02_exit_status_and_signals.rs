@@ -10,15 +10,35 @@
 //! `cx.signal_pending()`. If a fatal signal is pending when the body returns, the task
 //! dies of it, whatever the body returned.
 
-use uproc::{Runtime, Signal, Spawn, TaskCx};
+use std::sync::mpsc;
+use uproc::{Errno, Runtime, Signal, Spawn, TaskCx};
 use uproc_examples::{Lesson, ensure};
 
-/// A body that works until a signal arrives (a real one would do work in the loop).
-fn until_signalled(cx: &TaskCx) -> i32 {
-    while cx.signal_pending().is_none() {
+/// A body that says it runs, then works until a signal arrives (a real one would do
+/// work in the loop), and says which signal it saw.
+fn until_signalled(cx: &TaskCx, running: mpsc::Sender<()>, saw: mpsc::Sender<Signal>) -> i32 {
+    let _ = running.send(());
+    let sig = loop {
+        if let Some(sig) = cx.signal_pending() {
+            break sig;
+        }
         std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    };
+    let _ = saw.send(sig);
     0 // ignored: the pending fatal signal decides the status
+}
+
+/// Spawns [`until_signalled`] and returns once its body runs, with its child handle
+/// and where the signal it sees arrives (a signal sent before the body starts would
+/// end the task before it ever ran).
+fn spawn_running(rt: &Runtime) -> Result<(uproc::Child, mpsc::Receiver<Signal>), Errno> {
+    let (running_tx, running) = mpsc::channel();
+    let (saw_tx, saw) = mpsc::channel();
+    let child = rt.spawn(Spawn::new(), move |cx| {
+        until_signalled(cx, running_tx, saw_tx)
+    })?;
+    running.recv().expect("the body runs");
+    Ok((child, saw))
 }
 
 /// Runs the example, checks what it observes, and returns a one-line summary.
@@ -44,22 +64,31 @@ pub fn check() -> Lesson {
     );
     ensure!(!st_panic.core_dumped(), "no core limit, no core dumped");
 
-    // 3. SIGKILL through the child's pidfd (`Child::kill`).
-    let child = rt.spawn(Spawn::new(), until_signalled)?;
+    // 3. SIGKILL through the child's pidfd (`Child::kill`), to a body that runs: the
+    //    body sees it pending and returns; the task dies of it.
+    let (child, saw) = spawn_running(&rt)?;
     child.kill()?;
     let st_kill = child.wait()?;
     ensure!(
         st_kill.signaled() == Some(Signal::KILL),
         "kill gave {st_kill}"
     );
+    ensure!(
+        saw.recv().ok() == Some(Signal::KILL),
+        "the body saw SIGKILL"
+    );
 
-    // 4. SIGTERM by pid number, as kill(2) does, sent by init.
-    let child = rt.spawn(Spawn::new(), until_signalled)?;
+    // 4. SIGTERM by pid number, as kill(2) does, sent by init to a running body.
+    let (child, saw) = spawn_running(&rt)?;
     rt.init().kill(child.pid(), Signal::TERM)?;
     let st_term = child.wait()?;
     ensure!(
         st_term.signaled() == Some(Signal::TERM),
         "SIGTERM gave {st_term}"
+    );
+    ensure!(
+        saw.recv().ok() == Some(Signal::TERM),
+        "the body saw SIGTERM"
     );
 
     // The raw status words are Linux's: exited (code << 8), killed (signal | 0x80 core).

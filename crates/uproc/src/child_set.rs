@@ -41,7 +41,9 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use uproc_abi::{Errno, WaitStatus};
 
-/// A set of children, reaped in the order they exit.
+/// A set of children, each reaped as it becomes ready: the first to exit once the set
+/// waits, and, of those that exited before a wait, the first inserted (as `wait(-1)`
+/// meets zombies in fork order).
 ///
 /// Dropping the set detaches the children still in it (each is reaped as soon as its
 /// body ends, as a dropped [`Child`] is); call [`abort_all`](ChildSet::abort_all) first

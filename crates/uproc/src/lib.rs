@@ -40,7 +40,7 @@
 //!   [`current()`] returns the context inside any body.
 //! - [`Child`]: the handle of a spawned task: `wait`, `try_wait`, `kill`, `pidfd`, and
 //!   `.await`.
-//! - [`ChildSet`]: many children, reaped in the order they exit (`join_next().await`,
+//! - [`ChildSet`]: many children, each reaped as it becomes ready (`join_next().await`,
 //!   blocking `wait_next`, `abort_all`), in the spirit of tokio's `JoinSet`.
 //! - [`Task`]: the embedding API, process-level and close to the syscalls: `fork`,
 //!   `exit`, `wait`, `kill`, `pidfd_open`, `setpgid`, `unshare_pid_ns`, ... A task
@@ -82,10 +82,10 @@
 //!
 //! ## Managed and bare tasks: how signals arrive
 //!
-//! A task spawned with a body is **managed**: the facade installs a signal hook on it
-//! ([`Task::set_signal_hook`]; one hook shared by the tasks a thread spawns, replaced
-//! by one of the task's own when an async body parks, so that a `SIGKILL` can wake
-//! it). A fatal signal then does not end the task at once (its body is Rust code that
+//! A task spawned with a body is **managed**: it is forked managed
+//! ([`Task::fork_managed`]: no signal hook to install), and an async body that parks
+//! installs a hook of its own ([`Task::set_signal_hook`]) so that a `SIGKILL` can wake
+//! it. A fatal signal then does not end the task at once (its body is Rust code that
 //! cannot be stopped from outside): it is made pending, and the body ends
 //! cooperatively.
 //!
@@ -166,7 +166,7 @@
 //! | span | debug | `task` | `pid` | around every body (each poll of an async one): the body's own events nest in it |
 //! | event | debug | `runtime built` | `profile`, `pid_max` | [`RuntimeBuilder::build`] |
 //! | event | debug | `spawn` | `pid`, `ppid`, `name` | a task was forked for a body, before the body starts |
-//! | event | debug | `signal hook` | `signal` (and `pid` once an async body has parked) | a fatal signal reached a managed task |
+//! | event | debug | `signal hook` | `signal`, `pid` | a fatal signal reached a task whose async body is parked (the hook that wakes it) |
 //! | event | debug | `Child::kill` | `pid` | [`Child::kill`] |
 //! | event | error | `task body panicked; task killed by SIGABRT` | `pid`, `panic` | a body panicked |
 //! | event | warn | `job dropped without running; task killed` | `pid` | an executor dropped a job |
@@ -186,21 +186,32 @@
 //! | tasklist | debug | `reparent` | `child`, `reaper` | an orphan got a new parent (`forget_original_parent`) |
 //! | tasklist | debug | `namespace init died: killing the namespace` | `level` | `zap_pid_ns_processes` |
 //! | tasklist | debug | `kill` | `target_pid`, `sig` | every signal sent |
-//! | tasklist | debug | `system created` | `profile`, `pid_max` | a task list was built |
+//! | tasklist | debug | `system created` / `system dropped` | `profile`, `pid_max` | a task list was built / dropped |
+//! | tasklist | debug | `namespace empty: its init is reapable` | `level` | a dead namespace init's zap ended |
+//! | tasklist | debug | `parent-death signal` | `pid`, `sig` | a parent-death signal (`PR_SET_PDEATHSIG`) sent |
+//! | tasklist | debug | `process group orphaned with a stopped member: SIGHUP, SIGCONT` | `pgrp` | `kill_orphaned_pgrp` |
+//! | tasklist | debug / trace | `group kill walked again` / `fork waits for a group kill in flight` | `walks`, `targets` | `Scalable`'s group kills against forks |
+//! | tasklist | warn | `exit of the runtime init ignored: it never exits` (also `exit_group`) | | the runtime init asked to exit |
+//! | tasklist | error | `signal hook panicked; contained` / `signal hook's drop panicked; contained` | `sig`, `panic` | user code in a hook panicked |
 //! | pidns | debug | `alloc_pid: namespace full` | `level`, `pid_max` | no free pid number |
 //! | pidfs | debug | `pidfs: pidfd opened` (`(stale)`, `by handle`) | `ino`, `nr`, `flags` | a pidfd was made |
 //! | pidfs | debug | `pidfs: pidfd of a reaped pid` | `ino`, `nr`, `flags` | a `Child`'s pidfd first asked for after its reap |
 //! | pidfs | debug | `pidfs: do_notify_pidfd` | `ino`, `nr`, `status` | a task's pidfds became readable (exit) |
 //! | pidfs | debug | `pidfs: exit` / `pidfs: exit, marked dead` | `ino`, `nr`, `status`, `cgroupid` | reap: exit info recorded, or the pid marked dead |
+//! | pidfs | trace | `pidfs: ino assigned` | `ino`, `nr` | a pid's inode number first read |
+//! | pidfs | error | `pidfd waker panicked; contained` | `ino`, `panic` | user code in a pidfd waker panicked |
+//! | pidfs | warn | `pidfs: backend already set; ignored` / `pidfs: the pid map already has pidfs hooks; this Pidfs is not installed` | | a second pidfs for one runtime |
+//! | pidns | debug | `free_pid: first process failed, namespace closed` | `level` | a namespace's first process failed after its pid was allocated |
 //! | cgroup | info, then debug | `fork rejected by pids controller in <path>` | `path` | a pids.max hit (info the first time, as Linux logs once) |
 //! | cgroup | info | `cgroup.kill` | `path`, `tasks` | a `cgroup.kill` write |
+//! | cgroup | debug | `fork raced with cgroup.kill: child killed` | `path` | a child linked while a kill ran |
 //! | cgroup | debug | `cgroup created` / `cgroup removed` / `pids.max set` / `tasks migrated` | `path`, ... | control operations |
 //!
 //! ## Introspection
 //!
 //! [`Runtime::ps`] lists tasks as [`ProcInfo`] (pid, ppid, tgid, state, cgroup, name,
 //! NSpid) from the root namespace, [`Runtime::ps_in`] from any namespace (a namespace
-//! init's parent reads 0 there), and [`Runtime::pstree`] renders the tree (`pstree -p`
+//! init's parent reads 0 there), and [`Runtime::pstree`] renders the tree (`pstree -pn`
 //! style, see [`ps::pstree`]). Listing reads the task list only, as reading `/proc`
 //! does: it opens no pidfd. [`Task::status`] prints `/proc/PID/status` lines.
 //!

@@ -82,8 +82,11 @@ pub(crate) fn ps_in(rt: &Runtime, ns: &Arc<PidNamespace>) -> Vec<ProcInfo> {
     v
 }
 
-/// Renders `procs` as `pstree -p` does: each task as `name(pid)`, children sorted by
-/// pid, joined with box-drawing lines; tasks whose parent is not listed start a tree.
+/// Renders `procs` in the style of `pstree -pn`: each task as `name(pid)`, children
+/// sorted by pid (`-n`; plain `pstree -p` sorts them by name), joined with
+/// box-drawing lines; tasks whose parent is not listed start a tree. A thread is drawn
+/// as a child of its leader's parent, as its `ProcInfo` lists it, with its own name,
+/// not as `pstree`'s `{name}(tid)` under its leader.
 ///
 /// ```
 /// use uproc::{Runtime, Spawn};

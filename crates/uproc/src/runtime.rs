@@ -281,8 +281,9 @@ impl Runtime {
     }
 
     /// Runs `body` as a new task: fork from the [`Spawn`]'s parent (default
-    /// [`init`](Runtime::init)) with its clone arguments, install the signal hook, and
-    /// hand the body to the executor. When the body returns `code`, the task exits with
+    /// [`init`](Runtime::init)) with its clone arguments, managed
+    /// ([`Task::fork_managed`](uproc_tasklist::Task::fork_managed): a fatal signal is
+    /// made pending for the body), and hand the body to the executor. When the body returns `code`, the task exits with
     /// it, unless a fatal signal is pending (then it ends killed by that signal). A
     /// panic ends the task as killed by `SIGABRT`. The return is a thread's exit, not
     /// `exit_group`: a thread the body forked and left running ends the process later,
@@ -314,7 +315,7 @@ impl Runtime {
         crate::ps::ps_in(self, ns)
     }
 
-    /// `pstree -p`: the task tree as text. See [`pstree`](crate::ps::pstree).
+    /// `pstree -pn`: the task tree as text. See [`pstree`](crate::ps::pstree).
     pub fn pstree(&self) -> String {
         crate::ps::pstree(&self.ps())
     }
