@@ -114,6 +114,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     let status = {
         let mut st = t.group().sig.lock();
         let status = *st.group_exit.get_or_insert(status);
+        st.exit_flags |= crate::task::EXIT_ACTED;
         t.group().end_job_control(&mut st);
         for th in ThreadGroup::live_threads(&st) {
             if Arc::ptr_eq(&th, t) {
@@ -172,7 +173,15 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
             t.pending.fetch_and(!Signal::KILL.mask(), Ordering::AcqRel);
         }
         st.nr_live -= 1;
-        let status = st.group_exit.unwrap_or(status);
+        let status = match st.group_exit {
+            Some(decided) => {
+                // This thread acts on the group's exit (a Linux thread that dequeued
+                // its fatal signal): a Core signal's can no longer be taken over.
+                st.exit_flags |= crate::task::EXIT_ACTED;
+                decided
+            }
+            None => status,
+        };
         let dead = st.nr_live == 0;
         let mut orphan = None;
         if dead {

@@ -205,6 +205,15 @@ fn decide(
         if st.nr_live == 0 {
             return Outcome::Nothing; // a zombie
         }
+        if st.group_exit.is_some()
+            && core_unacted(&st)
+            && !(thread && t.exiting.load(Ordering::Acquire))
+        {
+            uproc_abi::hint::cold_path();
+            if let Some(o) = after_unacted_core(t, &mut st, sig, sender, thread) {
+                return o;
+            }
+        }
         if st.group_exit.is_some() {
             // A group already dying: nothing more to do in Linux, where it dies at
             // once. A managed task's body ends cooperatively, though, on a request
@@ -223,9 +232,14 @@ fn decide(
                     .is_some_and(Signal::dumps_core)
                 {
                     st.group_exit = Some(WaitStatus::signaled_by(Signal::KILL, false));
+                    // The group exit SIGKILL starts is final: nothing is dequeued now.
+                    st.exit_flags &= !crate::task::DEQUEUE_PENDING;
                 }
-                let hooks = !st.kill_forced && !st.shared_pending.contains(sig);
-                st.kill_forced |= hooks;
+                let hooks = st.exit_flags & crate::task::KILL_FORCED == 0
+                    && !st.shared_pending.contains(sig);
+                if hooks {
+                    st.exit_flags |= crate::task::KILL_FORCED;
+                }
                 // A bare thread takes a fatal signal at once; one made bare after
                 // the group's fatal signal found it managed takes this one.
                 let bare_left = ThreadGroup::live_threads(&st)
@@ -323,7 +337,15 @@ fn decide(
             DefaultAction::Term | DefaultAction::Core => {
                 let status = WaitStatus::signaled_by(sig, t.dumps_core() && sig.dumps_core());
                 st.group_exit = Some(status);
-                st.shared_pending.insert(sig);
+                if sig.dumps_core() {
+                    // No group exit until a thread dequeues it in Linux: the signal
+                    // waits in the set it was sent to, and a fatal signal sent
+                    // meanwhile may be dequeued first (`after_unacted_core`).
+                    st.exit_flags |= crate::task::DEQUEUE_PENDING;
+                    queue(t, &mut st, sig, thread);
+                } else {
+                    st.shared_pending.insert(sig);
+                }
                 g.end_job_control(&mut st);
                 Outcome::Fatal { sig, status }
             }
@@ -475,6 +497,71 @@ fn signal_groups(
 /// A task's identity (its address) for the walks' set of decided targets.
 fn task_key(t: &Arc<TaskInner>) -> usize {
     Arc::as_ptr(t) as usize
+}
+
+/// Whether the group's exit was decided by a core-dumping signal that no thread has
+/// acted on yet ([`EXIT_ACTED`](crate::task::EXIT_ACTED): a managed group whose
+/// runtime has not ended it, or the victims of a kill walk not yet ended). Linux starts no group exit for a Core
+/// signal until a thread dequeues it (`complete_signal`'s fast path leaves
+/// `sig_kernel_coredump` signals out), so a fatal signal sent meanwhile still counts.
+/// The caller holds the siglock (`st`).
+fn core_unacted(st: &GroupState) -> bool {
+    st.exit_flags & (crate::task::DEQUEUE_PENDING | crate::task::EXIT_ACTED)
+        == crate::task::DEQUEUE_PENDING
+}
+
+/// A fatal signal other than SIGKILL to a group whose exit a Core signal decided but no
+/// thread acted on ([`core_unacted`]), as Linux takes it: the target has a signal
+/// pending, so no thread "wants" this one (`wants_signal`) and `complete_signal` starts
+/// no group exit for it either: it is queued (a signal an init ignores changes
+/// nothing), and the process dies of the first fatal signal a thread dequeues
+/// ([`dequeued_first`]). Measured on Linux 6.18 (the target asleep): SIGQUIT then
+/// SIGHUP kills by SIGHUP, SIGQUIT then SIGINT by SIGINT, SIGQUIT then SIGSEGV by
+/// SIGSEGV, SIGSEGV then SIGHUP by SIGSEGV, SIGABRT then SIGTERM by SIGABRT, and
+/// SIGQUIT sent by `tgkill` then SIGHUP by `kill` by SIGQUIT (the thread's own set is
+/// dequeued first). `None`: not such a signal, decided as for any dying group.
+#[cold]
+#[inline(never)]
+fn after_unacted_core(
+    t: &Arc<TaskInner>,
+    st: &mut GroupState,
+    sig: Signal,
+    sender: Sender<'_>,
+    thread: bool,
+) -> Option<Outcome> {
+    if sig == Signal::KILL
+        || !matches!(
+            sig.default_action(),
+            DefaultAction::Term | DefaultAction::Core
+        )
+    {
+        return None;
+    }
+    if st.unkillable && init_ignores(t, sig, sender) {
+        return Some(Outcome::Nothing);
+    }
+    queue(t, st, sig, thread);
+    if let Some(dies_of) = dequeued_first(st) {
+        let core = dies_of.dumps_core() && t.dumps_core();
+        st.group_exit = Some(WaitStatus::signaled_by(dies_of, core));
+    }
+    Some(Outcome::Nothing)
+}
+
+/// The fatal signal a thread of the group dequeues first, as [`pending_fatal`] picks it
+/// (the first live thread's own set, the group's, then the other threads'), the
+/// SIGKILL uproc marks on every thread of a dying group left out (no SIGKILL was sent
+/// while [`core_unacted`]: one would have ended that state). The caller holds the
+/// siglock.
+fn dequeued_first(st: &GroupState) -> Option<Signal> {
+    let sent = |bits: u64| bits & !Signal::KILL.mask();
+    let mut threads = ThreadGroup::live_threads(st);
+    let first = threads
+        .next()
+        .and_then(|th| first_fatal(sent(th.pending.load(Ordering::Acquire))));
+    first
+        .or_else(|| first_fatal(sent(st.shared_pending.bits())))
+        .or_else(|| threads.find_map(|th| first_fatal(sent(th.pending.load(Ordering::Acquire)))))
 }
 
 /// `SYNCHRONOUS_MASK`: the signals `next_signal` dequeues before any other of a set

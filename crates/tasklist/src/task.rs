@@ -841,6 +841,21 @@ impl std::ops::Deref for SharedPending {
     }
 }
 
+/// [`GroupState::exit_flags`]: a SIGKILL came after another fatal signal had doomed
+/// the group (Linux drops it: the group dies at once there); a managed task's hooks
+/// heard it ([`Task::sigkill_sent`]).
+pub(crate) const KILL_FORCED: u8 = 1;
+/// [`GroupState::exit_flags`]: a thread acted on the group's exit (`do_group_exit`, or
+/// a thread's exit once it was decided), as a Linux thread that dequeued the fatal
+/// signal does: a core-dumping signal's exit can no longer be taken over by another
+/// fatal signal (`signal.rs`, `core_unacted`).
+pub(crate) const EXIT_ACTED: u8 = 2;
+/// [`GroupState::exit_flags`]: the group's exit was decided by a core-dumping signal,
+/// which Linux acts on only when a thread dequeues it (no `complete_signal` fast path):
+/// until a thread acts ([`EXIT_ACTED`]), fatal signals sent meanwhile are queued and
+/// the first dequeued decides.
+pub(crate) const DEQUEUE_PENDING: u8 = 4;
+
 /// Group state under the siglock.
 pub(crate) struct GroupState {
     /// Attached (not released) threads other than the leader, in creation order (empty
@@ -867,10 +882,8 @@ pub(crate) struct GroupState {
     pub(crate) unkillable: bool,
     /// The init of a namespace whose last thread exited: `zap_pid_ns_processes` runs.
     pub(crate) zapping: bool,
-    /// A SIGKILL came after another fatal signal had doomed the group (Linux drops it:
-    /// the group dies at once there); a managed task's hooks heard it
-    /// ([`Task::sigkill_sent`]).
-    pub(crate) kill_forced: bool,
+    /// [`KILL_FORCED`] and [`EXIT_ACTED`].
+    pub(crate) exit_flags: u8,
     /// A child was ever put on this group's `children` list (or a fork or an adoption
     /// meant to): set under this siglock inside that list's lock, before the child is
     /// pushed, and never cleared. A group that dies without it skips the hand-over
@@ -904,7 +917,7 @@ impl GroupState {
             has_child_subreaper: false,
             unkillable,
             zapping: false,
-            kill_forced: false,
+            exit_flags: 0,
             had_children: false,
             ids: None,
             own_use: Weak::new(),
@@ -2082,16 +2095,33 @@ impl Task {
         self.0.fatal_signal_pending()
     }
 
+    /// The signal this task's process is dying of: the fatal signal its exit was
+    /// decided by (Linux's `group_exit_code` under `SIGNAL_GROUP_EXIT`), once one was
+    /// (`None` before, and for an `exit_group` with a code). A core-dumping signal no
+    /// thread has acted on yet can still be overtaken, as in Linux, where it starts no
+    /// group exit until a thread dequeues it: by a fatal signal that does not dump
+    /// core, or by a synchronous one (SIGSEGV, ...) dequeued first. A runtime that ends
+    /// a managed task passes this to [`exit_signaled`](Task::exit_signaled).
+    pub fn dying_of(&self) -> Option<Signal> {
+        self.0
+            .group()
+            .sig
+            .lock()
+            .group_exit
+            .and_then(|s| s.signaled())
+    }
+
     /// Whether `SIGKILL` itself was sent to this task's process (to the group or to one
     /// of its threads), not only marked on its threads by another fatal signal (every
-    /// fatal signal marks `SIGKILL` pending, as Linux's `complete_signal` does, so
+    /// fatal signal marks `SIGKILL` pending here, as Linux's `complete_signal` does for
+    /// all but the core-dumping ones, so
     /// [`fatal_signal_pending`](Task::fatal_signal_pending) cannot tell). A runtime
     /// whose bodies end cooperatively uses it to force an end that another fatal
     /// signal only requested: a managed task hit by `SIGTERM` and then `SIGKILL` has
     /// its signal hook called with each (the status stays the first's).
     pub fn sigkill_sent(&self) -> bool {
         let st = self.0.group().sig.lock();
-        st.kill_forced || st.shared_pending.contains(Signal::KILL)
+        st.exit_flags & KILL_FORCED != 0 || st.shared_pending.contains(Signal::KILL)
     }
 
     /// The pending signals: the thread's own set and the group's shared set, lowest

@@ -172,6 +172,71 @@ fn killed_child_reports_signal_and_core() {
         );
         assert_eq!(info.code, ChildCode::Killed);
     }
+    // A fatal signal that comes before the Core signal is acted on is queued beside it
+    // and the process dies of the one dequeued first: synchronous ones first, then the
+    // lowest number (measured on 6.18, the target asleep: SIGQUIT then SIGHUP kills by
+    // SIGHUP, then SIGINT by SIGINT, then SIGSEGV by SIGSEGV, with its core). Both stay
+    // pending. Once the runtime acted on the first, later ones change nothing; after a
+    // SIGKILL too.
+    for (second, died_of, dumped) in [
+        (Signal::HUP, Signal::HUP, false),
+        (Signal::INT, Signal::INT, false),
+        (Signal::SEGV, Signal::SEGV, true),
+        (Signal::ABRT, Signal::QUIT, true),
+        (Signal::USR1, Signal::QUIT, true),
+    ] {
+        let c = dumper
+            .fork_managed(&uproc_tasklist::CloneArgs::default())
+            .unwrap();
+        dumper.kill(dumper.pid_of(&c), Signal::QUIT).unwrap();
+        dumper.kill(dumper.pid_of(&c), second).unwrap();
+        let pending = c.pending_signals();
+        assert!(
+            pending.contains(&Signal::QUIT) && pending.contains(&second),
+            "{pending:?}"
+        );
+        // The runtime ends it with what it saw first; the group's decision stands.
+        c.exit_signaled(Signal::QUIT);
+        let info = reap(&dumper, &c);
+        assert_eq!(
+            info.status.signaled(),
+            Some(died_of),
+            "SIGQUIT then {second}"
+        );
+        assert_eq!(info.status.core_dumped(), dumped, "SIGQUIT then {second}");
+    }
+    let c = dumper
+        .fork_managed(&uproc_tasklist::CloneArgs::default())
+        .unwrap();
+    let t = c
+        .fork_managed(&uproc_tasklist::CloneArgs {
+            flags: uproc_abi::CloneFlags::NEW_THREAD,
+            ..Default::default()
+        })
+        .unwrap();
+    dumper.kill(dumper.pid_of(&c), Signal::QUIT).unwrap();
+    t.exit_signaled(Signal::QUIT);
+    dumper.kill(dumper.pid_of(&c), Signal::HUP).unwrap();
+    c.exit_signaled(Signal::KILL);
+    let info = reap(&dumper, &c);
+    assert_eq!(
+        info.status.signaled(),
+        Some(Signal::QUIT),
+        "acted on: SIGHUP too late"
+    );
+    let c = dumper
+        .fork_managed(&uproc_tasklist::CloneArgs::default())
+        .unwrap();
+    for sig in [Signal::QUIT, Signal::KILL, Signal::HUP] {
+        dumper.kill(dumper.pid_of(&c), sig).unwrap();
+    }
+    c.exit_signaled(Signal::KILL);
+    let info = reap(&dumper, &c);
+    assert_eq!(
+        info.status.signaled(),
+        Some(Signal::KILL),
+        "SIGKILL is final"
+    );
     dumper.exit(0);
     reap(&init, &dumper);
     let c = fork(&init);

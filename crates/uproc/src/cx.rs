@@ -75,9 +75,10 @@ impl TaskCx {
     }
 
     /// The first pending signal, fatal ones first (the signal the task will die of:
-    /// `SIGTERM` for a task hit by SIGTERM, though, as in Linux, every fatal signal also
-    /// marks `SIGKILL` pending): how a synchronous body learns that it was asked to
-    /// stop. Signals are delivered cooperatively: the body keeps running until it
+    /// `SIGTERM` for a task hit by SIGTERM, though uproc marks `SIGKILL` pending for
+    /// every fatal signal; `SIGHUP` for one hit by `SIGQUIT` and then `SIGHUP` before
+    /// it ended, as in Linux, where a core-dumping signal waits to be dequeued): how a
+    /// synchronous body learns that it was asked to stop. Signals are delivered cooperatively: the body keeps running until it
     /// returns; if a fatal signal is still pending then, the task ends as killed by it
     /// whatever the body returned.
     ///
@@ -151,11 +152,15 @@ pub(crate) fn is_fatal(sig: Signal) -> bool {
 
 /// The first pending signal, the one ending the task first.
 ///
-/// The task list, like Linux's `complete_signal`, marks `SIGKILL` pending on every
-/// thread when *any* fatal signal hits the group, and keeps only the first fatal signal
-/// (later ones find the group already dying). So a fatal signal other than `SIGKILL` in
-/// the set is the one the task dies of; else `SIGKILL`; else the first pending one.
+/// The task list marks `SIGKILL` pending on every thread when *any* fatal signal hits
+/// the group (so that the runtime learns of it), and decides the signal the process
+/// dies of ([`Task::dying_of`]: the first fatal one, unless a core-dumping one was
+/// overtaken, as in Linux). So that signal comes first; else a fatal signal other than
+/// `SIGKILL` in the set; else `SIGKILL`; else the first pending one.
 pub(crate) fn first_pending(task: &Task) -> Option<Signal> {
+    if let Some(sig) = task.dying_of() {
+        return Some(sig);
+    }
     let pending = task.pending_signals();
     pending
         .iter()

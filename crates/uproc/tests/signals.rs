@@ -134,6 +134,50 @@ fn sigterm_pending_when_the_body_returns_ends_the_task_killed_by_sigterm() {
     );
 }
 
+/// Two fatal signals to a running body before it looks: a core-dumping first one
+/// starts no group exit in Linux until a thread dequeues it, so the process dies of
+/// whichever is dequeued first (the thread's own set, then the shared one; the
+/// synchronous signals, then the lowest number); a first one that does not dump core
+/// decides at once. Measured on Linux 6.18 with the target asleep. The body sees the
+/// signal it dies of through `signal_pending`.
+fn two_fatal_signals_end_a_body_as_linux_dequeues_them() {
+    let cases = [
+        (Signal::SEGV, false, Signal::HUP, Signal::SEGV),
+        (Signal::QUIT, false, Signal::HUP, Signal::HUP),
+        (Signal::QUIT, true, Signal::HUP, Signal::QUIT),
+        (Signal::USR1, false, Signal::HUP, Signal::USR1),
+        (Signal::QUIT, false, Signal::SEGV, Signal::SEGV),
+        (Signal::QUIT, false, Signal::INT, Signal::INT),
+        (Signal::ABRT, false, Signal::TERM, Signal::ABRT),
+    ];
+    let rt = common::builder().build().unwrap();
+    for (first, by_tgkill, second, dies_of) in cases {
+        let (ready_tx, ready) = channel();
+        let (go_tx, go) = channel::<()>();
+        let (saw_tx, saw) = channel();
+        let child = rt
+            .spawn(Spawn::new(), move |cx| {
+                ready_tx.send(()).unwrap();
+                go.recv().unwrap();
+                saw_tx.send(cx.signal_pending()).unwrap();
+                0
+            })
+            .unwrap();
+        ready.recv().unwrap();
+        let (init, pid) = (rt.init(), child.pid());
+        if by_tgkill {
+            init.tgkill(pid, pid, first).unwrap();
+        } else {
+            init.kill(pid, first).unwrap();
+        }
+        init.kill(pid, second).unwrap();
+        go_tx.send(()).unwrap();
+        let what = format!("{first} then {second}");
+        assert_eq!(saw.recv().unwrap(), Some(dies_of), "{what}");
+        assert_eq!(child.wait().unwrap().signaled(), Some(dies_of), "{what}");
+    }
+}
+
 fn kill_after_reap_is_esrch() {
     let rt = common::builder().build().unwrap();
     let child = rt.spawn(Spawn::new(), |_| 0).unwrap();
@@ -492,6 +536,7 @@ fn an_unrun_body_whose_captures_panic_on_drop_does_not_panic_the_executor() {
 }
 
 every_profile!(
+    two_fatal_signals_end_a_body_as_linux_dequeues_them,
     a_reaped_child_s_sigchld_is_not_reported_by_signal_pending,
     a_panic_payload_whose_drop_panics_still_ends_the_task_by_sigabrt,
     a_sync_body_whose_captures_panic_on_drop_ends_by_sigabrt,
