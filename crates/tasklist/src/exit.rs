@@ -91,6 +91,16 @@ pub(crate) fn thread_group_empty(g: &ThreadGroup) -> bool {
     g.sig.lock().threads.is_empty()
 }
 
+/// `status` without its core bit: what a thread that did not dump core exits with when
+/// its process dies of a core-dumping signal (Linux adds 0x80 to the dumping thread's
+/// code alone, in `coredump_finish`; the process's status, `group_exit_code`, has it).
+pub(crate) fn without_core(status: WaitStatus) -> WaitStatus {
+    match status.signaled() {
+        Some(sig) if status.core_dumped() => WaitStatus::signaled_by(sig, false),
+        _ => status,
+    }
+}
+
 /// `do_group_exit`: the whole thread group exits with `status`. Other managed threads
 /// get SIGKILL + their hook (`zap_other_threads`); other bare threads exit now.
 pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
@@ -113,6 +123,9 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     let mut bare = Vec::new();
     let status = {
         let mut st = t.group().sig.lock();
+        // The first thread to act on the group's exit is the one that dumps core (if
+        // the status has it); the others exit without the core bit.
+        let first_to_act = st.exit_flags & crate::task::EXIT_ACTED == 0;
         let status = *st.group_exit.get_or_insert(status);
         st.exit_flags |= crate::task::EXIT_ACTED;
         t.group().end_job_control(&mut st);
@@ -126,13 +139,21 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
             }
             Managed::file(th, &mut hooks, &mut bare);
         }
-        status
+        (status, first_to_act)
     };
+    let (status, first_to_act) = status;
     crate::task::call_hooks(hooks, Some(Signal::KILL));
     for th in &bare {
-        do_exit(th, status);
+        do_exit(th, without_core(status));
     }
-    do_exit(t, status);
+    do_exit(
+        t,
+        if first_to_act {
+            status
+        } else {
+            without_core(status)
+        },
+    );
 }
 
 /// `do_exit`: this thread exits with `status` (the group exit status wins if the group
@@ -178,7 +199,13 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
                 // This thread acts on the group's exit (a Linux thread that dequeued
                 // its fatal signal): a Core signal's can no longer be taken over.
                 st.exit_flags |= crate::task::EXIT_ACTED;
-                decided
+                // A thread that did not dump core (its caller says so) exits without
+                // the core bit; the group's status keeps it.
+                if decided.core_dumped() && status == without_core(decided) {
+                    status
+                } else {
+                    decided
+                }
             }
             None => status,
         };

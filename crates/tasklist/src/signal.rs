@@ -617,8 +617,15 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
     let g = t.group();
     let mut hooks = Vec::new();
     let mut bare = Vec::new();
+    let dumper;
     {
         let st = g.sig.lock();
+        // The thread that takes the signal (`complete_signal`: the target if it
+        // wants it, else another): the one that dumps core, if any.
+        dumper = ThreadGroup::live_threads(&st)
+            .find(|th| Arc::ptr_eq(th, t))
+            .or_else(|| ThreadGroup::live_threads(&st).next())
+            .map_or(std::ptr::null(), |th| Arc::as_ptr(&th));
         for th in ThreadGroup::live_threads(&st) {
             th.pending.fetch_or(Signal::KILL.mask(), Ordering::AcqRel);
             if !th.started.load(Ordering::Acquire) {
@@ -630,34 +637,53 @@ fn complete_fatal(t: &Arc<TaskInner>, sig: Signal, status: WaitStatus) {
     // A waiter in this group returns EINTR.
     g.wake_waiters();
     crate::task::call_hooks(hooks, Some(sig));
-    end_bare(g, &bare, status);
+    end_bare(g, &bare, status, dumper);
 }
 
 /// Ends the bare threads a fatal signal found with `status` (with no lock held), and
-/// wakes the group's waiters if any ended. Inside a kill walk
-/// ([`uproc_abi::walk::walk`]: a group kill, a namespace zap, `cgroup.kill`,
+/// wakes the group's waiters if any ended. The core bit of a core-dumping `status`
+/// goes to the thread that dumps (`dumper`) alone: the others exit with the plain
+/// signal, as Linux's do before the dump ends (`coredump_finish` adds 0x80 to the
+/// dumper's code only), which their thread pidfds' exit information shows. Inside a
+/// kill walk ([`uproc_abi::walk::walk`]: a group kill, a namespace zap, `cgroup.kill`,
 /// parent-death signals) they end once the walk has signalled every victim, as Linux's
 /// victims die after the walk, in their own context.
-fn end_bare(g: &ThreadGroup, bare: &[Arc<TaskInner>], status: WaitStatus) {
+fn end_bare(
+    g: &ThreadGroup,
+    bare: &[Arc<TaskInner>],
+    status: WaitStatus,
+    dumper: *const TaskInner,
+) {
     if bare.is_empty() {
         return;
     }
+    // (The address only tells the dumper apart: it is never dereferenced.)
+    let dumper = dumper as usize;
     if uproc_abi::walk::in_walk() {
         uproc_abi::hint::cold_path();
         let bare = bare.to_vec();
         let rank = tree_depth(&bare[0]);
         uproc_abi::walk::end_or_defer(rank, move || {
-            for th in &bare {
-                crate::exit::do_exit(th, status);
-            }
+            end_threads(&bare, status, dumper);
             bare[0].group().wake_waiters();
         });
         return;
     }
-    for th in bare {
-        crate::exit::do_exit(th, status);
-    }
+    end_threads(bare, status, dumper);
     g.wake_waiters();
+}
+
+/// [`end_bare`]'s exits: each thread with `status`, without its core bit but for the
+/// thread at address `dumper`.
+fn end_threads(bare: &[Arc<TaskInner>], status: WaitStatus, dumper: usize) {
+    for th in bare {
+        let own = if Arc::as_ptr(th) as usize == dumper {
+            status
+        } else {
+            crate::exit::without_core(status)
+        };
+        crate::exit::do_exit(th, own);
+    }
 }
 
 /// How deep `t`'s process is in the process tree (its ancestors, counted up to 32):
@@ -695,7 +721,7 @@ fn force_kill(t: &Arc<TaskInner>, hooks: bool) {
     };
     crate::task::call_hooks(called, hooks.then_some(Signal::KILL));
     let status = status.unwrap_or(WaitStatus::signaled_by(Signal::KILL, false));
-    end_bare(t.group(), &bare, status);
+    end_bare(t.group(), &bare, status, std::ptr::null());
 }
 
 /// `do_notify_parent_cldstop`: tell the parent its child stopped or continued

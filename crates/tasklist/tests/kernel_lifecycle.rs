@@ -39,6 +39,18 @@
 //! set left out where the worlds chose different threads, and later steps name none
 //! of those threads).
 //!
+//! Two more such orders are not reconciled, so a long run can meet them (diagnosed,
+//! both measured on 6.18 with small C programs): a process with several threads and a
+//! core limit that is its process group's only link outside, dying of a Core signal
+//! with a stopped child in the group: if a thread other than the leader reaches
+//! `exit_notify` first, the group is judged orphaned and the stopped child dies of
+//! SIGHUP (4 to 9 runs in 30); uproc's leader hands the child on first, as the
+//! kernel's other runs do (`UPROC_KERNEL_STEPS=250`, seed 478). And a parent and its
+//! child killed in one step, the parent autoreaping (`SA_NOCLDWAIT`): if the parent
+//! exits first, the child's exit is autoreaped by the reaper but still queues SIGCHLD
+//! there (6 to 19 runs in 40); uproc kills parents first, so it shows that SIGCHLD
+//! (default mix, seed 134, 120 steps, 4 runs in 15).
+//!
 //! After each step the driver waits until the kernel's view settles (signal delivery,
 //! group stops and exits run in the target's own context), then compares, for every
 //! process it ever made: the state (`R`/`S` as running, `T`, `Z`, gone), the parent,

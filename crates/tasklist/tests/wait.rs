@@ -112,6 +112,39 @@ fn nowait_leaves_the_zombie() {
     assert_eq!(a, b);
 }
 
+/// Only the thread that dumps core exits with the core bit: Linux adds 0x80 to the
+/// dumping thread's code alone (`coredump_finish`), after the others have exited with
+/// the plain signal, and a thread pidfd's `PIDFD_INFO_EXIT` shows each thread's own
+/// code (measured on Linux 6.18: SIGQUIT by `tgkill` to the leader of a process with
+/// a second thread, a core limit set: the process pidfd reports 0x83, the other
+/// thread's 0x03; by `tgkill` to that thread, both 0x83). The process's status has
+/// the bit either way.
+fn only_the_thread_that_dumps_core_exits_with_the_core_bit() {
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    for thread_dumps in [false, true] {
+        let p = fork(&init);
+        let t = thread(&p);
+        p.set_dumps_core(true);
+        let pfd = init
+            .pidfd_open(init.pid_of(&p), uproc_abi::PidfdFlags::empty())
+            .unwrap();
+        let tfd = init
+            .pidfd_open(init.pid_of(&t), uproc_abi::PidfdFlags::THREAD)
+            .unwrap();
+        let victim = if thread_dumps { &t } else { &p };
+        init.tgkill(init.pid_of(&p), init.pid_of(victim), Signal::QUIT)
+            .unwrap();
+        let info = reap(&init, &p);
+        assert!(info.status.core_dumped(), "the process dumped core");
+        let code = |fd: &uproc_pidfs::PidFd| fd.info(uproc_abi::InfoMask::EXIT).unwrap().exit_code;
+        assert_eq!(code(&pfd), 0x83, "thread dumps: {thread_dumps}");
+        let want = if thread_dumps { 0x83 } else { 0x03 };
+        assert_eq!(code(&tfd), want, "thread dumps: {thread_dumps}");
+    }
+    assert_at_rest(&sys);
+}
+
 fn killed_child_reports_signal_and_core() {
     let sys = system();
     let init = sys.init();
@@ -758,6 +791,7 @@ fn a_wait_reports_the_calling_thread_s_children_first() {
 }
 
 every_profile!(
+    only_the_thread_that_dumps_core_exits_with_the_core_bit,
     a_wait_reports_the_calling_thread_s_children_first,
     wait_task_names_the_child_by_its_object,
     invalid_options_are_einval,
