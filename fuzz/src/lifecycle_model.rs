@@ -1478,7 +1478,12 @@ impl Model {
         }
         let mut release_self = false;
         let mut parent_signal = None;
-        if !self.tasks[t].leader {
+        if !self.tasks[t].leader && zap {
+            // The thread that ended a namespace init's process waits in its exit,
+            // attached (its tid still found), until the namespace empties
+            // (`finish_zaps` releases it).
+            self.tasks[t].st = St::Delayed;
+        } else if !self.tasks[t].leader {
             self.tasks[t].st = St::Zombie; // DEAD: released below
             release_self = true;
         } else if zap || !self.groups[g].threads.is_empty() {
@@ -1752,15 +1757,28 @@ impl Model {
     /// emptied.
     fn finish_zaps(&mut self) {
         loop {
+            // A thread other than the leader that ended the process waits attached:
+            // its number counts with the init's (`init_pids` 2).
+            let waiter = |m: &Self, g: usize| {
+                m.groups[g].zapper.filter(|&z| z != m.groups[g].leader)
+            };
             let ready = (0..self.groups.len()).find(|&g| {
                 let l = self.groups[g].leader;
+                let w = waiter(self, g);
                 self.groups[g].zapping
                     && self.tasks[l].st == St::Delayed
-                    && self.groups[g].threads.is_empty()
-                    && self.ns[self.ns_of(l)].taken.len() <= 1
+                    && self.groups[g].threads.iter().all(|&x| Some(x) == w)
+                    && self.ns[self.ns_of(l)].taken.len() <= 1 + usize::from(w.is_some())
             });
             let Some(g) = ready else { return };
             let l = self.groups[g].leader;
+            // Released while `zapping` still holds: its release must not publish the
+            // leader (done here).
+            if let Some(w) = waiter(self, g) {
+                self.groups[g].zapper = None;
+                self.tasks[w].st = St::Zombie;
+                self.release(w);
+            }
             self.groups[g].zapping = false;
             self.tasks[l].status = self.groups[g].group_exit.unwrap_or(self.tasks[l].status);
             let mut sig = None;
