@@ -1759,9 +1759,8 @@ impl Model {
         loop {
             // A thread other than the leader that ended the process waits attached:
             // its number counts with the init's (`init_pids` 2).
-            let waiter = |m: &Self, g: usize| {
-                m.groups[g].zapper.filter(|&z| z != m.groups[g].leader)
-            };
+            let waiter =
+                |m: &Self, g: usize| m.groups[g].zapper.filter(|&z| z != m.groups[g].leader);
             let ready = (0..self.groups.len()).find(|&g| {
                 let l = self.groups[g].leader;
                 let w = waiter(self, g);

@@ -12,8 +12,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 /// Runs `f`; if it panics, the panic stops here and its message comes back (for the
 /// caller's log). The panic's payload is dropped, and if that drop panics in turn, the
 /// second payload is forgotten (leaked): there is no one left to report it to.
+///
+/// The user code runs [`outside`](crate::walk::outside) any kill walk of this thread:
+/// what it does acts at once, as from any caller.
 pub fn contain(f: impl FnOnce()) -> Result<(), String> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+    catch_unwind(AssertUnwindSafe(|| crate::walk::outside(f))).map_err(|payload| {
         let msg = panic_message(&*payload).to_owned();
         if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
             std::mem::forget(again);

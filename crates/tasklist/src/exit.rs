@@ -51,6 +51,11 @@ pub(crate) struct PostExit {
     /// Reparented children with something to check once the locks are dropped
     /// (boxed: almost always none, and then nothing to drop).
     pub(crate) reparent_checks: Option<Box<ReparentChecks>>,
+    /// The kill walk the exit's parent-death and orphaned-group signals were sent in
+    /// (`exit_signals_before_zombie`): the hooks they call and the bare tasks they end
+    /// wait until the exit is over (the task published a zombie), as Linux's targets
+    /// act on them in their own context later.
+    walk: Option<uproc_abi::walk::Walking>,
 }
 
 /// What an exit decides before its task becomes a zombie, with no lock of its own held
@@ -353,7 +358,7 @@ fn exit_notify(
             reparent::pass_to_live_thread(t, &mut post);
         }
         if let Some(checks) = post.reparent_checks.take() {
-            exit_signals_before_zombie(sys, t, &mut tl, *checks);
+            exit_signals_before_zombie(sys, t, &mut tl, *checks, &mut post.walk);
         }
         if !t.leader {
             // A thread autoreaps; its thread pidfds become readable. Unless it ended
@@ -436,6 +441,10 @@ fn exit_notify(
             sys.process_zaps();
         }
     }
+    if let Some(walk) = post.walk {
+        uproc_abi::hint::cold_path();
+        drop(walk);
+    }
 }
 
 /// Decides the signals an exit sends before its task becomes a zombie, in
@@ -456,6 +465,7 @@ fn exit_signals_before_zombie<'a>(
     t: &Arc<TaskInner>,
     tl: &mut Option<uproc_abi::lockstat::NamedRwLockWriteGuard<'a, crate::pgrp::TaskList>>,
     checks: ReparentChecks,
+    walk: &mut Option<uproc_abi::walk::Walking>,
 ) {
     let ReparentChecks {
         children,
@@ -495,6 +505,8 @@ fn exit_signals_before_zombie<'a>(
         return;
     }
     *tl = None;
+    // One walk over every signal of the exit, over until the exit is.
+    *walk = Some(uproc_abi::walk::enter());
     // The parent-death signals first: Linux sends them in the hand-over itself,
     // before `reparent_leader`'s check.
     crate::reparent::send_pdeath_signals(t, pdeath);
@@ -607,7 +619,9 @@ pub(crate) fn do_notify_parent(
         // (`SIGNAL_GROUP_EXIT`: a fatal signal or `exit_group` decided, or its last
         // thread exiting): the SIGCHLD of a child that dies in the same kill walk as
         // its parent, after it, leaves nothing pending there.
-        let dying = ps.group_exit.is_some() || ps.nr_live == 0;
+        // (A core-dumping signal no thread has acted on yet starts no group exit.)
+        let dying =
+            (ps.group_exit.is_some() && !crate::signal::core_unacted(&ps)) || ps.nr_live == 0;
         match ps.sigchld {
             SigChld::Ignore => autoreap = true,
             SigChld::NoCldWait => {

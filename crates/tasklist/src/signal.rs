@@ -505,7 +505,7 @@ fn task_key(t: &Arc<TaskInner>) -> usize {
 /// signal until a thread dequeues it (`complete_signal`'s fast path leaves
 /// `sig_kernel_coredump` signals out), so a fatal signal sent meanwhile still counts.
 /// The caller holds the siglock (`st`).
-fn core_unacted(st: &GroupState) -> bool {
+pub(crate) fn core_unacted(st: &GroupState) -> bool {
     st.exit_flags & (crate::task::DEQUEUE_PENDING | crate::task::EXIT_ACTED)
         == crate::task::DEQUEUE_PENDING
 }
@@ -662,8 +662,11 @@ fn end_bare(
     if uproc_abi::walk::in_walk() {
         uproc_abi::hint::cold_path();
         let bare = bare.to_vec();
-        let rank = tree_depth(&bare[0]);
-        uproc_abi::walk::end_or_defer(rank, move || {
+        // Named by process, after its parent's process if the walk ends that too.
+        let key = std::ptr::from_ref(g) as usize;
+        let parent = g.sig.lock().real_parent.upgrade();
+        let after = parent.map_or(0, |p| std::ptr::from_ref(p.group()) as usize);
+        uproc_abi::walk::end_or_defer(key, after, move || {
             end_threads(&bare, status, dumper);
             bare[0].group().wake_waiters();
         });
@@ -684,23 +687,6 @@ fn end_threads(bare: &[Arc<TaskInner>], status: WaitStatus, dumper: usize) {
         };
         crate::exit::do_exit(th, own);
     }
-}
-
-/// How deep `t`'s process is in the process tree (its ancestors, counted up to 32):
-/// a kill walk's victims die in this order, parents before the children killed with
-/// them, whatever their numbers (`uproc_abi::walk`). Takes each ancestor's siglock in
-/// turn, none nested.
-fn tree_depth(t: &TaskInner) -> u64 {
-    let mut depth = 0;
-    let mut p = t.group().sig.lock().real_parent.upgrade();
-    while let Some(parent) = p {
-        depth += 1;
-        if depth == 32 {
-            break;
-        }
-        p = parent.group().sig.lock().real_parent.upgrade();
-    }
-    depth
 }
 
 /// [`Outcome::ForceKill`]: the hooks of the group's live, started threads hear
@@ -737,7 +723,7 @@ fn notify_parent_cldstop(t: &Arc<TaskInner>, _continued: bool) {
             {
                 let mut ps = p.group().sig.lock();
                 // Not to a dying parent (`prepare_signal`, as `do_notify_parent`).
-                let dying = ps.group_exit.is_some() || ps.nr_live == 0;
+                let dying = (ps.group_exit.is_some() && !core_unacted(&ps)) || ps.nr_live == 0;
                 if ps.sigchld != SigChld::Ignore && !dying {
                     ps.shared_pending.insert(Signal::CHLD);
                 }

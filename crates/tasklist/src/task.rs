@@ -43,6 +43,21 @@ pub(crate) type SignalHook = Arc<dyn Fn(Signal) + Send + Sync>;
 /// code too, and the copy a kill holds may be the last one: a hook that ended its own
 /// task, or one removed meanwhile.)
 pub(crate) fn call_hooks(hooks: Vec<SignalHook>, sig: Option<Signal>) {
+    if hooks.is_empty() {
+        return;
+    }
+    if uproc_abi::walk::in_walk() {
+        // Inside a kill walk a handler runs after it, as Linux's runs in the target's
+        // own context once the sender is done (`uproc_abi::walk`).
+        uproc_abi::hint::cold_path();
+        uproc_abi::walk::end_or_defer(0, 0, move || call_hooks_now(hooks, sig));
+        return;
+    }
+    call_hooks_now(hooks, sig);
+}
+
+/// [`call_hooks`], now.
+fn call_hooks_now(hooks: Vec<SignalHook>, sig: Option<Signal>) {
     if let Some(sig) = sig {
         for hook in &hooks {
             if let Err(panic) = uproc_abi::user::contain(|| hook(sig)) {

@@ -710,7 +710,123 @@ fn a_kill_of_many_signals_every_victim_before_any_dies() {
     assert_at_rest(&sys);
 }
 
+/// User code that a kill walk calls (a managed task's signal hook) runs after the
+/// walk, as a Linux handler runs in its task's own context, and outside it: a kill it
+/// makes ends its bare victim before it returns, and a blocking wait for that victim
+/// returns. A hook of a child told of its parent's death finds the parent a zombie
+/// (Linux queues the signal in the hold that makes it one), and a blocking wait for it
+/// from the hook returns.
+fn hooks_run_after_the_walk_and_outside_it() {
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    let x = fork(&init);
+    let m = fork(&init);
+    m.setpgid(0, 0).unwrap();
+    let seen = Arc::new(Mutex::new(None));
+    {
+        let (init2, x2, seen2) = (init.clone(), x.clone(), seen.clone());
+        let xpid = init.pid_of(&x);
+        m.set_signal_hook(Some(Arc::new(move |_| {
+            init2.kill(xpid, Signal::KILL).unwrap();
+            let alive = x2.is_alive();
+            let waited = init2.wait(WaitId::Pid(xpid), WaitOptions::EXITED);
+            seen2.lock().unwrap().get_or_insert((alive, waited.is_ok()));
+        })));
+    }
+    init.kill(-init.pid_of(&m), Signal::KILL).unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some((false, true)),
+        "(x alive, x reaped)"
+    );
+    m.exit_signaled(Signal::KILL);
+    reap(&init, &m);
+    // The parent-death signal's handler: its parent is a zombie, a blocking wait
+    // for it returns.
+    let f = fork(&init);
+    let c = fork(&f);
+    c.set_pdeath_signal(Signal::USR1);
+    let reaped = Arc::new(Mutex::new(None));
+    {
+        let (init2, reaped2, fnr) = (init.clone(), reaped.clone(), init.pid_of(&f));
+        c.set_signal_hook(Some(Arc::new(move |_| {
+            let got = init2.wait(WaitId::Pid(fnr), WaitOptions::EXITED);
+            reaped2
+                .lock()
+                .unwrap()
+                .get_or_insert(got.map(|w| w.map(|i| i.pid)));
+        })));
+    }
+    let fnr = init.pid_of(&f);
+    f.exit(0);
+    assert_eq!(*reaped.lock().unwrap(), Some(Ok(Some(fnr))));
+    c.exit_signaled(Signal::USR1);
+    let opts = WaitOptions::EXITED | WaitOptions::NOHANG;
+    while let Ok(Some(_)) = init.wait(WaitId::All, opts) {}
+    assert_at_rest(&sys);
+}
+
+/// A core-dumping signal that no thread has acted on starts no group exit in Linux, so
+/// a SIGCHLD to that process is still queued (measured on 6.18: the zombie parent
+/// shows `ShdPnd` 0x10000, killed by SIGQUIT); once a fatal signal that does not dump
+/// core decided it, the SIGCHLD is dropped.
+fn sigchld_to_a_parent_whose_core_signal_waits_is_queued() {
+    let sys = system();
+    let init = sys.init();
+    for (sig, queued) in [(Signal::QUIT, true), (Signal::TERM, false)] {
+        let p = init.fork_managed(&CloneArgs::default()).unwrap();
+        let c = fork(&p);
+        init.kill(init.pid_of(&p), sig).unwrap();
+        c.exit(0);
+        assert_eq!(p.pending_signals().contains(&Signal::CHLD), queued, "{sig}");
+        p.exit_signaled(sig);
+        reap(&init, &p);
+    }
+    assert_at_rest(&sys);
+}
+
+/// The victims of one kill die parents first at any depth (a child numbered below its
+/// parent, 40 generations down, is handed to init alive rather than autoreaped by its
+/// parent, which ignores SIGCHLD), so every profile gives one outcome.
+fn a_kill_walk_orders_deep_trees_parents_first() {
+    let sys = system_without_orphan_reaping();
+    let init = sys.init();
+    init.set_cap_checkpoint_restore(true);
+    let top = fork(&init);
+    top.setpgid(0, 0).unwrap();
+    let mut chain = vec![top.clone()];
+    for depth in 1..40 {
+        let parent = chain.last().unwrap();
+        parent.set_cap_checkpoint_restore(true);
+        // Each parent numbered high, its child low.
+        let args = if depth == 39 {
+            CloneArgs::default()
+        } else {
+            CloneArgs {
+                set_tid: vec![20_000 + depth],
+                ..Default::default()
+            }
+        };
+        chain.push(parent.fork(&args).unwrap());
+    }
+    let (parent, child) = (&chain[38], &chain[39]);
+    parent.set_sigchld(uproc_tasklist::SigChld::Ignore);
+    assert!(init.pid_of(child) < init.pid_of(parent));
+    init.kill(-init.pid_of(&top), Signal::KILL).unwrap();
+    let opts = WaitOptions::EXITED | WaitOptions::NOHANG;
+    let got = init.wait(WaitId::Pid(init.pid_of(child)), opts);
+    assert!(
+        matches!(got, Ok(Some(_))),
+        "init reaps the deepest child: {got:?}"
+    );
+    while let Ok(Some(_)) = init.wait(WaitId::All, opts) {}
+    assert_at_rest(&sys);
+}
+
 every_profile!(
+    hooks_run_after_the_walk_and_outside_it,
+    sigchld_to_a_parent_whose_core_signal_waits_is_queued,
+    a_kill_walk_orders_deep_trees_parents_first,
     a_kill_of_many_signals_every_victim_before_any_dies,
     a_continued_process_dies_of_what_its_thread_dequeues_first,
     stop_signals_to_a_stopped_process_stay_queued_until_sigcont,
