@@ -190,13 +190,15 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     }
     let (group_dead, status, parent, threadless, childless, orphan) = {
         let mut st = g.sig.lock();
-        // The SIGKILL that ends this thread (a fatal signal's, a group exit's) is
-        // taken on its way out, as `get_signal` dequeues it before `do_group_exit`:
-        // an init waiting in its exit for its namespace shows it no more. Under the
-        // siglock, where every sender sets it; a plain load on the common path.
-        if t.pending.load(Ordering::Acquire) & Signal::KILL.mask() != 0 {
+        // The thread's own pending set is gone from its exit on (measured on Linux
+        // 6.18: `SigPnd` 0 for a zombie, a zombie leader whose thread runs, and an init
+        // waiting in its exit for its namespace, whatever was `tgkill`ed to it; the
+        // shared set stays): the SIGKILL that ends it is dequeued by `get_signal`, the
+        // rest flushed. Under the siglock, where every sender sets it; a plain load on
+        // the common path.
+        if t.pending.load(Ordering::Acquire) != 0 {
             cold_path();
-            t.pending.fetch_and(!Signal::KILL.mask(), Ordering::AcqRel);
+            t.pending.store(0, Ordering::Release);
         }
         st.nr_live -= 1;
         let status = match st.group_exit {

@@ -343,6 +343,16 @@ fn decide(
                     // meanwhile may be dequeued first (`after_unacted_core`).
                     st.exit_flags |= crate::task::DEQUEUE_PENDING;
                     queue(t, &mut st, sig, thread);
+                } else if thread {
+                    // `tgkill`: the thread's own set, which its exit empties (a
+                    // namespace init waiting in its exit shows nothing pending after a
+                    // `tgkill`ed SIGKILL, measured on 6.18; one `kill`ed stays in the
+                    // shared set). A SIGKILL is told apart from the one every thread
+                    // of a dying group gets marked with by `KILL_FORCED`.
+                    queue(t, &mut st, sig, true);
+                    if sig == Signal::KILL {
+                        st.exit_flags |= crate::task::KILL_FORCED;
+                    }
                 } else {
                     st.shared_pending.insert(sig);
                 }

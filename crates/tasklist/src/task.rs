@@ -856,9 +856,10 @@ impl std::ops::Deref for SharedPending {
     }
 }
 
-/// [`GroupState::exit_flags`]: a SIGKILL came after another fatal signal had doomed
-/// the group (Linux drops it: the group dies at once there); a managed task's hooks
-/// heard it ([`Task::sigkill_sent`]).
+/// [`GroupState::exit_flags`]: SIGKILL itself was sent to the group other than into
+/// its shared set ([`Task::sigkill_sent`]): after another fatal signal had doomed the
+/// group (Linux drops it: the group dies at once there; a managed task's hooks heard
+/// it), or by `tgkill` into a thread's own set.
 pub(crate) const KILL_FORCED: u8 = 1;
 /// [`GroupState::exit_flags`]: a thread acted on the group's exit (`do_group_exit`, or
 /// a thread's exit once it was decided), as a Linux thread that dequeued the fatal
