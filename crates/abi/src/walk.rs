@@ -35,10 +35,12 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 
-/// A queued end: what it ends (`key`), what must end first (`after`), the end.
+/// A queued end: what it ends (`key`), what must end first (`after`), its place
+/// among ends with no order between them (`tie`), the end.
 struct End {
     key: usize,
     after: usize,
+    tie: u64,
     run: Box<dyn FnOnce()>,
 }
 
@@ -89,8 +91,10 @@ pub fn walk<R>(signal_all: impl FnOnce() -> R) -> R {
 
 /// Runs `end` now, or, inside a walk, queues it for when the walk is over. `key`
 /// names what it ends and `after` what must end before it (`0`: nothing) if the same
-/// walk queued that too; ends with no such constraint keep the order they came in.
-pub fn end_or_defer(key: usize, after: usize, end: impl FnOnce() + 'static) {
+/// walk queued that too; ends at the same depth of that order run by `tie` (the task
+/// list: a process's place among its siblings, its fork order), then in the order
+/// they came in.
+pub fn end_or_defer(key: usize, after: usize, tie: u64, end: impl FnOnce() + 'static) {
     if WALKS.with(Cell::get) == 0 {
         end();
     } else {
@@ -98,6 +102,7 @@ pub fn end_or_defer(key: usize, after: usize, end: impl FnOnce() + 'static) {
             q.borrow_mut().push_back(End {
                 key,
                 after,
+                tie,
                 run: Box::new(end),
             });
         });
@@ -175,15 +180,15 @@ fn order(q: &mut VecDeque<End>, fresh: usize) {
             on_path[j] = false;
         }
     }
-    let mut keyed: Vec<(usize, usize)> = depth
+    let mut keyed: Vec<(usize, u64, usize)> = depth
         .iter()
         .enumerate()
-        .map(|(i, d)| (d.unwrap_or(0), i))
+        .map(|(i, d)| (d.unwrap_or(0), ends[i].tie, i))
         .collect();
-    keyed.sort_by_key(|&(d, i)| (d, i));
+    keyed.sort_unstable();
     let taken: Vec<End> = q.drain(from..).collect();
     let mut slots: Vec<Option<End>> = taken.into_iter().map(Some).collect();
-    for (_, i) in keyed {
+    for (_, _, i) in keyed {
         if let Some(e) = slots[i].take() {
             q.push_back(e);
         }
@@ -227,20 +232,23 @@ mod tests {
     #[test]
     fn ends_run_after_the_outermost_walk_parents_first() {
         let log: Log = Rc::default();
-        end_or_defer(0, 0, push(&log, "now"));
+        end_or_defer(0, 0, 0, push(&log, "now"));
         assert_eq!(*log.borrow(), ["now"]);
         log.borrow_mut().clear();
         walk(|| {
             // c's parent is b, b's is a: queued child first, they run a, b, c; d has
             // no parent among them and keeps its place.
-            end_or_defer(3, 2, push(&log, "c"));
-            end_or_defer(4, 9, push(&log, "d"));
-            walk(|| end_or_defer(2, 1, push(&log, "b")));
-            end_or_defer(1, 0, push(&log, "a"));
+            end_or_defer(3, 2, 0, push(&log, "c"));
+            end_or_defer(4, 9, 0, push(&log, "d"));
+            walk(|| end_or_defer(2, 1, 0, push(&log, "b")));
+            end_or_defer(1, 0, 0, push(&log, "a"));
+            // Two roots more, by tie: f before e.
+            end_or_defer(6, 0, 2, push(&log, "e"));
+            end_or_defer(5, 0, 1, push(&log, "f"));
             assert!(in_walk());
             log.borrow_mut().push("signalled");
         });
-        assert_eq!(*log.borrow(), ["signalled", "d", "a", "b", "c"]);
+        assert_eq!(*log.borrow(), ["signalled", "d", "a", "f", "e", "b", "c"]);
         assert!(!in_walk());
     }
 
@@ -249,12 +257,12 @@ mod tests {
         let log: Log = Rc::default();
         let l = log.clone();
         walk(|| {
-            end_or_defer(1, 0, push(&log, "victim"));
+            end_or_defer(1, 0, 0, push(&log, "victim"));
             outside(|| {
                 assert!(!in_walk());
                 // A kill made by user code: its own walk ends its victim before it
                 // returns, not with the walk the user code was called from.
-                walk(|| end_or_defer(2, 0, push(&l, "hook's victim")));
+                walk(|| end_or_defer(2, 0, 0, push(&l, "hook's victim")));
                 l.borrow_mut().push("hook returns");
             });
             assert!(in_walk());
@@ -268,7 +276,7 @@ mod tests {
             walk(|| {
                 if n > 0 {
                     let l = log.clone();
-                    end_or_defer(n as usize, 0, move || {
+                    end_or_defer(n as usize, 0, 0, move || {
                         l.borrow_mut().push(n);
                         chain(n - 1, l);
                     });
@@ -298,7 +306,7 @@ mod tests {
                     // A chain of 50,000 queued leaf first.
                     for k in (1..=50_000usize).rev() {
                         let l = log.clone();
-                        end_or_defer(k, k - 1, move || l.borrow_mut().push(k));
+                        end_or_defer(k, k - 1, 0, move || l.borrow_mut().push(k));
                     }
                 });
                 let got = log.borrow();

@@ -672,11 +672,22 @@ fn end_bare(
     if uproc_abi::walk::in_walk() {
         uproc_abi::hint::cold_path();
         let bare = bare.to_vec();
-        // Named by process, after its parent's process if the walk ends that too.
+        // Named by process, after its parent's process if the walk ends that too,
+        // and among its siblings by its place in their parent's list (fork order):
+        // an order no profile's numbering changes.
         let key = std::ptr::from_ref(g) as usize;
         let parent = g.sig.lock().real_parent.upgrade();
-        let after = parent.map_or(0, |p| std::ptr::from_ref(p.group()) as usize);
-        uproc_abi::walk::end_or_defer(key, after, move || {
+        let after = parent
+            .as_ref()
+            .map_or(0, |p| std::ptr::from_ref(p.group()) as usize);
+        let tie = parent.map_or(0, |p| {
+            let list = p.group().children.lock();
+            list.list
+                .iter()
+                .position(|c| std::ptr::eq(c.0.group(), g))
+                .map_or(u64::MAX, |i| i as u64)
+        });
+        uproc_abi::walk::end_or_defer(key, after, tie, move || {
             end_threads(&bare, status, dumper);
             bare[0].group().wake_waiters();
         });

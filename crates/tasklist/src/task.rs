@@ -50,7 +50,7 @@ pub(crate) fn call_hooks(hooks: Vec<SignalHook>, sig: Option<Signal>) {
         // Inside a kill walk a handler runs after it, as Linux's runs in the target's
         // own context once the sender is done (`uproc_abi::walk`).
         uproc_abi::hint::cold_path();
-        uproc_abi::walk::end_or_defer(0, 0, move || call_hooks_now(hooks, sig));
+        uproc_abi::walk::end_or_defer(0, 0, 0, move || call_hooks_now(hooks, sig));
         return;
     }
     call_hooks_now(hooks, sig);

@@ -823,7 +823,43 @@ fn a_kill_walk_orders_deep_trees_parents_first() {
     assert_at_rest(&sys);
 }
 
+/// Siblings killed by one walk die in fork order, whatever their numbers, so the
+/// outcome is the same under every profile (Linux leaves it to the scheduler: its P
+/// died of either exit signal, mostly the first-forked child's): P, not a victim, dies
+/// of the exit signal of its child forked first.
+fn siblings_killed_together_die_in_fork_order() {
+    let sys = system();
+    let init = sys.init();
+    init.set_cap_checkpoint_restore(true);
+    let p = fork(&init);
+    p.set_cap_checkpoint_restore(true);
+    // A forked first, numbered high; B after it, numbered low.
+    let a = p
+        .fork(&CloneArgs {
+            exit_signal: Some(Signal::USR1),
+            set_tid: vec![20_000],
+            ..Default::default()
+        })
+        .unwrap();
+    let b = p
+        .fork(&CloneArgs {
+            exit_signal: Some(Signal::TERM),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(init.pid_of(&b) < init.pid_of(&a));
+    p.kill(-1, Signal::KILL).unwrap();
+    assert_eq!(
+        p.exit_status().and_then(|s| s.signaled()),
+        Some(Signal::USR1)
+    );
+    let opts = WaitOptions::EXITED | WaitOptions::ALL | WaitOptions::NOHANG;
+    while let Ok(Some(_)) = init.wait(WaitId::All, opts) {}
+    assert_at_rest(&sys);
+}
+
 every_profile!(
+    siblings_killed_together_die_in_fork_order,
     hooks_run_after_the_walk_and_outside_it,
     sigchld_to_a_parent_whose_core_signal_waits_is_queued,
     a_kill_walk_orders_deep_trees_parents_first,
