@@ -118,7 +118,19 @@ pub fn in_walk() -> bool {
 /// Runs `user_code` (a hook, a waker) outside any walk of this thread: its kills act
 /// at once, its own walks run their own queue before they return, and the walk it was
 /// called from resumes afterwards (also if it unwinds).
+#[inline]
 pub fn outside<R>(user_code: impl FnOnce() -> R) -> R {
+    // Outside any walk already (a waker of every exit, a hook of a plain kill): as is.
+    if WALKS.with(Cell::get) == 0 && !ENDING.with(Cell::get) {
+        return user_code();
+    }
+    outside_a_walk(user_code)
+}
+
+/// [`outside`] from inside a walk or its queue: the walk set aside, then resumed.
+#[cold]
+#[inline(never)]
+fn outside_a_walk<R>(user_code: impl FnOnce() -> R) -> R {
     struct Resume(u32, bool, VecDeque<End>, usize);
     impl Drop for Resume {
         fn drop(&mut self) {
