@@ -810,8 +810,11 @@ impl Kernel {
             events: libc::POLLIN,
             revents: 0,
         };
+        // Only a kill or tgkill may stay silent; any other command replies, late on a
+        // loaded machine (half a second was seen to be too little).
+        let timeout_ms = if matches!(args[0], 3 | 10) { 500 } else { 5000 };
         // SAFETY: poll on one descriptor of ours.
-        if unsafe { libc::poll(&mut pfd, 1, 500) } != 1 {
+        if unsafe { libc::poll(&mut pfd, 1, timeout_ms) } != 1 {
             assert!(
                 matches!(args[0], 3 | 10),
                 "no reply from process {id} to {args:?}"
