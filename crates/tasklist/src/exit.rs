@@ -126,7 +126,7 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
     }
     let mut hooks = Vec::new();
     let mut bare = Vec::new();
-    let status = {
+    let (status, first_to_act) = {
         let mut st = t.group().sig.lock();
         // The first thread to act on the group's exit is the one that dumps core (if
         // the status has it); the others exit without the core bit.
@@ -146,7 +146,6 @@ pub(crate) fn do_group_exit(t: &Arc<TaskInner>, status: WaitStatus) {
         }
         (status, first_to_act)
     };
-    let (status, first_to_act) = status;
     crate::task::call_hooks(hooks, Some(Signal::KILL));
     for th in &bare {
         do_exit(th, without_core(status));
@@ -281,9 +280,9 @@ pub(crate) fn do_exit(t: &Arc<TaskInner>, status: WaitStatus) {
 /// process's ids and its parent.
 struct ExitOrphanCheck(Arc<ProcessIds>, Option<Arc<TaskInner>>);
 
-/// Reads [`ExitOrphanCheck`], boxed for `exit_notify` (the caller holds the siglock of the dead process `t`);
-/// `None` for a nested namespace's init, whose exit waits for its namespace to empty
-/// first ([`try_finish_zap`] asks then).
+/// Reads [`ExitOrphanCheck`], boxed as `exit_notify` takes it (the caller holds the
+/// siglock of the dead process `t`); `None` for a nested namespace's init, whose exit
+/// waits for its namespace to empty first ([`try_finish_zap`] asks then).
 #[cold]
 #[inline(never)]
 fn exit_orphan_check(t: &TaskInner, st: &crate::task::GroupState) -> Option<Box<ReparentChecks>> {
@@ -617,13 +616,7 @@ pub(crate) fn do_notify_parent(
         return true;
     }
     if sig == Signal::CHLD.raw() {
-        // `prepare_signal` drops a signal to a process that is dying
-        // (`SIGNAL_GROUP_EXIT`: a fatal signal or `exit_group` decided, or its last
-        // thread exiting): the SIGCHLD of a child that dies in the same kill walk as
-        // its parent, after it, leaves nothing pending there.
-        // (A core-dumping signal no thread has acted on yet starts no group exit.)
-        let dying =
-            (ps.group_exit.is_some() && !crate::signal::core_unacted(&ps)) || ps.nr_live == 0;
+        let dying = crate::signal::drops_signals(&ps);
         match ps.sigchld {
             SigChld::Ignore => autoreap = true,
             SigChld::NoCldWait => {

@@ -515,9 +515,19 @@ fn task_key(t: &Arc<TaskInner>) -> usize {
 /// signal until a thread dequeues it (`complete_signal`'s fast path leaves
 /// `sig_kernel_coredump` signals out), so a fatal signal sent meanwhile still counts.
 /// The caller holds the siglock (`st`).
-pub(crate) fn core_unacted(st: &GroupState) -> bool {
+fn core_unacted(st: &GroupState) -> bool {
     st.exit_flags & (crate::task::DEQUEUE_PENDING | crate::task::EXIT_ACTED)
         == crate::task::DEQUEUE_PENDING
+}
+
+/// `prepare_signal`'s drop of a signal to a process that is dying
+/// (`SIGNAL_GROUP_EXIT`: a fatal signal or `exit_group` decided its exit, or its last
+/// thread exited), for the SIGCHLDs its children's exits, stops and continues queue
+/// on it directly: a child that dies in the same kill walk as its parent, after it,
+/// leaves nothing pending there. A core-dumping signal no thread has acted on yet
+/// starts no group exit ([`core_unacted`]). The caller holds the siglock (`st`).
+pub(crate) fn drops_signals(st: &GroupState) -> bool {
+    (st.group_exit.is_some() && !core_unacted(st)) || st.nr_live == 0
 }
 
 /// A fatal signal other than SIGKILL to a group whose exit a Core signal decided but no
@@ -743,9 +753,7 @@ fn notify_parent_cldstop(t: &Arc<TaskInner>, _continued: bool) {
         if let Some((p, held)) = parent {
             {
                 let mut ps = p.group().sig.lock();
-                // Not to a dying parent (`prepare_signal`, as `do_notify_parent`).
-                let dying = (ps.group_exit.is_some() && !core_unacted(&ps)) || ps.nr_live == 0;
-                if ps.sigchld != SigChld::Ignore && !dying {
+                if ps.sigchld != SigChld::Ignore && !drops_signals(&ps) {
                     ps.shared_pending.insert(Signal::CHLD);
                 }
             }
